@@ -1,0 +1,90 @@
+/*
+ * tensile/alloc.h - the device allocator: best-fit with coalescing over a
+ * fixed-capacity arena, with an exact ledger.
+ *
+ * The allocator hands out offsets in [0, capacity); it never touches memory,
+ * so the same code manages the CPU backend's arena, a cudaMalloc'd arena,
+ * and dry runs that only count. Every block starts at a multiple of the
+ * alignment (256 bytes by default, like cudaMalloc) and its size is rounded
+ * up to it.
+ *
+ * Ledger (exact, in bytes):
+ *   load       sum of the requested sizes of live blocks (what tensors need)
+ *   footprint  end offset of the highest live block (what the arena must hold:
+ *              load + alignment padding + holes)
+ *   peaks of both, allocation and free counts, failed allocations.
+ *
+ * Example usage:
+ *
+ *   tsl_alloc *a = tsl_alloc_new(4ull << 30, 256);
+ *   size_t off;
+ *   if (tsl_alloc_alloc(a, 1000, &off) == TSL_ERR_OOM) ...;
+ *   tsl_alloc_release(a, off);
+ *   tsl_alloc_stats st; tsl_alloc_get_stats(a, &st);
+ *   tsl_alloc_destroy(a);
+ */
+#ifndef TENSILE_ALLOC_H
+#define TENSILE_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSL_ALLOC_ALIGN 256
+
+typedef struct tsl_alloc tsl_alloc;
+
+typedef struct tsl_alloc_stats {
+    size_t capacity;
+    size_t alignment;
+    size_t load, peak_load;
+    size_t footprint, peak_footprint;
+    size_t free_bytes;        /* capacity - sum of (aligned) live block sizes */
+    size_t largest_free;      /* largest free block (an allocation up to this succeeds) */
+    uint64_t n_allocs, n_frees, n_failed;
+    uint64_t n_live;          /* live blocks */
+    uint64_t n_free_blocks;   /* free blocks (holes plus the tail) */
+    double fragmentation;     /* 1 - largest_free / free_bytes (0 when free_bytes == 0) */
+} tsl_alloc_stats;
+
+/* A new allocator over `capacity` bytes. `alignment` must be a power of two
+ * (0 means TSL_ALLOC_ALIGN). Returns NULL if out of host memory. */
+tsl_alloc *tsl_alloc_new(size_t capacity, size_t alignment);
+void tsl_alloc_destroy(tsl_alloc *a); /* NULL is fine */
+
+/* Best fit: the smallest free block that holds the aligned size, lowest
+ * offset on ties. nbytes 0 is served as one alignment unit. On success
+ * *offset is set and TSL_OK returned; if no free block is large enough,
+ * TSL_ERR_OOM is returned with a message naming the request, the free bytes
+ * and the largest free block, and n_failed is counted. */
+tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset);
+
+/* Frees the live block at `offset` and coalesces it with free neighbours.
+ * Freeing anything but a live block's offset is a bug (TSL_ASSERT). */
+void tsl_alloc_release(tsl_alloc *a, size_t offset);
+
+/* Requested size of the live block at offset (TSL_ASSERT if none). */
+size_t tsl_alloc_size_of(const tsl_alloc *a, size_t offset);
+
+void tsl_alloc_get_stats(const tsl_alloc *a, tsl_alloc_stats *st);
+/* Sets the peaks to the current values (start of a measured iteration). */
+void tsl_alloc_reset_peaks(tsl_alloc *a);
+
+/* Fault injection: the k-th call of tsl_alloc_alloc from now (1-based)
+ * fails with TSL_ERR_OOM as if the arena were full; 0 disables. */
+void tsl_alloc_fail_at(tsl_alloc *a, uint64_t k);
+
+/* Expensive consistency check (tests, debug): blocks tile [0, capacity)
+ * exactly, live blocks never overlap, no two free blocks are adjacent, the
+ * ledger matches the blocks. Returns 1 if consistent, else 0 and records a
+ * message saying what is wrong. */
+int tsl_alloc_check(const tsl_alloc *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/*
+ * tensile/session.h - running a graph on a backend: the vanilla executor.
+ *
+ * A session places a finalized graph on a device: persistent tensors
+ * (parameters, buffers, optimizer states) are allocated once and
+ * initialised from the seed; every other tensor is allocated at its
+ * generating access and freed right after its last use (liveness, DESIGN.md
+ * invariant 3). Memory figures come from the device allocator's ledger.
+ *
+ * Running out of device memory is reported, not crashed on: a step that
+ * cannot allocate returns TSL_ERR_OOM with a message naming the tensor, its
+ * size, the load and the capacity, and the session stays usable.
+ *
+ * Example usage:
+ *
+ *   tsl_session_opts o = tsl_session_opts_default();   // 4 GiB, fast kernels
+ *   tsl_session *s;
+ *   if (tsl_session_new(g, &o, &s) != TSL_OK) die(tsl_last_error());
+ *   tsl_step_stats st;
+ *   tsl_session_step(s, x, y, &st);                   // forward+backward+update
+ *   printf("loss %g, peak load %zu\n", st.loss, st.peak_load);
+ *   tsl_session_free(s);
+ */
+#ifndef TENSILE_SESSION_H
+#define TENSILE_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tsl_kernel_mode {
+    TSL_KERNELS_FAST = 0, /* oneDNN / OpenBLAS where available, else reference */
+    TSL_KERNELS_REF,      /* reference kernels only (the oracle)               */
+} tsl_kernel_mode;
+
+typedef struct tsl_session_opts {
+    size_t device_memory;   /* arena capacity in bytes (default 4 GiB)   */
+    int nthreads;           /* default 1                                 */
+    tsl_kernel_mode kernels;
+    uint64_t seed;          /* parameter initialisation (default 42)     */
+} tsl_session_opts;
+
+tsl_session_opts tsl_session_opts_default(void);
+
+typedef struct tsl_step_stats {
+    double loss;
+    int64_t correct;        /* examples whose arg-max prediction equals the label */
+    int64_t examples;       /* examples (or pixels, for per-pixel losses) */
+    size_t peak_load;       /* bytes, this step */
+    size_t peak_footprint;  /* bytes, this step */
+    double ms;              /* wall time of the step */
+} tsl_step_stats;
+
+typedef struct tsl_session tsl_session;
+
+/* Places `g` (finalized; it must outlive the session) on a CPU device of
+ * opts->device_memory bytes and initialises the persistent tensors.
+ * TSL_ERR_OOM if the persistent tensors alone do not fit. */
+tsl_status tsl_session_new(const tsl_graph *g, const tsl_session_opts *opts, tsl_session **out);
+void tsl_session_free(tsl_session *s);
+
+/* One training iteration: loads x (the INPUT "input") and y (the LABEL
+ * "label"), runs every op in order, frees by liveness. `st` may be NULL. */
+tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st);
+
+/* Forward and loss only, in evaluation mode (batch norm uses running
+ * statistics, dropout is off); nothing is updated. */
+tsl_status tsl_session_eval(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st);
+
+/* Copies a persistent tensor's bytes out of / into the device. */
+tsl_status tsl_session_read(tsl_session *s, tsl_tid t, void *dst);
+tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src);
+
+/* FNV-1a 64 over the bytes of every PARAM in id order. */
+uint64_t tsl_session_param_checksum(tsl_session *s);
+
+/* Steps run so far (the next step is number steps+1). */
+int64_t tsl_session_steps(const tsl_session *s);
+
+/* Vanilla memory of one training iteration without allocating anything: the
+ * liveness-freeing executor played against the allocator ledger only. */
+typedef struct tsl_mem_report {
+    size_t persistent_bytes;   /* params + buffers + optimizer states */
+    size_t peak_load;
+    size_t peak_footprint;
+    int32_t peak_op;           /* op index at which the load peaks */
+} tsl_mem_report;
+tsl_status tsl_graph_dry_run(const tsl_graph *g, size_t capacity, tsl_mem_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

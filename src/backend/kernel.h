@@ -1,0 +1,79 @@
+/*
+ * kernel.h - the contract between the executor and a kernel.
+ *
+ * A kernel runs one op: it reads op->in[i] through a->in[i] and writes
+ * op->out[i] through a->out[i] (same order as the op). For an in-place op
+ * (optimizer updates, batch-norm running statistics) the same tensor appears
+ * in both lists and both pointers are equal. Shapes come from the graph's
+ * descriptors; the element type of the data is a->dtype (TSL_F32 normally,
+ * TSL_F64 when the double-precision oracle runs a graph), except for LABEL
+ * tensors, which are always int32.
+ *
+ * Kernels are deterministic: the same inputs, step and thread count give the
+ * same bits. Reference kernels are plain loops, the oracle; fast kernels
+ * must match them within the op's tolerance.
+ */
+#ifndef TSL_BACKEND_KERNEL_H
+#define TSL_BACKEND_KERNEL_H
+
+#include "tensile/graph.h"
+
+typedef struct tsl_kernel_args {
+    const tsl_graph *g;
+    const tsl_op *op;
+    tsl_dtype dtype;          /* TSL_F32 or TSL_F64 */
+    void *const *in;          /* op->n_in pointers  */
+    void *const *out;         /* op->n_out pointers */
+    void *workspace;          /* NULL when workspace_bytes == 0 */
+    size_t workspace_bytes;
+    int64_t step;             /* 1-based training step: Adam's t, dropout stream */
+    int nthreads;             /* threads the kernel may use (>= 1) */
+    int training;             /* 1 in training steps; 0 in evaluation: batch
+                                 norm uses and keeps its running statistics,
+                                 dropout passes x through (mask of ones) */
+    void **state;             /* fast kernels: per-op cache slot owned by the
+                                 backend, *state NULL at first call; NULL for
+                                 reference kernels */
+} tsl_kernel_args;
+
+typedef tsl_status (*tsl_kernel_fn)(const tsl_kernel_args *a);
+
+/* ---- reference kernels (src/backend/cpu/ref_*.c) -------------------------- */
+typedef struct tsl_ref_kernel {
+    tsl_kernel_fn f32;
+    tsl_kernel_fn f64;
+} tsl_ref_kernel;
+
+/* The reference kernel of an op type for TSL_F32 or TSL_F64; never NULL for
+ * a registered op (TSL_ASSERT otherwise). */
+tsl_kernel_fn tsl_cpu_ref_kernel(tsl_op_type t, tsl_dtype dt);
+
+void tsl__ref_register_conv(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_pool(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_norm(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_dense(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_eltwise(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_shape(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_loss(tsl_ref_kernel table[TSL_OP_COUNT]);
+void tsl__ref_register_optim(tsl_ref_kernel table[TSL_OP_COUNT]);
+
+/* ---- fast kernels (src/backend/cpu/fast_*.c, oneDNN and OpenBLAS) -------- */
+typedef struct tsl_fast_kernel {
+    tsl_kernel_fn run;        /* NULL: no fast path, the reference is used */
+    /* Optional: prepares *state (e.g. creates the oneDNN primitive) and
+     * returns the scratch bytes the kernel needs in a->workspace. NULL: 0. */
+    tsl_status (*prepare)(const tsl_graph *g, const tsl_op *op, int nthreads,
+                          void **state, size_t *workspace_bytes);
+    /* Optional: frees what prepare/run left in state. */
+    void (*release)(void *state);
+} tsl_fast_kernel;
+
+/* The fast kernel entry of an op type (all members NULL if none). */
+const tsl_fast_kernel *tsl_cpu_fast_kernel(tsl_op_type t);
+
+void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]);
+void tsl__fast_register_blas(tsl_fast_kernel table[TSL_OP_COUNT]);
+
+/* Sets the threads used by OpenMP (oneDNN, reference loops) and OpenBLAS. */
+void tsl_cpu_set_threads(int nthreads);
+#endif

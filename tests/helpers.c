@@ -1,0 +1,45 @@
+/* helpers.c - see helpers.h. */
+#include "helpers.h"
+#include <math.h>
+#include <stdlib.h>
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double th_uniform(uint64_t *state, double lo, double hi) {
+    return lo + (hi - lo) * ((double)(splitmix(state) >> 11) * 0x1.0p-53);
+}
+
+void th_fill_f32(float *x, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)th_uniform(&seed, lo, hi);
+}
+
+void th_fill_f64(double *x, size_t n, uint64_t seed, double lo, double hi) {
+    for (size_t i = 0; i < n; i++) x[i] = th_uniform(&seed, lo, hi);
+}
+
+double th_norm_err_f32(const float *a, const float *b, size_t n) {
+    double m = 0, s = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+        if (fabs((double)b[i]) > s) s = fabs((double)b[i]);
+    }
+    return m / s;
+}
+
+double th_norm_err_f64(const double *a, const double *b, size_t n) {
+    double m = 0, s = 1e-300;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+        if (fabs(b[i]) > s) s = fabs(b[i]);
+    }
+    return m / s;
+}
+
+int th_quick(void) { return getenv("TSL_TEST_QUICK") != NULL; }
