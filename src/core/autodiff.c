@@ -61,7 +61,7 @@ tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
 
     tsl__graph_set_loss(g, loss);
     tsl__graph_mark_phase(g, 0);
-    tsl__graph_set_backward(g, 1, wanted);
+    tsl__graph_set_backward(g, 1, wanted, nt);
     for (int32_t i = n_fwd - 1; i >= 0 && tsl_graph_status(g) == TSL_OK; i--) {
         tsl_op op = *tsl_graph_op(g, i); /* copy: the ops array grows below */
         tsl_tid out_grads[16], in_grads[256];
@@ -96,7 +96,7 @@ tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
             }
         }
     }
-    tsl__graph_set_backward(g, 0, NULL);
+    tsl__graph_set_backward(g, 0, NULL, 0);
     /* Parameters learn where their gradient is; the gradient keeps kind
      * GRADIENT. */
     for (int32_t t = 0; t < nt && tsl_graph_status(g) == TSL_OK; t++) {

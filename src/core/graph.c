@@ -18,6 +18,7 @@ struct tsl_graph {
     int finalized;
     int in_backward;            /* derived tensors are GRADIENTs */
     const uint8_t *grad_wanted; /* during backward: per tensor */
+    int32_t n_grad_wanted;
 
     tsl_tensor *tensors;
     int32_t n_tensors, cap_tensors;
@@ -203,13 +204,14 @@ int32_t tsl__graph_add_op(tsl_graph *g, tsl_op_type type, const char *name, cons
 
 int tsl__graph_needs_grad(const tsl_graph *g, tsl_tid id) {
     if (id < 0 || id >= g->n_tensors) return 0;
-    if (g->grad_wanted) return g->grad_wanted[id];
+    if (g->grad_wanted) return id < g->n_grad_wanted ? g->grad_wanted[id] : 0;
     return g->tensors[id].requires_grad;
 }
 
-void tsl__graph_set_backward(tsl_graph *g, int on, const uint8_t *wanted) {
+void tsl__graph_set_backward(tsl_graph *g, int on, const uint8_t *wanted, int32_t n_wanted) {
     g->in_backward = on;
     g->grad_wanted = wanted;
+    g->n_grad_wanted = wanted ? n_wanted : 0;
 }
 void tsl__graph_set_loss(tsl_graph *g, tsl_tid loss) { g->loss = loss; }
 void tsl__graph_mark_phase(tsl_graph *g, int optimizer) {

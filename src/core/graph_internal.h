@@ -52,7 +52,9 @@ int32_t tsl__graph_backward_begin(const tsl_graph *g);
 int32_t tsl__graph_optimizer_begin(const tsl_graph *g);
 
 /* Used by autodiff and the optimizer builder only. */
-void tsl__graph_set_backward(tsl_graph *g, int on, const uint8_t *wanted);
+/* wanted[0..n_wanted) marks the tensors whose gradient is wanted; ids at or
+ * beyond n_wanted (created during backward) are not wanted. */
+void tsl__graph_set_backward(tsl_graph *g, int on, const uint8_t *wanted, int32_t n_wanted);
 void tsl__graph_set_loss(tsl_graph *g, tsl_tid loss);
 /* Records that the backward (optimizer=0) or optimizer (1) phase starts at
  * the next op appended. */
