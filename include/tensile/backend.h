@@ -1,0 +1,78 @@
+/*
+ * tensile/backend.h - a device, as a table of function pointers with a
+ * context (ggml style). The executor only talks to devices through it.
+ *
+ * Every slot is required unless marked optional. Device memory comes from a
+ * fixed-capacity arena managed by the allocator of tensile/alloc.h, so that
+ * "out of device memory" happens on the CPU exactly as on a GPU.
+ *
+ * Example usage:
+ *
+ *   tsl_backend *b;
+ *   tsl_cpu_backend_new(1ull << 30, TSL_KERNELS_FAST, 2, &b);
+ *   void *p;
+ *   if (b->iface->alloc(b, 4096, &p) == TSL_ERR_OOM) ...;
+ *   b->iface->free(b, p);
+ *   tsl_backend_free(b);
+ */
+#ifndef TENSILE_BACKEND_H
+#define TENSILE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/alloc.h"
+#include "tensile/graph.h"
+#include "tensile/session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsl_backend tsl_backend;
+
+/* What one op execution needs beyond its tensors. */
+typedef struct tsl_run_ctx {
+    int64_t step;     /* 1-based training step */
+    int training;     /* 0 in evaluation */
+} tsl_run_ctx;
+
+struct tsl_backend_i {
+    const char *(*name)(tsl_backend *b);
+    /* Device memory from the arena: TSL_ERR_OOM (message recorded) when no
+     * free block is large enough. */
+    tsl_status (*alloc)(tsl_backend *b, size_t nbytes, void **ptr);
+    void (*free)(tsl_backend *b, void *ptr);
+    /* The arena's ledger (exact, tensile/alloc.h). */
+    void (*mem_stats)(tsl_backend *b, tsl_alloc_stats *st);
+    void (*reset_peaks)(tsl_backend *b);
+    /* Optional: make the k-th allocation from now fail (fault injection). */
+    void (*fail_alloc_at)(tsl_backend *b, uint64_t k);
+    /* Runs op's kernel on device pointers in[] / out[]; allocates and frees
+     * the op's scratch workspace in the arena (TSL_ERR_OOM if it does not
+     * fit, nothing run). Writes the kernel's wall time in *ms if non-NULL. */
+    tsl_status (*run_op)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, void *const *in,
+                         void *const *out, const tsl_run_ctx *ctx, double *ms);
+    /* Synchronous copies between host memory and device memory. */
+    tsl_status (*copy_to_device)(tsl_backend *b, void *dst, const void *src, size_t n);
+    tsl_status (*copy_to_host)(tsl_backend *b, void *dst, const void *src, size_t n);
+    /* Waits for everything issued (no-op on the CPU). */
+    tsl_status (*sync)(tsl_backend *b);
+    void (*destroy)(tsl_backend *b);
+};
+
+struct tsl_backend {
+    const struct tsl_backend_i *iface;
+    void *context;
+};
+
+/* The CPU backend: an arena of `capacity` bytes (reserved, not touched until
+ * used), the given kernels and thread count. TSL_ERR_OOM if the arena cannot
+ * be reserved. */
+tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
+                               tsl_backend **out);
+void tsl_backend_free(tsl_backend *b); /* NULL is fine */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
