@@ -8,7 +8,6 @@
  * outputs are "<name>.<what>" (dropout's "<name>.mask"). Gradient tensors
  * built by a backward builder are "<forward op name>.da", ".db", ".dx".
  */
-#include <math.h>
 #include <stdio.h>
 
 #include "core/assert.h"

@@ -1,3 +1,313 @@
-/* fast_dnnl.c - PLACEHOLDER, replaced by the fast kernels. */
-#include "backend/kernel.h"
-void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]) { (void)table; }
+/*
+ * fast_dnnl.c - the oneDNN fast kernels: one engine for the process, one
+ * stream per calling thread, and the generic prepare / run / release that
+ * every oneDNN-backed op shares (see dnnl_util.h). The op-specific
+ * primitives are built in fast_dnnl_conv.c, fast_dnnl_pool.c and
+ * fast_dnnl_bnorm.c.
+ *
+ * Determinism: a primitive is created for the thread count given to prepare
+ * and always executed with exactly that many OpenMP threads, so the same
+ * inputs give the same bits (oneDNN's work split depends on the count).
+ */
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "backend/cpu/dnnl_util.h"
+#include "core/assert.h"
+
+/* ---- engine and streams ------------------------------------------------- */
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_success;
+static pthread_key_t stream_key;
+
+static void stream_free(void *p) { dnnl_stream_destroy((dnnl_stream_t)p); }
+
+static void engine_init(void) {
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    if (engine_status != dnnl_success) engine = NULL;
+    if (pthread_key_create(&stream_key, stream_free) != 0) {
+        if (engine) dnnl_engine_destroy(engine);
+        engine = NULL;
+        engine_status = dnnl_out_of_memory;
+    }
+}
+
+dnnl_engine_t tsl__dnnl_engine(void) {
+    pthread_once(&engine_once, engine_init);
+    if (!engine)
+        tsl_fail(TSL_ERR_INTERNAL, "oneDNN: cannot create the CPU engine: %s",
+                 dnnl_status2str(engine_status));
+    return engine;
+}
+
+/* The calling thread's stream, created on its first use and destroyed when
+ * the thread exits. NULL (message recorded) if oneDNN cannot create it. */
+static dnnl_stream_t thread_stream(void) {
+    if (!tsl__dnnl_engine()) return NULL;
+    dnnl_stream_t s = pthread_getspecific(stream_key);
+    if (s) return s;
+    dnnl_status_t st = dnnl_stream_create(&s, engine, dnnl_stream_default_flags);
+    if (st != dnnl_success) {
+        tsl_fail(TSL_ERR_INTERNAL, "oneDNN: cannot create a stream: %s", dnnl_status2str(st));
+        return NULL;
+    }
+    if (pthread_setspecific(stream_key, s) != 0) {
+        dnnl_stream_destroy(s);
+        tsl_fail(TSL_ERR_OOM, "oneDNN: out of host memory for the thread's stream");
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- helpers for builders ------------------------------------------------ */
+
+tsl_status tsl__dnnl_check(dnnl_status_t st, const tsl_op *op, const char *what) {
+    if (st == dnnl_success) return TSL_OK;
+    return tsl_fail(TSL_ERR_INTERNAL, "oneDNN %s failed for op '%s' (%s): %s", what, op->name,
+                    tsl_op_type_name(op->type), dnnl_status2str(st));
+}
+
+tsl_status tsl__dnnl_soft(dnnl_status_t st, tsl__dnnl_op *s, const tsl_op *op, const char *what) {
+    if (st == dnnl_unimplemented || st == dnnl_invalid_arguments) {
+        s->fallback = 1;
+        return TSL_OK;
+    }
+    return tsl__dnnl_check(st, op, what);
+}
+
+dnnl_status_t tsl__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
+                           dnnl_format_tag_t tag) {
+    dnnl_dims_t d;
+    for (int i = 0; i < ndims; i++) d[i] = dims[i];
+    return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
+}
+
+dnnl_status_t tsl__dnnl_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t op_desc,
+                           const_dnnl_primitive_desc_t hint) {
+    dnnl_primitive_attr_t attr;
+    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
+    if (st != dnnl_success) return st;
+    st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, op_desc, attr, engine, hint);
+    dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
+                          tsl__dnnl_from from, int idx, const tsl_op *op) {
+    tsl__dnnl_prim *p = &s->p[slot];
+    TSL_ASSERT(p->n_args < TSL__DNNL_MAX_ARGS);
+    dnnl_memory_t m;
+    tsl_status st = tsl__dnnl_check(dnnl_memory_create(&m, md, engine, DNNL_MEMORY_NONE), op,
+                                    "memory creation");
+    if (st != TSL_OK) return st;
+    p->args[p->n_args].arg = arg;
+    p->args[p->n_args].memory = m;
+    p->from[p->n_args] = from;
+    p->idx[p->n_args] = idx;
+    p->n_args++;
+    return TSL_OK;
+}
+
+tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc_t pd,
+                            const tsl_op *op) {
+    tsl__dnnl_prim *p = &s->p[slot];
+    tsl_status st = tsl__dnnl_check(dnnl_primitive_create(&p->prim, pd), op, "primitive creation");
+    if (st != TSL_OK) {
+        p->prim = NULL;
+        return st;
+    }
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+        snprintf(p->impl, sizeof p->impl, "%s", impl);
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (bytes == 0) return TSL_OK;
+    if (bytes > s->scratch_bytes) s->scratch_bytes = bytes;
+    return tsl__dnnl_bind(s, slot, DNNL_ARG_SCRATCHPAD, smd, TSL__FROM_SCRATCH, 0, op);
+}
+
+const char *tsl__dnnl_impl_name(const void *state, int slot) {
+    const tsl__dnnl_op *s = state;
+    if (!s) return "";
+    if (s->fallback) return "ref";
+    if (slot < 0 || slot >= TSL__DNNL_MAX_PRIMS || !s->p[slot].prim) return "";
+    return s->p[slot].impl;
+}
+
+/* ---- generic prepare / run / release ------------------------------------- */
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t workspace_of(const tsl__dnnl_op *s) {
+    if (s->fallback) return s->ref_workspace;
+    if (!s->extra_bytes) return s->scratch_bytes;
+    return align64(s->scratch_bytes) + s->extra_bytes;
+}
+
+static tsl__dnnl_builder builder_of(tsl_op_type t) {
+    switch (t) {
+    case TSL_OP_CONV2D: return tsl__dnnl_build_conv;
+    case TSL_OP_CONV2D_BWD_DATA: return tsl__dnnl_build_conv_bwd_data;
+    case TSL_OP_CONV2D_BWD_FILTER: return tsl__dnnl_build_conv_bwd_filter;
+    case TSL_OP_CONV2D_TRANSPOSE: return tsl__dnnl_build_conv_transpose;
+    case TSL_OP_MAXPOOL2D:
+    case TSL_OP_AVGPOOL2D: return tsl__dnnl_build_pool;
+    case TSL_OP_AVGPOOL2D_BWD: return tsl__dnnl_build_avgpool_bwd;
+    case TSL_OP_BATCHNORM: return tsl__dnnl_build_bnorm;
+    case TSL_OP_BATCHNORM_BWD: return tsl__dnnl_build_bnorm_bwd;
+    default: return NULL;
+    }
+}
+
+static void dnnl_release(void *state) {
+    tsl__dnnl_op *s = state;
+    if (!s) return;
+    for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) {
+        tsl__dnnl_prim *p = &s->p[k];
+        for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
+        if (p->prim) dnnl_primitive_destroy(p->prim);
+    }
+    free(s->owned);
+    free(s);
+}
+
+/* prepare for every oneDNN op: builds the primitives for `nthreads` OpenMP
+ * threads and reports the workspace (scratchpad + extra, or the reference
+ * kernel's needs for a fallback op). On failure *state is left NULL and the
+ * error (TSL_ERR_OOM or TSL_ERR_INTERNAL) is returned with its message. */
+static tsl_status dnnl_prepare(const tsl_graph *g, const tsl_op *op, int nthreads, void **state,
+                               size_t *workspace_bytes) {
+    TSL_ASSERT(nthreads >= 1);
+    tsl__dnnl_builder build = builder_of(op->type);
+    TSL_ASSERT(build != NULL);
+    if (!tsl__dnnl_engine()) return TSL_ERR_INTERNAL;
+    tsl__dnnl_op *s = calloc(1, sizeof *s);
+    if (!s) return tsl_fail(TSL_ERR_OOM, "oneDNN: out of host memory for op '%s'", op->name);
+    s->type = op->type;
+    s->nthreads = nthreads;
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(nthreads);
+    tsl_status st = build(g, op, s);
+    omp_set_num_threads(prev);
+    if (st != TSL_OK) {
+        dnnl_release(s);
+        return st;
+    }
+    if (s->fallback) { /* drop whatever the builder made before giving up */
+        for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) {
+            tsl__dnnl_prim *p = &s->p[k];
+            for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
+            if (p->prim) dnnl_primitive_destroy(p->prim);
+            memset(p, 0, sizeof *p);
+        }
+        s->ref_workspace = tsl_op_workspace(g, op);
+    }
+    *state = s;
+    *workspace_bytes = workspace_of(s);
+    return TSL_OK;
+}
+
+/* The workspace block the op uses: the executor's when large enough (it is
+ * when prepare was called), else a private one kept in the state. NULL only
+ * if out of host memory (message recorded). */
+static void *workspace_block(tsl__dnnl_op *s, const tsl_kernel_args *a, size_t need) {
+    if (need == 0) return NULL;
+    if (a->workspace && a->workspace_bytes >= need) return a->workspace;
+    if (s->owned_bytes < need) {
+        void *p = realloc(s->owned, need);
+        if (!p) {
+            tsl_fail(TSL_ERR_OOM, "oneDNN: out of host memory for %zu bytes of scratch (op '%s')",
+                     need, a->op->name);
+            return NULL;
+        }
+        s->owned = p;
+        s->owned_bytes = need;
+    }
+    return s->owned;
+}
+
+static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
+    size_t need = workspace_of(s);
+    void *ws = workspace_block(s, a, need);
+    if (need && !ws) return TSL_ERR_OOM;
+    if (s->fallback) {
+        tsl_kernel_args r = *a;
+        r.workspace = ws;
+        r.workspace_bytes = need;
+        r.state = NULL;
+        return tsl_cpu_ref_kernel(a->op->type, TSL_F32)(&r);
+    }
+    void *extra = s->extra_bytes ? (char *)ws + align64(s->scratch_bytes) : NULL;
+    const tsl__dnnl_prim *p = &s->p[s->select ? s->select(a) : 0];
+    TSL_ASSERT(p->prim != NULL);
+    if (s->pre) {
+        tsl_status st = s->pre(s, a, extra);
+        if (st != TSL_OK) return st;
+    }
+    for (int i = 0; i < p->n_args; i++) {
+        void *ptr = NULL;
+        switch (p->from[i]) {
+        case TSL__FROM_IN: ptr = a->in[p->idx[i]]; break;
+        case TSL__FROM_OUT: ptr = a->out[p->idx[i]]; break;
+        case TSL__FROM_SCRATCH: ptr = ws; break;
+        case TSL__FROM_EXTRA: ptr = (char *)extra + p->idx[i]; break;
+        }
+        tsl_status st = tsl__dnnl_check(dnnl_memory_set_data_handle(p->args[i].memory, ptr),
+                                        a->op, "binding a buffer");
+        if (st != TSL_OK) return st;
+    }
+    dnnl_stream_t stream = thread_stream();
+    if (!stream) return TSL_ERR_INTERNAL;
+    int prev = omp_get_max_threads();
+    if (prev != s->nthreads) omp_set_num_threads(s->nthreads);
+    dnnl_status_t ds = dnnl_primitive_execute(p->prim, stream, p->n_args, p->args);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    if (prev != s->nthreads) omp_set_num_threads(prev);
+    tsl_status st = tsl__dnnl_check(ds, a->op, "execution");
+    if (st != TSL_OK) return st;
+    return s->post ? s->post(s, a, extra) : TSL_OK;
+}
+
+/* run for every oneDNN op. Float64 runs (the oracle) go to the reference
+ * kernel. Without a prepared state the state is built here (kept in
+ * *a->state when there is a slot, else freed after the run), with a private
+ * workspace. Runs with the thread count the state was prepared for. */
+static tsl_status dnnl_run(const tsl_kernel_args *a) {
+    if (a->dtype != TSL_F32) return tsl_cpu_ref_kernel(a->op->type, a->dtype)(a);
+    tsl__dnnl_op *s = a->state ? *a->state : NULL;
+    int temporary = 0;
+    if (!s) {
+        void *ns = NULL;
+        size_t w;
+        tsl_status st = dnnl_prepare(a->g, a->op, a->nthreads >= 1 ? a->nthreads : 1, &ns, &w);
+        if (st != TSL_OK) return st;
+        s = ns;
+        if (a->state) *a->state = s;
+        else temporary = 1;
+    }
+    TSL_ASSERT(s->type == a->op->type);
+    tsl_status st = run_prepared(s, a);
+    if (temporary) dnnl_release(s);
+    return st;
+}
+
+void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]) {
+    static const tsl_op_type ops[] = {
+        TSL_OP_CONV2D,    TSL_OP_CONV2D_BWD_DATA, TSL_OP_CONV2D_BWD_FILTER, TSL_OP_CONV2D_TRANSPOSE,
+        TSL_OP_MAXPOOL2D, TSL_OP_AVGPOOL2D,       TSL_OP_AVGPOOL2D_BWD,     TSL_OP_BATCHNORM,
+        TSL_OP_BATCHNORM_BWD,
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        table[ops[i]].run = dnnl_run;
+        table[ops[i]].prepare = dnnl_prepare;
+        table[ops[i]].release = dnnl_release;
+    }
+}

@@ -1,3 +1,41 @@
-/* ref_norm.c - PLACEHOLDER, replaced by the op family's reference kernels. */
+/*
+ * ref_norm.c - reference kernels of BATCHNORM and BATCHNORM_BWD, float and
+ * double.
+ *
+ * Channels are independent and shared among OpenMP threads; within a
+ * channel every sum runs in double over n, then over the spatial positions,
+ * in ascending order, so the bits never depend on the thread count.
+ */
+#include <math.h>
+
 #include "backend/kernel.h"
-void tsl__ref_register_norm(tsl_ref_kernel table[TSL_OP_COUNT]) { (void)table; }
+#include "core/assert.h"
+
+/* x (N,C,S...) seen as (N,C,S): S = product of the dims after C (1 for a
+ * 2-D input). */
+static void bn_dims(const tsl_tensor *x, int64_t *n, int64_t *c, int64_t *s) {
+    *n = x->shape.d[0];
+    *c = x->shape.d[1];
+    *s = 1;
+    for (int i = 2; i < x->shape.ndim; i++) *s *= x->shape.d[i];
+}
+
+#define TSL_PASTE_(a, b) a##_##b
+#define TSL_PASTE(a, b) TSL_PASTE_(a, b)
+
+#define REAL float
+#define FN(name) TSL_PASTE(name, f32)
+#include "ref_norm.inc"
+#undef REAL
+#undef FN
+
+#define REAL double
+#define FN(name) TSL_PASTE(name, f64)
+#include "ref_norm.inc"
+#undef REAL
+#undef FN
+
+void tsl__ref_register_norm(tsl_ref_kernel table[TSL_OP_COUNT]) {
+    table[TSL_OP_BATCHNORM] = (tsl_ref_kernel){batchnorm_f32, batchnorm_f64};
+    table[TSL_OP_BATCHNORM_BWD] = (tsl_ref_kernel){batchnorm_bwd_f32, batchnorm_bwd_f64};
+}

@@ -1,3 +1,33 @@
-/* ref_optim.c - PLACEHOLDER, replaced by the op family's reference kernels. */
+/*
+ * ref_optim.c - reference kernels of the in-place optimizer updates
+ * SGD_UPDATE and ADAM_UPDATE, float and double.
+ *
+ * Elements are independent (one thread per chunk, no reductions), so the
+ * bits never depend on the thread count. Arithmetic is in double; states
+ * are rounded to REAL when stored and the stored value is the one used for
+ * the parameter step, as a float implementation keeping float states would.
+ */
+#include <math.h>
+
 #include "backend/kernel.h"
-void tsl__ref_register_optim(tsl_ref_kernel table[TSL_OP_COUNT]) { (void)table; }
+#include "core/assert.h"
+
+#define TSL_PASTE_(a, b) a##_##b
+#define TSL_PASTE(a, b) TSL_PASTE_(a, b)
+
+#define REAL float
+#define FN(name) TSL_PASTE(name, f32)
+#include "ref_optim.inc"
+#undef REAL
+#undef FN
+
+#define REAL double
+#define FN(name) TSL_PASTE(name, f64)
+#include "ref_optim.inc"
+#undef REAL
+#undef FN
+
+void tsl__ref_register_optim(tsl_ref_kernel table[TSL_OP_COUNT]) {
+    table[TSL_OP_SGD_UPDATE] = (tsl_ref_kernel){sgd_update_f32, sgd_update_f64};
+    table[TSL_OP_ADAM_UPDATE] = (tsl_ref_kernel){adam_update_f32, adam_update_f64};
+}

@@ -1,0 +1,36 @@
+/*
+ * main.c - the tensile command: dispatch to subcommands, global help.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+
+static const char usage[] =
+    "usage: tensile COMMAND [OPTIONS]\n"
+    "\n"
+    "Tensile trains deep-learning models in a fixed device-memory budget and\n"
+    "schedules tensor swapping and recomputation so that several jobs share\n"
+    "one GPU.\n"
+    "\n"
+    "commands:\n"
+    "  info    build a model's training graph and report its size and vanilla\n"
+    "          peak memory, without allocating (a dry run)\n"
+    "  train   train a model on Fashion-MNIST or synthetic data\n"
+    "\n"
+    "'tensile COMMAND --help' describes each command's options.\n";
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("tensile 0.1.0\n");
+        return 0;
+    }
+    if (strcmp(argv[1], "info") == 0) return cmd_info(argc - 2, argv + 2);
+    if (strcmp(argv[1], "train") == 0) return cmd_train(argc - 2, argv + 2);
+    fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
+    return 2;
+}
