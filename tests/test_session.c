@@ -1,0 +1,243 @@
+/*
+ * test_session.c - the vanilla executor: liveness and the ledger, the dry
+ * run against a real run, out-of-memory as an event (clear message, state
+ * intact, retry succeeds with identical results), fault injection at every
+ * allocation of a step, evaluation leaving the state untouched, and
+ * determinism across runs and thread counts.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "runtime/session_internal.h"
+#include "tensile/models.h"
+#include "tensile/session.h"
+
+#define N 8
+#define IN 12
+
+/* x(N,IN) -> linear 16 -> batchnorm -> relu -> linear 5 -> softmax_xent, SGD. */
+static tsl_graph *small_graph(void) {
+    tsl_graph *g = tsl_graph_new("small");
+    tsl_tid x = tsl_input(g, "input", TSL_SHAPE(N, IN));
+    tsl_tid y = tsl_label(g, "label", TSL_SHAPE(N));
+    tsl_tid h = tsl_linear_layer(g, "fc1", x, 16, 1);
+    h = tsl_batchnorm(g, "bn1", h, (tsl_bn_attr){.eps = 1e-5f, .momentum = 0.1f});
+    h = tsl_relu(g, "relu1", h);
+    tsl_tid logits = tsl_linear_layer(g, "fc2", h, 5, 1);
+    tsl_tid loss = tsl_softmax_xent(g, "loss", logits, y);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
+    tsl_optimizer_cfg o = tsl_sgd_default(0.1f);
+    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    return g;
+}
+
+static void batch(float *x, int32_t *y, uint64_t seed) {
+    th_fill_f32(x, N * IN, seed, -1, 1);
+    for (int i = 0; i < N; i++) y[i] = (int32_t)((seed + (uint64_t)i) % 5);
+}
+
+static tsl_session *open_session(const tsl_graph *g, size_t cap, tsl_kernel_mode k, int threads) {
+    tsl_session_opts o = tsl_session_opts_default();
+    o.device_memory = cap;
+    o.kernels = k;
+    o.nthreads = threads;
+    tsl_session *s = NULL;
+    cr_assert_eq(tsl_session_new(g, &o, &s), TSL_OK, "%s", tsl_last_error());
+    return s;
+}
+
+static size_t load_now(tsl_session *s) {
+    tsl_alloc_stats st;
+    tsl__session_backend(s)->iface->mem_stats(tsl__session_backend(s), &st);
+    return st.load;
+}
+
+Test(session, trains_and_frees_everything_after_each_step) {
+    tsl_graph *g = small_graph();
+    tsl_session *s = open_session(g, 1 << 20, TSL_KERNELS_REF, 1);
+    size_t persistent = load_now(s);
+    cr_assert_eq(persistent, tsl_graph_bytes_of_kind(g, TSL_KIND_PARAM) +
+                                 tsl_graph_bytes_of_kind(g, TSL_KIND_BUFFER) +
+                                 tsl_graph_bytes_of_kind(g, TSL_KIND_OPT_STATE));
+    float x[N * IN];
+    int32_t y[N];
+    batch(x, y, 3);
+    tsl_step_stats st;
+    double first = 0;
+    for (int i = 0; i < 30; i++) {
+        cr_assert_eq(tsl_session_step(s, x, y, &st), TSL_OK, "%s", tsl_last_error());
+        cr_assert(isfinite(st.loss));
+        if (i == 0) first = st.loss;
+        cr_assert_eq(load_now(s), persistent, "step %d leaked %zu bytes", i, load_now(s) - persistent);
+        cr_assert_gt(st.peak_load, persistent);
+    }
+    cr_assert_lt(st.loss, 0.5 * first, "loss %g did not fall from %g on a fixed batch", st.loss, first);
+    cr_assert_eq(st.examples, N);
+    tsl_session_free(s);
+    tsl_graph_free(g);
+}
+
+Test(session, dry_run_predicts_the_measured_peak_exactly) {
+    tsl_graph *g = small_graph();
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(g, 1 << 20, &r), TSL_OK);
+    tsl_session *s = open_session(g, 1 << 20, TSL_KERNELS_REF, 1);
+    float x[N * IN];
+    int32_t y[N];
+    batch(x, y, 5);
+    tsl_step_stats st;
+    cr_assert_eq(tsl_session_step(s, x, y, &st), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(st.peak_load, r.peak_load, "measured %zu, dry run %zu", st.peak_load, r.peak_load);
+    cr_assert_eq(st.peak_footprint, r.peak_footprint);
+    tsl_session_free(s);
+    tsl_graph_free(g);
+}
+
+Test(session, dry_run_matches_a_real_cnn_step) {
+    tsl_model_cfg cfg = tsl_model_cfg_default("cnn");
+    cfg.batch = 4;
+    tsl_graph *g = tsl_graph_new("cnn");
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(g, "cnn", &cfg, &loss), TSL_OK, "%s", tsl_last_error());
+    tsl_optimizer_cfg o = tsl_adam_default(1e-3f);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK);
+    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK);
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK);
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 30, &r), TSL_OK);
+    tsl_session *s = open_session(g, (size_t)1 << 30, TSL_KERNELS_REF, 2);
+    size_t n = (size_t)cfg.batch * cfg.in_channels * cfg.image_size * cfg.image_size;
+    float *x = malloc(n * sizeof *x);
+    int32_t y[4] = {1, 2, 3, 4};
+    th_fill_f32(x, n, 9, -1, 1);
+    tsl_step_stats st;
+    cr_assert_eq(tsl_session_step(s, x, y, &st), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(st.peak_load, r.peak_load, "measured %zu, dry run %zu", st.peak_load, r.peak_load);
+    free(x);
+    tsl_session_free(s);
+    tsl_graph_free(g);
+}
+
+Test(session, out_of_memory_is_an_event_with_a_clear_message) {
+    tsl_graph *g = small_graph();
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(g, 1 << 20, &r), TSL_OK);
+    /* Room for the persistent tensors but not for the step's peak. */
+    size_t cap = r.persistent_bytes + (r.peak_load - r.persistent_bytes) / 2 + 4096;
+    tsl_session *s = open_session(g, cap, TSL_KERNELS_REF, 1);
+    size_t persistent = load_now(s);
+    uint64_t before = tsl_session_param_checksum(s);
+    float x[N * IN];
+    int32_t y[N];
+    batch(x, y, 7);
+    for (int rep = 0; rep < 2; rep++) {
+        tsl_status st = tsl_session_step(s, x, y, NULL);
+        cr_assert_eq(st, TSL_ERR_OOM);
+        const char *m = tsl_last_error();
+        cr_assert(strstr(m, "device out of memory at op"), "message: %s", m);
+        cr_assert(strstr(m, "cannot allocate"), "message: %s", m);
+        cr_assert(strstr(m, "largest free block"), "message: %s", m);
+        char capstr[64];
+        snprintf(capstr, sizeof capstr, "of %zu bytes, largest", cap);
+        cr_assert(strstr(m, capstr), "message must name the capacity %zu: %s", cap, m);
+        cr_assert_eq(load_now(s), persistent, "a failed step must free what it allocated");
+        cr_assert_eq(tsl_session_param_checksum(s), before, "a failed step must not change parameters");
+        cr_assert_eq(tsl_session_steps(s), 0);
+    }
+    tsl_session_free(s);
+    /* Persistent tensors that do not fit at all. */
+    tsl_session_opts o = tsl_session_opts_default();
+    o.device_memory = 1024;
+    tsl_session *s2 = NULL;
+    cr_assert_eq(tsl_session_new(g, &o, &s2), TSL_ERR_OOM);
+    cr_assert_null(s2);
+    cr_assert(strstr(tsl_last_error(), "session start"), "%s", tsl_last_error());
+    tsl_graph_free(g);
+}
+
+Test(session, fault_at_every_allocation_then_retry_gives_identical_parameters) {
+    tsl_graph *g = small_graph();
+    float x[3][N * IN];
+    int32_t y[3][N];
+    for (int i = 0; i < 3; i++) batch(x[i], y[i], 11 + (uint64_t)i);
+    tsl_session *ref = open_session(g, 1 << 20, TSL_KERNELS_REF, 1);
+    tsl_alloc_stats a0, a1;
+    for (int i = 0; i < 3; i++) {
+        tsl__session_backend(ref)->iface->mem_stats(tsl__session_backend(ref), &a0);
+        cr_assert_eq(tsl_session_step(ref, x[i], y[i], NULL), TSL_OK);
+        tsl__session_backend(ref)->iface->mem_stats(tsl__session_backend(ref), &a1);
+    }
+    uint64_t allocs_per_step = a1.n_allocs - a0.n_allocs;
+    cr_assert_gt(allocs_per_step, 10);
+    uint64_t want = tsl_session_param_checksum(ref);
+    for (uint64_t k = 1; k <= allocs_per_step; k++) {
+        tsl_session *s = open_session(g, 1 << 20, TSL_KERNELS_REF, 1);
+        cr_assert_eq(tsl_session_step(s, x[0], y[0], NULL), TSL_OK);
+        tsl__session_backend(s)->iface->fail_alloc_at(tsl__session_backend(s), k);
+        cr_assert_eq(tsl_session_step(s, x[1], y[1], NULL), TSL_ERR_OOM, "k=%llu", (unsigned long long)k);
+        cr_assert_eq(tsl_session_step(s, x[1], y[1], NULL), TSL_OK, "retry after k=%llu: %s",
+                     (unsigned long long)k, tsl_last_error());
+        cr_assert_eq(tsl_session_step(s, x[2], y[2], NULL), TSL_OK);
+        cr_assert_eq(tsl_session_param_checksum(s), want, "fault at allocation %llu changed the result",
+                     (unsigned long long)k);
+        tsl_session_free(s);
+    }
+    tsl_session_free(ref);
+    tsl_graph_free(g);
+}
+
+Test(session, eval_changes_nothing_and_reads_back) {
+    tsl_graph *g = small_graph();
+    tsl_session *s = open_session(g, 1 << 20, TSL_KERNELS_FAST, 1);
+    float x[N * IN];
+    int32_t y[N];
+    batch(x, y, 13);
+    cr_assert_eq(tsl_session_step(s, x, y, NULL), TSL_OK);
+    tsl_tid rv = tsl_graph_find(g, "bn1.running_var");
+    cr_assert_neq(rv, TSL_NONE);
+    float before[16], after[16];
+    cr_assert_eq(tsl_session_read(s, rv, before), TSL_OK);
+    uint64_t ck = tsl_session_param_checksum(s);
+    tsl_step_stats st;
+    cr_assert_eq(tsl_session_eval(s, x, y, &st), TSL_OK, "%s", tsl_last_error());
+    cr_assert(isfinite(st.loss));
+    cr_assert_eq(tsl_session_read(s, rv, after), TSL_OK);
+    cr_assert_eq(memcmp(before, after, sizeof before), 0, "eval changed the running statistics");
+    cr_assert_eq(tsl_session_param_checksum(s), ck, "eval changed the parameters");
+    cr_assert_eq(tsl_session_steps(s), 1);
+    /* write then read a parameter */
+    tsl_tid w = tsl_graph_find(g, "fc2.bias");
+    float v[5] = {1, 2, 3, 4, 5}, back[5];
+    cr_assert_eq(tsl_session_write(s, w, v), TSL_OK);
+    cr_assert_eq(tsl_session_read(s, w, back), TSL_OK);
+    cr_assert_eq(memcmp(v, back, sizeof v), 0);
+    /* an activation is not resident between steps */
+    tsl_tid act = tsl_graph_find(g, "relu1");
+    cr_assert_neq(act, TSL_NONE);
+    cr_assert_eq(tsl_session_read(s, act, back), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "relu1"), "%s", tsl_last_error());
+    tsl_session_free(s);
+    tsl_graph_free(g);
+}
+
+Test(session, same_bits_across_runs_and_thread_counts) {
+    tsl_graph *g = small_graph();
+    float x[N * IN];
+    int32_t y[N];
+    batch(x, y, 17);
+    uint64_t ck[3];
+    int threads[3] = {1, 1, 2};
+    for (int r = 0; r < 3; r++) {
+        tsl_session *s = open_session(g, 1 << 20, TSL_KERNELS_REF, threads[r]);
+        for (int i = 0; i < 4; i++) cr_assert_eq(tsl_session_step(s, x, y, NULL), TSL_OK);
+        ck[r] = tsl_session_param_checksum(s);
+        tsl_session_free(s);
+    }
+    cr_assert_eq(ck[0], ck[1], "two runs differ");
+    cr_assert_eq(ck[0], ck[2], "1 and 2 threads differ with the reference kernels");
+    tsl_graph_free(g);
+}
