@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# make bench: every benchmark of bench/, results on stdout (markdown tables).
+set -euo pipefail
+build=${1:-build}
+"$build/bench_train" "${@:2}"
