@@ -118,28 +118,19 @@ Test(alloc, coalesce_three_blocks_every_order) {
                 tsl_alloc_release(a, off_of[k]);
                 freed[k] = 1;
                 must_check(a);
-                /* expected: maximal runs of freed blocks (plus the tail) */
+                /* expected: maximal runs of free segments among A B C and D/tail */
+                const size_t seg[4] = {sz[0], sz[1], sz[2], 4 * U};
+                const int is_free[4] = {freed[0], freed[1], freed[2], !tail_live};
                 size_t runs = 0, largest = 0, run = 0, free_bytes = 0;
-                for (int j = 0; j < 3; j++) {
-                    if (freed[j]) {
-                        run += sz[j];
-                        free_bytes += sz[j];
+                for (int j = 0; j < 4; j++) {
+                    if (is_free[j]) {
+                        run += seg[j];
+                        free_bytes += seg[j];
                     }
-                    if (!freed[j] || j == 2) {
-                        size_t r = run;
-                        if (j == 2 && freed[j] && !tail_live) r += 4 * U;
-                        if (r) {
-                            runs++;
-                            if (r > largest) largest = r;
-                        }
+                    if (!is_free[j] || j == 3) {
+                        if (run) runs++;
+                        if (run > largest) largest = run;
                         run = 0;
-                    }
-                }
-                if (!tail_live) {
-                    free_bytes += 4 * U;
-                    if (!freed[2]) {
-                        runs++;
-                        if (4 * U > largest) largest = 4 * U;
                     }
                 }
                 tsl_alloc_stats st = stats(a);

@@ -189,30 +189,31 @@ Test(dense, matmul_against_plain_loop) {
 
 /* ---- precision and determinism ------------------------------------------ */
 
-/* A graph with a biased linear layer and a transposed matmul, sized so the
- * kernels take their multi-threaded path. */
-static tsl_graph *big_graph(tsl_tid *y, tsl_tid *c) {
+/* A graph with a biased linear layer and two matmuls (transposed a, then
+ * transposed b), sized so the kernels take their multi-threaded path.
+ * Writes the three outputs in outs. */
+static tsl_graph *big_graph(tsl_tid outs[3]) {
     int64_t n = th_quick() ? 16 : 48, k = th_quick() ? 64 : 160, m = th_quick() ? 40 : 96;
     tsl_graph *g = tsl_graph_new("big");
     tsl_tid x = tsl_input(g, "x", TSL_SHAPE(n, k));
     tsl_tid w = tsl_param(g, "w", TSL_SHAPE(m, k), TSL_INIT_NONE);
     tsl_tid b = tsl_param(g, "b", TSL_SHAPE(m), TSL_INIT_NONE);
-    *y = tsl_linear(g, "fc", x, w, b);                                   // (n,m)
-    *c = tsl_matmul(g, "mm", w, x, (tsl_matmul_attr){1, 1});             // (k,m)x(k,n)^T... op(w)=(k,m), op(x)=(k,n)^T? no
+    outs[0] = tsl_linear(g, "fc", x, w, b);                              // (n,m)
+    outs[1] = tsl_matmul(g, "mm1", outs[0], x, (tsl_matmul_attr){1, 0}); // (m,n)x(n,k)
+    outs[2] = tsl_matmul(g, "mm2", x, outs[1], (tsl_matmul_attr){0, 1}); // (n,k)x(k,m)
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
     return g;
 }
 
 Test(dense, float_matches_double) {
-    tsl_tid y, c;
-    tsl_graph *g = big_graph(&y, &c);
+    tsl_tid outs[3];
+    tsl_graph *g = big_graph(outs);
     rt *rf = rt_new(g, TSL_F32), *rd = rt_new(g, TSL_F64);
     rt_fill(rf, 17);
     copy_leaves_f32_to_f64(rf, rd);
-    cr_assert_eq(rt_run(rf, 0, 2, 1, 2), TSL_OK);
-    cr_assert_eq(rt_run(rd, 0, 2, 1, 2), TSL_OK);
-    tsl_tid outs[2] = {y, c};
-    for (int i = 0; i < 2; i++) {
+    cr_assert_eq(rt_run(rf, 0, 3, 1, 2), TSL_OK);
+    cr_assert_eq(rt_run(rd, 0, 3, 1, 2), TSL_OK);
+    for (int i = 0; i < 3; i++) {
         size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(g, outs[i])->shape);
         double *f = malloc(n * sizeof *f);
         to_f64(rf, outs[i], f);
@@ -227,21 +228,25 @@ Test(dense, float_matches_double) {
 }
 
 Test(dense, same_bits_twice_and_across_threads) {
-    tsl_tid y, c;
-    tsl_graph *g = big_graph(&y, &c);
+    tsl_tid outs[3];
+    tsl_graph *g = big_graph(outs);
     for (int d = 0; d < 2; d++) {
         tsl_dtype dt = d ? TSL_F64 : TSL_F32;
         rt *r1 = rt_new(g, dt), *r1b = rt_new(g, dt), *r2 = rt_new(g, dt);
         rt_fill(r1, 23);
         rt_fill(r1b, 23);
         rt_fill(r2, 23);
-        cr_assert_eq(rt_run(r1, 0, 2, 1, 1), TSL_OK);
-        cr_assert_eq(rt_run(r1b, 0, 2, 1, 1), TSL_OK);
-        cr_assert_eq(rt_run(r2, 0, 2, 1, 2), TSL_OK);
-        cr_assert_eq(memcmp(r1->buf[y], r1b->buf[y], rt_bytes(r1, y)), 0, "linear differs between runs");
-        cr_assert_eq(memcmp(r1->buf[c], r1b->buf[c], rt_bytes(r1, c)), 0, "matmul differs between runs");
-        cr_assert_eq(memcmp(r1->buf[y], r2->buf[y], rt_bytes(r1, y)), 0, "linear differs with 2 threads");
-        cr_assert_eq(memcmp(r1->buf[c], r2->buf[c], rt_bytes(r1, c)), 0, "matmul differs with 2 threads");
+        cr_assert_eq(rt_run(r1, 0, 3, 1, 1), TSL_OK);
+        cr_assert_eq(rt_run(r1b, 0, 3, 1, 1), TSL_OK);
+        cr_assert_eq(rt_run(r2, 0, 3, 1, 2), TSL_OK);
+        for (int i = 0; i < 3; i++) {
+            const char *nm = tsl_graph_tensor(g, outs[i])->name;
+            size_t nb = rt_bytes(r1, outs[i]);
+            cr_assert_eq(memcmp(r1->buf[outs[i]], r1b->buf[outs[i]], nb), 0,
+                         "%s (%s) differs between two runs", nm, tsl_dtype_name(dt));
+            cr_assert_eq(memcmp(r1->buf[outs[i]], r2->buf[outs[i]], nb), 0,
+                         "%s (%s) differs between 1 and 2 threads", nm, tsl_dtype_name(dt));
+        }
         rt_free(r1);
         rt_free(r1b);
         rt_free(r2);

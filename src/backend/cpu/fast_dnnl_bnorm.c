@@ -9,7 +9,8 @@
  * Training: oneDNN writes the batch mean into saved_mean and the biased
  *   variance into saved_invstd's buffer; the post hook turns that into
  *   invstd = 1/sqrt(var+eps) and updates the running statistics:
- *   rm = (1-m)*rm + m*mean, rv = (1-m)*rv + m*var*count/(count-1).
+ *   rm = (1-m)*rm + m*mean, rv = (1-m)*rv + m*var*count/(count-1) (the
+ *   builder guarantees count > 1).
  * Evaluation: dnnl_use_global_stats with the running statistics as mean and
  *   variance; the post hook writes saved_mean = rm, saved_invstd =
  *   1/sqrt(rv+eps) and leaves the running statistics alone.
@@ -39,27 +40,26 @@ static const unsigned SCALE_SHIFT = dnnl_use_scale | dnnl_use_shift;
 
 static int select_mode(const tsl_kernel_args *a) { return a->training ? 0 : 1; }
 
-/* After the forward primitive: training statistics or evaluation copies. */
+/* After the forward primitive: training statistics or evaluation copies,
+ * computed in double and stored as float like the reference kernel. The
+ * running-statistics outputs may alias their inputs (in place, the graph's
+ * case) or not (then the values are written to the outputs). */
 static tsl_status bn_post(const tsl__dnnl_op *s, const tsl_kernel_args *a, void *extra) {
     (void)extra;
-    const float eps = s->bn.eps, m = s->bn.momentum;
-    float *mean = a->out[1], *invstd = a->out[2];
-    if (a->training) {
-        float *rm = a->out[3], *rv = a->out[4];
-        const float *rm_in = a->in[3], *rv_in = a->in[4];
-        const double n = (double)s->bn.count;
-        const float unbias = s->bn.count > 1 ? (float)(n / (n - 1.0)) : 1.0f;
-        for (int64_t c = 0; c < s->bn.c; c++) {
-            float var = invstd[c];
-            invstd[c] = 1.0f / sqrtf(var + eps);
-            rm[c] = (1.0f - m) * rm_in[c] + m * mean[c];
-            rv[c] = (1.0f - m) * rv_in[c] + m * (var * unbias);
-        }
-    } else {
-        const float *rm = a->in[3], *rv = a->in[4];
-        for (int64_t c = 0; c < s->bn.c; c++) {
-            mean[c] = rm[c];
-            invstd[c] = 1.0f / sqrtf(rv[c] + eps);
+    const double eps = s->bn.eps, m = s->bn.momentum, cnt = (double)s->bn.count;
+    const float *rm_in = a->in[3], *rv_in = a->in[4];
+    float *mean = a->out[1], *invstd = a->out[2], *rm = a->out[3], *rv = a->out[4];
+    for (int64_t c = 0; c < s->bn.c; c++) {
+        if (a->training) {
+            const double var = (double)invstd[c]; /* oneDNN's biased variance */
+            invstd[c] = (float)(1.0 / sqrt(var + eps));
+            rm[c] = (float)((1.0 - m) * (double)rm_in[c] + m * (double)mean[c]);
+            rv[c] = (float)((1.0 - m) * (double)rv_in[c] + m * (var * cnt / (cnt - 1.0)));
+        } else {
+            mean[c] = rm_in[c];
+            invstd[c] = (float)(1.0 / sqrt((double)rv_in[c] + eps));
+            rm[c] = rm_in[c];
+            rv[c] = rv_in[c];
         }
     }
     return TSL_OK;
