@@ -104,7 +104,8 @@ typedef struct tsl_bn_attr {
 
 typedef struct tsl_dropout_attr {
     float p;                /* probability of zeroing, in [0,1) */
-    uint64_t seed;          /* mask = f(seed, op index, step, element): deterministic */
+    uint64_t seed;          /* mask = f(seed, step, element), counter-based: deterministic;
+                               give each dropout layer its own seed */
 } tsl_dropout_attr;
 
 typedef struct tsl_matmul_attr {

@@ -20,6 +20,8 @@
 #include "ops/op_def.h"
 
 tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
+    if (loss == TSL_NONE && tsl_graph_status(g) == TSL_OK && !tsl__graph_finalized(g))
+        tsl__graph_fail(g, "tsl_graph_backward: the loss is TSL_NONE (its builder failed?)");
     if (tsl__graph_bad(g, &loss, 1)) return tsl_graph_status(g) ? tsl_graph_status(g) : TSL_ERR_INVALID;
     if (tsl_graph_loss(g) != TSL_NONE) {
         tsl__graph_fail(g, "tsl_graph_backward called twice");

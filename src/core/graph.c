@@ -62,6 +62,7 @@ void tsl_graph_free(tsl_graph *g) {
 
 const char *tsl_graph_name(const tsl_graph *g) { return g->name; }
 tsl_status tsl_graph_status(const tsl_graph *g) { return g->status; }
+int tsl__graph_finalized(const tsl_graph *g) { return g->finalized; }
 
 /* ---- builder plumbing ------------------------------------------------------ */
 

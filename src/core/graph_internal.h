@@ -51,6 +51,9 @@ const char *tsl__name(char *buf, const char *prefix, const char *suffix);
 int32_t tsl__graph_backward_begin(const tsl_graph *g);
 int32_t tsl__graph_optimizer_begin(const tsl_graph *g);
 
+/* 1 once tsl_graph_finalize succeeded. */
+int tsl__graph_finalized(const tsl_graph *g);
+
 /* Used by autodiff and the optimizer builder only. */
 /* wanted[0..n_wanted) marks the tensors whose gradient is wanted; ids at or
  * beyond n_wanted (created during backward) are not wanted. */

@@ -151,6 +151,10 @@ tsl_status tsl__dnnl_build_bnorm_bwd(const tsl_graph *g, const tsl_op *op, tsl__
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &x, TSL__FROM_IN, 0, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &x, TSL__FROM_IN, 1, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SCALE, &cv, TSL__FROM_IN, 2, op);
+    /* oneDNN 2.6 refuses to execute the backward without a shift argument
+     * (dnnl_invalid_arguments) although no gradient depends on it: gamma's
+     * buffer stands in, read-only. */
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SHIFT, &cv, TSL__FROM_IN, 2, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_MEAN, &cv, TSL__FROM_IN, 3, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_VARIANCE, &cv, TSL__FROM_EXTRA, 0, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_SRC, &x, TSL__FROM_OUT, 0, op);

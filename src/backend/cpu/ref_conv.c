@@ -21,6 +21,7 @@
  * the batch and the spatial positions (filter and bias gradients) accumulate
  * in double in both precisions.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/kernel.h"

@@ -1,0 +1,395 @@
+/*
+ * test_ops_loss.c - SOFTMAX_XENT: the gradient of the loss (built by
+ * tsl_graph_backward) against finite differences of the loss in double on
+ * (N,K) and (N,K,H,W) logits, hand-computed losses and probabilities,
+ * stability with logits of magnitude 1000, out-of-range labels, float
+ * against double, determinism across runs and thread counts, and builder
+ * validation.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/kernel.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "ops/op_def.h"
+
+/* ---- a tiny runner: one buffer per tensor, float or double ------------- */
+typedef struct rt {
+    const tsl_graph *g;
+    tsl_dtype dt;
+    void **buf;
+} rt;
+
+static size_t rt_bytes(const rt *r, tsl_tid t) {
+    const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
+    size_t es = tt->dtype == TSL_I32 ? 4 : (r->dt == TSL_F64 ? 8 : 4);
+    return (size_t)tsl_shape_numel(&tt->shape) * es;
+}
+
+static rt *rt_new(const tsl_graph *g, tsl_dtype dt) {
+    rt *r = calloc(1, sizeof *r);
+    r->g = g;
+    r->dt = dt;
+    r->buf = calloc((size_t)tsl_graph_n_tensors(g), sizeof *r->buf);
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) r->buf[t] = calloc(1, rt_bytes(r, t));
+    return r;
+}
+
+static void rt_free(rt *r) {
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
+    free(r->buf);
+    free(r);
+}
+
+/* Fills every float leaf (input, param) with uniform[-1,1] from seed. */
+static void rt_fill(rt *r, uint64_t seed) {
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
+        if (tt->dtype == TSL_I32 || !(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM))
+            continue;
+        size_t n = (size_t)tsl_shape_numel(&tt->shape);
+        if (r->dt == TSL_F64) th_fill_f64(r->buf[t], n, seed + (uint64_t)t, -1, 1);
+        else th_fill_f32(r->buf[t], n, seed + (uint64_t)t, -1, 1);
+    }
+}
+
+static tsl_status rt_run(rt *r, int32_t first, int32_t end, int training, int nthreads) {
+    tsl_cpu_set_threads(nthreads);
+    for (int32_t i = first; i < end; i++) {
+        const tsl_op *op = tsl_graph_op(r->g, i);
+        void *in[16], *out[16];
+        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
+        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
+        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = r->dt, .in = in, .out = out,
+                             .step = 1, .nthreads = nthreads, .training = training};
+        tsl_status st = tsl_cpu_ref_kernel(op->type, r->dt)(&a);
+        if (st != TSL_OK) return st;
+    }
+    return TSL_OK;
+}
+
+/* Copies tensor t of runner r into doubles (for comparisons). */
+static void to_f64(const rt *r, tsl_tid t, double *dst) {
+    size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(r->g, t)->shape);
+    if (r->dt == TSL_F64) memcpy(dst, r->buf[t], n * sizeof *dst);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = ((const float *)r->buf[t])[i];
+}
+
+/* Copies the leaves (inputs, labels, params) of float runner a into double runner b. */
+static void copy_leaves_f32_to_f64(const rt *a, rt *b) {
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(a->g); t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(a->g, t);
+        if (!(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM || tt->kind == TSL_KIND_LABEL))
+            continue;
+        if (tt->dtype == TSL_I32) {
+            memcpy(b->buf[t], a->buf[t], rt_bytes(a, t));
+            continue;
+        }
+        to_f64(a, t, b->buf[t]);
+    }
+}
+
+/* ---- gradient of the loss ------------------------------------------------ */
+
+/* Builds loss = softmax_xent(logits, labels) with its backward, sets random
+ * logits in [-2,2] and labels (5i+1) mod K, and compares d loss / d logits
+ * with central differences of the loss (h = 1e-6) on up to 64 elements.
+ * Returns max|fd-an| / max(max|an|, 1e-6). */
+static double loss_gradcheck(tsl_shape ls, tsl_shape ys, uint64_t seed) {
+    tsl_graph *g = tsl_graph_new("xg");
+    tsl_tid lg = tsl_param(g, "logits", ls, TSL_INIT_NONE);
+    tsl_tid lab = tsl_label(g, "lab", ys);
+    tsl_tid loss = tsl_softmax_xent(g, "loss", lg, lab);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    tsl_tid gl = tsl_graph_tensor(g, lg)->grad;
+    cr_assert_neq(gl, TSL_NONE);
+    const int64_t K = ls.d[1];
+    const size_t n = (size_t)tsl_shape_numel(&ls), ny = (size_t)tsl_shape_numel(&ys);
+    th_f64 *r = th_f64_new(g);
+    double *x = th_f64_buf(r, lg);
+    th_fill_f64(x, n, seed, -2, 2);
+    int32_t *l = th_f64_buf(r, lab);
+    for (size_t i = 0; i < ny; i++) l[i] = (int32_t)((5 * i + 1) % (size_t)K);
+    th_f64_run(r, 0, tsl_graph_n_ops(g), 1, 1);
+    double *an = malloc(n * sizeof *an);
+    memcpy(an, th_f64_buf(r, gl), n * sizeof *an);
+    double scale = 1e-6, worst = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(an[i]));
+    const double *L = th_f64_buf(r, loss);
+    size_t checks = n < 64 ? n : 64, worst_k = 0;
+    for (size_t c = 0; c < checks; c++) {
+        size_t k = n <= 64 ? c : (c * 2654435761u + seed) % n;
+        const double h = 1e-6, x0 = x[k];
+        x[k] = x0 + h;
+        th_f64_run(r, 0, 1, 1, 1);
+        double lp = *L;
+        x[k] = x0 - h;
+        th_f64_run(r, 0, 1, 1, 1);
+        double lm = *L;
+        x[k] = x0;
+        double e = fabs((lp - lm) / (2 * h) - an[k]) / scale;
+        if (e > worst || e != e) {
+            worst = e != e ? INFINITY : e;
+            worst_k = k;
+        }
+    }
+    if (worst >= 1e-6) fprintf(stderr, "loss gradcheck: worst element %zu, error %g\n", worst_k, worst);
+    free(an);
+    th_f64_free(r);
+    tsl_graph_free(g);
+    return worst;
+}
+
+Test(loss, gradcheck_nk) {
+    double e = loss_gradcheck(TSL_SHAPE(5, 7), TSL_SHAPE(5), 3);
+    cr_assert_lt(e, 1e-6, "softmax_xent (5,7): normalised gradient error %g", e);
+}
+
+Test(loss, gradcheck_nkhw) {
+    double e = loss_gradcheck(TSL_SHAPE(2, 4, 3, 3), TSL_SHAPE(2, 3, 3), 4);
+    cr_assert_lt(e, 1e-6, "softmax_xent (2,4,3,3): normalised gradient error %g", e);
+}
+
+/* ---- hand-computed values ----------------------------------------------- */
+
+typedef struct xg {
+    tsl_graph *g;
+    tsl_tid lg, lab, loss, probs;
+} xg;
+
+static xg xent_graph(tsl_shape ls, tsl_shape ys) {
+    xg t;
+    t.g = tsl_graph_new("x");
+    t.lg = tsl_param(t.g, "logits", ls, TSL_INIT_NONE);
+    t.lab = tsl_label(t.g, "lab", ys);
+    t.loss = tsl_softmax_xent(t.g, "loss", t.lg, t.lab);
+    cr_assert_neq(t.loss, TSL_NONE, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_backward(t.g, t.loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(t.g), TSL_OK, "%s", tsl_last_error());
+    t.probs = tsl_graph_find(t.g, "loss.probs");
+    return t;
+}
+
+static void set_logits(rt *r, tsl_tid t, const double *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (r->dt == TSL_F64) ((double *)r->buf[t])[i] = v[i];
+        else ((float *)r->buf[t])[i] = (float)v[i];
+    }
+}
+
+Test(loss, known_logits) {
+    /* rows: (1,2,3) label 2; (0,0,0) label 1; (1000,999,0) label 1;
+     * (-1000,1000,0) label 0 */
+    const double v[12] = {1, 2, 3, 0, 0, 0, 1000, 999, 0, -1000, 1000, 0};
+    const int32_t y[4] = {2, 1, 1, 0};
+    const double l0 = log(exp(1.0) + exp(2.0) + exp(3.0)) - 3.0;
+    const double l1 = log(3.0), l2 = 1.0 + log1p(exp(-1.0)), l3 = 2000.0;
+    const double want_loss = (l0 + l1 + l2 + l3) / 4.0;
+    const double want_p[12] = {exp(1 - 3 - (l0 - 0)) , exp(2 - 3 - l0), exp(-l0),
+                               1.0 / 3, 1.0 / 3, 1.0 / 3,
+                               1.0 / (1 + exp(-1.0)), exp(-1.0) / (1 + exp(-1.0)), 0,
+                               0, 1, 0};
+    xg t = xent_graph(TSL_SHAPE(4, 3), TSL_SHAPE(4));
+    for (int d = 0; d < 2; d++) {
+        rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+        set_logits(r, t.lg, v, 12);
+        memcpy(r->buf[t.lab], y, sizeof y);
+        cr_assert_eq(rt_run(r, 0, tsl_graph_n_ops(t.g), 1, 1), TSL_OK, "%s", tsl_last_error());
+        double loss, p[12], dl[12];
+        to_f64(r, t.loss, &loss);
+        to_f64(r, t.probs, p);
+        to_f64(r, tsl_graph_tensor(t.g, t.lg)->grad, dl);
+        cr_assert(isfinite(loss), "loss not finite: %g", loss);
+        double tol = d ? 1e-13 : 1e-6;
+        cr_assert_lt(fabs(loss - want_loss) / want_loss, tol, "%s loss %.17g, want %.17g",
+                     tsl_dtype_name(r->dt), loss, want_loss);
+        for (int i = 0; i < 12; i++) {
+            cr_assert(isfinite(p[i]) && isfinite(dl[i]), "p[%d] = %g, dlogits = %g", i, p[i], dl[i]);
+            cr_assert_lt(fabs(p[i] - want_p[i]), d ? 1e-15 : 1e-7, "%s probs[%d] = %.17g, want %.17g",
+                         tsl_dtype_name(r->dt), i, p[i], want_p[i]);
+            double want_d = (want_p[i] - (y[i / 3] == i % 3 ? 1.0 : 0.0)) / 4.0;
+            cr_assert_lt(fabs(dl[i] - want_d), d ? 1e-15 : 1e-7, "%s dlogits[%d] = %.17g, want %.17g",
+                         tsl_dtype_name(r->dt), i, dl[i], want_d);
+        }
+        rt_free(r);
+    }
+    tsl_graph_free(t.g);
+}
+
+/* (N,K,H,W) against a plain double loop over positions. */
+Test(loss, nkhw_against_plain_loop) {
+    const int64_t N = 2, K = 5, H = 3, W = 4, S = H * W;
+    xg t = xent_graph(TSL_SHAPE(N, K, H, W), TSL_SHAPE(N, H, W));
+    rt *r = rt_new(t.g, TSL_F64);
+    double *x = r->buf[t.lg];
+    th_fill_f64(x, (size_t)(N * K * S), 9, -4, 4);
+    int32_t *y = r->buf[t.lab];
+    for (int64_t i = 0; i < N * S; i++) y[i] = (int32_t)((i * 3) % K);
+    cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
+    double sum = 0, worst_p = 0;
+    const double *p = r->buf[t.probs];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t s = 0; s < S; s++) {
+            double z = 0;
+            for (int64_t k = 0; k < K; k++) z += exp(x[(n * K + k) * S + s]);
+            for (int64_t k = 0; k < K; k++)
+                worst_p = fmax(worst_p, fabs(p[(n * K + k) * S + s] - exp(x[(n * K + k) * S + s]) / z));
+            sum += -log(exp(x[(n * K + y[n * S + s]) * S + s]) / z);
+        }
+    double want = sum / (double)(N * S), got = *(double *)r->buf[t.loss];
+    cr_assert_lt(fabs(got - want), 1e-13, "loss %.17g, want %.17g", got, want);
+    cr_assert_lt(worst_p, 1e-15, "largest probability difference %g", worst_p);
+    rt_free(r);
+    tsl_graph_free(t.g);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+Test(loss, label_out_of_range) {
+    xg t = xent_graph(TSL_SHAPE(3, 3), TSL_SHAPE(3));
+    const int32_t bad[2][3] = {{0, 2, 3}, {-1, 0, 0}};
+    const char *pos[2] = {"position 2", "position 0"}, *val[2] = {"label 3", "label -1"};
+    for (int d = 0; d < 2; d++)
+        for (int b = 0; b < 2; b++) {
+            rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+            memcpy(r->buf[t.lab], bad[b], sizeof bad[b]);
+            tsl_clear_error();
+            cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_ERR_INVALID);
+            const char *m = tsl_last_error();
+            cr_assert(strstr(m, pos[b]) && strstr(m, val[b]) && strstr(m, "[0,3)") && strstr(m, "'loss'"),
+                      "message: %s", m);
+            /* the backward kernel checks as well */
+            tsl_clear_error();
+            cr_assert_eq(rt_run(r, 1, 2, 1, 1), TSL_ERR_INVALID);
+            m = tsl_last_error();
+            cr_assert(strstr(m, pos[b]) && strstr(m, val[b]), "backward message: %s", m);
+            rt_free(r);
+        }
+    tsl_graph_free(t.g);
+}
+
+Test(loss, backward_requires_grad_one) {
+    tsl_graph *g = tsl_graph_new("g1");
+    tsl_tid lg = tsl_param(g, "logits", TSL_SHAPE(2, 3), TSL_INIT_NONE);
+    tsl_tid lab = tsl_label(g, "lab", TSL_SHAPE(2));
+    tsl_tid loss = tsl_softmax_xent(g, "xe", lg, lab);
+    cr_assert_neq(loss, TSL_NONE);
+    tsl_op op = *tsl_graph_op(g, 0);
+    tsl_tid og[2] = {lg, TSL_NONE}, ig[2] = {TSL_NONE, TSL_NONE};
+    tsl__op_def(TSL_OP_SOFTMAX_XENT)->backward(g, &op, og, ig);
+    cr_assert_eq(tsl_graph_status(g), TSL_ERR_INVALID);
+    cr_assert_eq(ig[0], TSL_NONE);
+    cr_assert(strstr(tsl_last_error(), "'xe'") && strstr(tsl_last_error(), "constant 1"), "%s",
+              tsl_last_error());
+    tsl_graph_free(g);
+}
+
+Test(loss, builder_errors_name_the_fault) {
+    struct {
+        tsl_shape ls, ys;
+        int float_labels;
+        const char *want;
+    } cases[] = {
+        {TSL_SHAPE(8), TSL_SHAPE(8), 0, "(8)"},
+        {TSL_SHAPE(4, 3), TSL_SHAPE(5), 0, "(5)"},
+        {TSL_SHAPE(2, 3, 4, 4), TSL_SHAPE(2, 4), 0, "(2,4)"},
+        {TSL_SHAPE(2, 3, 4, 4), TSL_SHAPE(2, 4, 5), 0, "(2,4,5)"},
+        {TSL_SHAPE(4, 3), TSL_SHAPE(4), 1, "int32"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tsl_graph *g = tsl_graph_new("bad");
+        tsl_tid lg = tsl_input(g, "logits", cases[i].ls);
+        tsl_tid lab = cases[i].float_labels ? tsl_input(g, "lab", cases[i].ys) : tsl_label(g, "lab", cases[i].ys);
+        cr_assert_eq(tsl_softmax_xent(g, "xeX", lg, lab), TSL_NONE, "case %zu accepted", i);
+        cr_assert_eq(tsl_graph_status(g), TSL_ERR_INVALID);
+        const char *m = tsl_last_error();
+        cr_assert(strstr(m, "xeX") && strstr(m, cases[i].want), "case %zu: %s", i, m);
+        tsl_graph_free(g);
+    }
+}
+
+Test(loss, outputs_and_flops) {
+    xg t = xent_graph(TSL_SHAPE(2, 3, 4, 5), TSL_SHAPE(2, 4, 5));
+    const tsl_tensor *l = tsl_graph_tensor(t.g, t.loss), *p = tsl_graph_tensor(t.g, t.probs);
+    cr_assert_eq(l->shape.ndim, 0);
+    cr_assert_str_eq(l->name, "loss");
+    cr_assert(l->requires_grad && !p->requires_grad);
+    cr_assert(p->shape.ndim == 4 && p->shape.d[1] == 3 && p->shape.d[3] == 5);
+    cr_assert_eq(tsl_graph_n_ops(t.g), 2);
+    const tsl_op *bw = tsl_graph_op(t.g, 1);
+    cr_assert_eq(bw->type, TSL_OP_SOFTMAX_XENT_BWD);
+    cr_assert(bw->in[0] == t.probs && bw->in[1] == t.lab);
+    cr_assert_str_eq(tsl_graph_tensor(t.g, bw->out[0])->name, "loss.dlogits");
+    cr_assert_eq(tsl_graph_tensor(t.g, bw->out[0])->kind, TSL_KIND_GRADIENT);
+    cr_assert_gt(tsl_op_flops(t.g, tsl_graph_op(t.g, 0)), 120.0);
+    cr_assert_gt(tsl_op_flops(t.g, bw), 120.0);
+    cr_assert_str_eq(tsl_op_type_name(TSL_OP_SOFTMAX_XENT), "softmax_xent");
+    cr_assert_str_eq(tsl_op_type_name(TSL_OP_SOFTMAX_XENT_BWD), "softmax_xent_bwd");
+    tsl_graph_free(t.g);
+}
+
+/* ---- precision and determinism ------------------------------------------ */
+
+static void big_load(rt *r, const xg *t) {
+    rt_fill(r, 51);
+    int32_t *y = r->buf[t->lab];
+    size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(t->g, t->lab)->shape);
+    for (size_t i = 0; i < n; i++) y[i] = (int32_t)((i * 7 + 2) % 10);
+}
+
+Test(loss, float_matches_double) {
+    xg t = xent_graph(TSL_SHAPE(4, 10, 32, 32), TSL_SHAPE(4, 32, 32));
+    rt *rf = rt_new(t.g, TSL_F32), *rd = rt_new(t.g, TSL_F64);
+    big_load(rf, &t);
+    copy_leaves_f32_to_f64(rf, rd);
+    cr_assert_eq(rt_run(rf, 0, 2, 1, 2), TSL_OK);
+    cr_assert_eq(rt_run(rd, 0, 2, 1, 2), TSL_OK);
+    tsl_tid ts[3] = {t.loss, t.probs, tsl_graph_tensor(t.g, t.lg)->grad};
+    for (int i = 0; i < 3; i++) {
+        size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(t.g, ts[i])->shape);
+        double *f = malloc(n * sizeof *f);
+        to_f64(rf, ts[i], f);
+        double e = th_norm_err_f64(f, rd->buf[ts[i]], n);
+        cr_assert_lt(e, 1e-6, "%s: float vs double normalised error %g", tsl_graph_tensor(t.g, ts[i])->name, e);
+        free(f);
+    }
+    rt_free(rf);
+    rt_free(rd);
+    tsl_graph_free(t.g);
+}
+
+Test(loss, same_bits_twice_and_across_threads) {
+    /* N = 300 > 256 also exercises the heap-allocated partial sums */
+    const int big = !th_quick();
+    xg ts[2] = {xent_graph(TSL_SHAPE(4, 10, 32, 32), TSL_SHAPE(4, 32, 32)),
+                xent_graph(TSL_SHAPE(300, big ? 100 : 60), TSL_SHAPE(300))};
+    for (int gi = 0; gi < 2; gi++)
+        for (int d = 0; d < 2; d++) {
+            tsl_dtype dt = d ? TSL_F64 : TSL_F32;
+            const xg *t = &ts[gi];
+            rt *r[3] = {rt_new(t->g, dt), rt_new(t->g, dt), rt_new(t->g, dt)};
+            const int threads[3] = {1, 1, 2};
+            for (int k = 0; k < 3; k++) {
+                big_load(r[k], t);
+                cr_assert_eq(rt_run(r[k], 0, 2, 1, threads[k]), TSL_OK);
+            }
+            for (tsl_tid id = 0; id < tsl_graph_n_tensors(t->g); id++) {
+                size_t nb = rt_bytes(r[0], id);
+                const char *nm = tsl_graph_tensor(t->g, id)->name;
+                cr_assert_eq(memcmp(r[0]->buf[id], r[1]->buf[id], nb), 0, "%s (%s) differs between runs", nm,
+                             tsl_dtype_name(dt));
+                cr_assert_eq(memcmp(r[0]->buf[id], r[2]->buf[id], nb), 0, "%s (%s) differs with 2 threads",
+                             nm, tsl_dtype_name(dt));
+            }
+            for (int k = 0; k < 3; k++) rt_free(r[k]);
+        }
+    tsl_cpu_set_threads(1);
+    tsl_graph_free(ts[0].g);
+    tsl_graph_free(ts[1].g);
+}
