@@ -69,4 +69,4 @@ if [ $rc -ne 0 ]; then
   ls -1 "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* 2>/dev/null >&2 || true
   exit $rc
 fi
-echo "fuzz.sh: $harness ran $secs s without a finding; corpus: $(ls "$out/corpus" | wc -l) inputs"
+echo "fuzz.sh: $harness ran $secs s without a finding; corpus: $(find "$out/corpus" -type f | wc -l) inputs"

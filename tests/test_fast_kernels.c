@@ -24,6 +24,7 @@
 #include "backend/kernel.h"
 #include "core/graph_internal.h"
 #include "helpers.h"
+#include "tensile/session.h"
 
 /* Per-op tolerance on the normalised error against the reference (which
  * sums in double for dense and BN, in float or double for conv). The conv
@@ -477,5 +478,101 @@ Test(fast_kernels, one_thread_and_stateless) {
         ref_once(g, op, &b, 2, 1);
     }
     free_bufs(&b);
+    tsl_graph_free(g);
+}
+
+/* ---- end to end through the executor -------------------------------------------- */
+
+/* A small net that uses every fast op: conv+bias, batch norm, relu, max
+ * pool, transposed conv, avg pool, depthwise conv, linear; softmax loss,
+ * backward (conv bwd data/filter, bn bwd, avg-pool bwd, ...) and SGD. */
+static tsl_graph *fast_net(void) {
+    tsl_graph *g = tsl_graph_new("fast_net");
+    tsl_bn_attr bn = {1e-5f, 0.1f};
+    tsl_tid x = tsl_input(g, "input", TSL_SHAPE(4, 3, 12, 12));
+    tsl_tid y = tsl_label(g, "label", TSL_SHAPE(4));
+    tsl_tid h = tsl_conv2d_layer(g, "c1", x, 8, 3, 3, tsl_conv_sp(1, 1), 1); // (4,8,12,12)
+    h = tsl_batchnorm(g, "bn1", h, bn);
+    h = tsl_relu(g, "r1", h);
+    h = tsl_maxpool2d(g, "mp", h, tsl_pool_ksp(2, 2, 0)); // (4,8,6,6)
+    tsl_conv_attr t = tsl_conv_sp(2, 1);
+    t.out_pad_h = t.out_pad_w = 1;
+    tsl_tid wt = tsl_param(g, "up.weight", TSL_SHAPE(8, 4, 3, 3), TSL_INIT_KAIMING_NORMAL);
+    tsl_tid bt = tsl_param(g, "up.bias", TSL_SHAPE(4), TSL_INIT_UNIFORM_FANIN);
+    h = tsl_conv2d_transpose(g, "up", h, wt, bt, t); // (4,4,12,12)
+    h = tsl_avgpool2d(g, "ap", h, tsl_pool_ksp(3, 2, 1)); // (4,4,6,6)
+    tsl_conv_attr dw = tsl_conv_sp(1, 1);
+    dw.groups = 4;
+    h = tsl_conv2d_layer(g, "dw", h, 4, 3, 3, dw, 0);
+    h = tsl_flatten(g, "flat", h); // (4,144)
+    tsl_tid logits = tsl_linear_layer(g, "fc", h, 5, 1);
+    tsl_tid loss = tsl_softmax_xent(g, "loss", logits, y);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
+    tsl_optimizer_cfg o = tsl_sgd_default(0.05f);
+    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
+    finalize(g);
+    return g;
+}
+
+static tsl_session *open_session(const tsl_graph *g, tsl_kernel_mode k) {
+    tsl_session_opts o = tsl_session_opts_default();
+    o.device_memory = 64 << 20;
+    o.kernels = k;
+    o.nthreads = 2;
+    tsl_session *s = NULL;
+    cr_assert_eq(tsl_session_new(g, &o, &s), TSL_OK, "%s", tsl_last_error());
+    return s;
+}
+
+/* Three training steps and one evaluation with the fast kernels and with
+ * the reference kernels from the same initial parameters: the losses agree
+ * to 1e-5 relative and every parameter and running statistic to 1e-4
+ * normalised error; a second fast session gives the same bits. */
+Test(fast_kernels, training_steps_match_reference) {
+    tsl_graph *g = fast_net();
+    tsl_session *f = open_session(g, TSL_KERNELS_FAST), *r = open_session(g, TSL_KERNELS_REF);
+    tsl_session *f2 = open_session(g, TSL_KERNELS_FAST);
+    float x[4 * 3 * 12 * 12];
+    int32_t y[4] = {0, 3, 1, 4};
+    for (int step = 0; step < 4; step++) {
+        th_fill_f32(x, sizeof x / sizeof x[0], 700 + (uint64_t)step, -1.0f, 2.0f);
+        tsl_step_stats sf, sr, s2;
+        if (step < 3) {
+            cr_assert_eq(tsl_session_step(f, x, y, &sf), TSL_OK, "%s", tsl_last_error());
+            cr_assert_eq(tsl_session_step(r, x, y, &sr), TSL_OK, "%s", tsl_last_error());
+            cr_assert_eq(tsl_session_step(f2, x, y, &s2), TSL_OK, "%s", tsl_last_error());
+        } else {
+            cr_assert_eq(tsl_session_eval(f, x, y, &sf), TSL_OK, "%s", tsl_last_error());
+            cr_assert_eq(tsl_session_eval(r, x, y, &sr), TSL_OK, "%s", tsl_last_error());
+            cr_assert_eq(tsl_session_eval(f2, x, y, &s2), TSL_OK, "%s", tsl_last_error());
+        }
+        double rel = fabs(sf.loss - sr.loss) / fabs(sr.loss);
+        printf("  session %s %d: loss fast %.7f ref %.7f (rel %.2e)\n", step < 3 ? "step" : "eval",
+               step + 1, sf.loss, sr.loss, rel);
+        cr_expect(rel <= 1e-5, "step %d: fast loss %.9g vs reference %.9g", step + 1, sf.loss,
+                  sr.loss);
+        cr_expect(sf.loss == s2.loss, "step %d: two fast sessions differ in loss", step + 1);
+    }
+    cr_expect_eq(tsl_session_param_checksum(f), tsl_session_param_checksum(f2),
+                 "two fast sessions end with different parameters");
+    double worst = 0.0;
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(g, t);
+        if (tt->kind != TSL_KIND_PARAM && tt->kind != TSL_KIND_BUFFER) continue;
+        size_t n = (size_t)tsl_shape_numel(&tt->shape);
+        float *a = malloc(tt->nbytes), *b = malloc(tt->nbytes);
+        cr_assert(a && b);
+        cr_assert_eq(tsl_session_read(f, t, a), TSL_OK);
+        cr_assert_eq(tsl_session_read(r, t, b), TSL_OK);
+        double err = th_norm_err_f32(a, b, n);
+        if (err > worst) worst = err;
+        cr_expect(err <= 1e-4, "%s: normalised error %.3e after 3 steps", tt->name, err);
+        free(a);
+        free(b);
+    }
+    printf("  session: largest parameter/statistic error after 3 steps %.3e\n", worst);
+    tsl_session_free(f);
+    tsl_session_free(f2);
+    tsl_session_free(r);
     tsl_graph_free(g);
 }

@@ -176,7 +176,9 @@ Test(conv_oracle, dilation2) {
 
 /* Groups 2 keep channels apart: x channel 0 = 1s, channel 1 = 2s (2x2),
  * w (2,1,1,1) = [3, 5] -> y channel 0 = 3, channel 1 = 10. A 1x2 asymmetric
- * kernel [1, -1] on rows of x = [1 2 4 8] gives the differences -1 -2 -4. */
+ * kernel [1, -1] on rows of x = [1 2 4 8] gives the differences -1 -2 -4.
+ * Two output channels per group: x = [1, 2] (1x1), w (4,1,1,1) =
+ * [3 5 7 11] -> y = [3 5 14 22] (channels 0,1 read x0; 2,3 read x1). */
 Test(conv_oracle, groups_and_asymmetric_kernel) {
     tsl_graph *g = tsl_graph_new("oracle");
     tsl_tid x = tsl_input(g, "x", TSL_SHAPE(1, 2, 2, 2));
@@ -185,14 +187,20 @@ Test(conv_oracle, groups_and_asymmetric_kernel) {
     tsl_tid x2 = tsl_input(g, "x2", TSL_SHAPE(1, 1, 1, 4));
     tsl_tid w2 = tsl_param(g, "w2", TSL_SHAPE(1, 1, 1, 2), TSL_INIT_NONE);
     tsl_tid y2 = tsl_conv2d(g, "c2", x2, w2, TSL_NONE, tsl_conv_sp(1, 0));
+    tsl_tid x3 = tsl_input(g, "x3", TSL_SHAPE(1, 2, 1, 1));
+    tsl_tid w3 = tsl_param(g, "w3", TSL_SHAPE(4, 1, 1, 1), TSL_INIT_NONE);
+    tsl_tid y3 = tsl_conv2d(g, "c3", x3, w3, TSL_NONE, attr(1, 1, 0, 0, 1, 1, 2));
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
     th_f64 *r = th_f64_new(g);
     double xv[8] = {1, 1, 1, 1, 2, 2, 2, 2}, wv[2] = {3, 5}, ye[8] = {3, 3, 3, 3, 10, 10, 10, 10};
     double x2v[4] = {1, 2, 4, 8}, w2v[2] = {1, -1}, y2e[3] = {-1, -2, -4};
+    double x3v[2] = {1, 2}, w3v[4] = {3, 5, 7, 11}, y3e[4] = {3, 5, 14, 22};
     set64(r, x, xv, 8), set64(r, w, wv, 2), set64(r, x2, x2v, 4), set64(r, w2, w2v, 2);
-    th_f64_run(r, 0, 2, 1, 1);
+    set64(r, x3, x3v, 2), set64(r, w3, w3v, 4);
+    th_f64_run(r, 0, 3, 1, 1);
     expect64("y groups", th_f64_buf(r, y), ye, 8);
     expect64("y 1x2", th_f64_buf(r, y2), y2e, 3);
+    expect64("y groups 2 out per group", th_f64_buf(r, y3), y3e, 4);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -200,7 +208,9 @@ Test(conv_oracle, groups_and_asymmetric_kernel) {
 /* Transposed conv, 2x2 stride 2: each x element stamps a scaled copy of the
  * kernel into its own 2x2 block; x = [1 2; 3 4], w = [1 10; 100 1000], bias
  * 0.25. A 1x3 kernel of ones, stride 1, over x = [1 2] overlaps: [1 3 3 2].
- * Two input channels sum: x = [1, 2] (1x1 each), w (2,1,1,1) = [3, 4] -> 11. */
+ * Two input channels sum: x = [1, 2] (1x1 each), w (2,1,1,1) = [3, 4] -> 11.
+ * Groups 2, PyTorch's (Cin, Cout/g) weight layout: x = [1, 2], w (2,2,1,1) =
+ * [3 5; 7 11] -> y = [3 5 14 22] (x0 feeds channels 0,1; x1 feeds 2,3). */
 Test(conv_oracle, transpose) {
     tsl_graph *g = tsl_graph_new("oracle");
     tsl_tid x = tsl_input(g, "x", TSL_SHAPE(1, 1, 2, 2));
@@ -213,7 +223,13 @@ Test(conv_oracle, transpose) {
     tsl_tid x3 = tsl_input(g, "x3", TSL_SHAPE(1, 2, 1, 1));
     tsl_tid w3 = tsl_param(g, "w3", TSL_SHAPE(2, 1, 1, 1), TSL_INIT_NONE);
     tsl_tid y3 = tsl_conv2d_transpose(g, "t3", x3, w3, TSL_NONE, tsl_conv_sp(1, 0));
+    tsl_tid x4 = tsl_input(g, "x4", TSL_SHAPE(1, 2, 1, 1));
+    tsl_tid w4 = tsl_param(g, "w4", TSL_SHAPE(2, 2, 1, 1), TSL_INIT_NONE);
+    tsl_conv_attr g2 = tsl_conv_sp(1, 0);
+    g2.groups = 2;
+    tsl_tid y4 = tsl_conv2d_transpose(g, "t4", x4, w4, TSL_NONE, g2);
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_tensor(g, y4)->shape.d[1], 4);
     const tsl_shape *ys = &tsl_graph_tensor(g, y)->shape;
     cr_assert(ys->d[1] == 1 && ys->d[2] == 4 && ys->d[3] == 4);
     cr_assert_eq(tsl_graph_tensor(g, y2)->shape.d[3], 4);
@@ -222,7 +238,9 @@ Test(conv_oracle, transpose) {
     double x2v[2] = {1, 2}, w2v[3] = {1, 1, 1}, x3v[2] = {1, 2}, w3v[2] = {3, 4};
     set64(r, x, xv, 4), set64(r, w, wv, 4), set64(r, b, bv, 1);
     set64(r, x2, x2v, 2), set64(r, w2, w2v, 3), set64(r, x3, x3v, 2), set64(r, w3, w3v, 2);
-    th_f64_run(r, 0, 3, 1, 1);
+    double w4v[4] = {3, 5, 7, 11}, y4e[4] = {3, 5, 14, 22};
+    set64(r, x4, x3v, 2), set64(r, w4, w4v, 4);
+    th_f64_run(r, 0, 4, 1, 1);
     double ye[16];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) ye[i * 4 + j] = xv[(i / 2) * 2 + j / 2] * wv[(i % 2) * 2 + j % 2] + 0.25;
@@ -230,6 +248,7 @@ Test(conv_oracle, transpose) {
     expect64("y 2x2 s2", th_f64_buf(r, y), ye, 16);
     expect64("y overlap", th_f64_buf(r, y2), y2e, 4);
     expect64("y channels", th_f64_buf(r, y3), y3e, 1);
+    expect64("y groups", th_f64_buf(r, y4), y4e, 4);
     th_f64_free(r);
     tsl_graph_free(g);
 }

@@ -21,8 +21,13 @@
 #include "core/assert.h"
 #include "models/blocks.h"
 
+/* The names, in the fixed order of tsl_model_names; zoo[i] describes
+ * names[i]. */
+static const char *const names[] = {"mlp",        "cnn",        "vgg11",      "vgg16",
+                                    "vgg19",      "resnet18",   "resnet50",   "inception3",
+                                    "inception4", "densenet121", "unet",      NULL};
+
 typedef struct zoo_entry {
-    const char *name;
     tsl_tid (*build)(tsl__mb *m, tsl_tid x, int variant);
     int variant;
     int (*min_image)(void);
@@ -33,50 +38,45 @@ typedef struct zoo_entry {
 } zoo_entry;
 
 static const zoo_entry zoo[] = {
-    {"mlp", tsl__model_mlp, 0, tsl__min_image_mlp, 1, 0, -1, 28, 1, 10},
-    {"cnn", tsl__model_cnn, 0, tsl__min_image_cnn, 1, 0, -1, 28, 1, 10},
-    {"vgg11", tsl__model_vgg, 11, tsl__min_image_vgg, 1, 0, 132863336, 224, 3, 1000},
-    {"vgg16", tsl__model_vgg, 16, tsl__min_image_vgg, 1, 0, 138357544, 224, 3, 1000},
-    {"vgg19", tsl__model_vgg, 19, tsl__min_image_vgg, 1, 0, 143667240, 224, 3, 1000},
-    {"resnet18", tsl__model_resnet, 18, tsl__min_image_resnet, 1, 0, 11689512, 224, 3, 1000},
-    {"resnet50", tsl__model_resnet, 50, tsl__min_image_resnet, 1, 0, 25557032, 224, 3, 1000},
-    /* torchvision Inception3 without the auxiliary head */
-    {"inception3", tsl__model_inception3, 0, tsl__min_image_inception3, 1, 0, 23834568, 299, 3,
-     1000},
-    /* timm inception_v4 */
-    {"inception4", tsl__model_inception4, 0, tsl__min_image_inception4, 1, 0, 42679816, 299, 3,
-     1000},
-    {"densenet121", tsl__model_densenet, 121, tsl__min_image_densenet, 1, 0, 7978856, 224, 3,
-     1000},
-    /* Derived from the architecture in unet.c (1 input channel, 2 classes):
-     * 31,030,658. The figure often quoted for padded re-implementations,
-     * 31,031,685, is 1,027 higher and matches no variant of this network;
-     * tests/test_models.c shows the derivation. */
-    {"unet", tsl__model_unet, 0, tsl__min_image_unet, 16, 1, 31030658, 256, 3, 2},
+    /* mlp */ {tsl__model_mlp, 0, tsl__min_image_mlp, 1, 0, -1, 28, 1, 10},
+    /* cnn */ {tsl__model_cnn, 0, tsl__min_image_cnn, 1, 0, -1, 28, 1, 10},
+    /* vgg11 */ {tsl__model_vgg, 11, tsl__min_image_vgg, 1, 0, 132863336, 224, 3, 1000},
+    /* vgg16 */ {tsl__model_vgg, 16, tsl__min_image_vgg, 1, 0, 138357544, 224, 3, 1000},
+    /* vgg19 */ {tsl__model_vgg, 19, tsl__min_image_vgg, 1, 0, 143667240, 224, 3, 1000},
+    /* resnet18 */ {tsl__model_resnet, 18, tsl__min_image_resnet, 1, 0, 11689512, 224, 3, 1000},
+    /* resnet50 */ {tsl__model_resnet, 50, tsl__min_image_resnet, 1, 0, 25557032, 224, 3, 1000},
+    /* inception3: torchvision Inception3 without the auxiliary head */
+    {tsl__model_inception3, 0, tsl__min_image_inception3, 1, 0, 23834568, 299, 3, 1000},
+    /* inception4: timm inception_v4 */
+    {tsl__model_inception4, 0, tsl__min_image_inception4, 1, 0, 42679816, 299, 3, 1000},
+    /* densenet121 */ {tsl__model_densenet, 121, tsl__min_image_densenet, 1, 0, 7978856, 224, 3,
+                       1000},
+    /* unet: derived from the architecture in unet.c (1 input channel, 2
+     * classes): 31,030,658. The figure often quoted for padded
+     * re-implementations, 31,031,685, is 1,027 higher and matches no
+     * variant of this network; tests/test_models.c shows the derivation. */
+    {tsl__model_unet, 0, tsl__min_image_unet, 16, 1, 31030658, 256, 3, 2},
 };
 #define ZOO_N ((int)(sizeof zoo / sizeof *zoo))
+_Static_assert(sizeof names / sizeof *names == sizeof zoo / sizeof *zoo + 1,
+               "one zoo entry per model name");
 
-static const zoo_entry *find(const char *model) {
-    if (!model) return NULL;
+/* Index of `model` in names[], -1 if unknown or NULL. */
+static int find(const char *model) {
+    if (!model) return -1;
     for (int i = 0; i < ZOO_N; i++)
-        if (strcmp(zoo[i].name, model) == 0) return &zoo[i];
-    return NULL;
+        if (strcmp(names[i], model) == 0) return i;
+    return -1;
 }
 
-const char *const *tsl_model_names(void) {
-    static const char *names[ZOO_N + 1];
-    /* Filled from the table on every call: constant data, so concurrent
-     * callers write the same values. */
-    for (int i = 0; i < ZOO_N; i++) names[i] = zoo[i].name;
-    names[ZOO_N] = NULL;
-    return names;
-}
+const char *const *tsl_model_names(void) { return names; }
 
 tsl_model_cfg tsl_model_cfg_default(const char *model) {
     tsl_model_cfg c = {.batch = 16, .image_size = 224, .in_channels = 3, .n_classes = 1000,
                        .seed = 0};
-    const zoo_entry *e = find(model);
-    if (e) {
+    int i = find(model);
+    if (i >= 0) {
+        const zoo_entry *e = &zoo[i];
         c.image_size = e->def_image;
         c.in_channels = e->def_channels;
         c.n_classes = e->def_classes;
@@ -85,8 +85,8 @@ tsl_model_cfg tsl_model_cfg_default(const char *model) {
 }
 
 int64_t tsl_model_published_params(const char *model) {
-    const zoo_entry *e = find(model);
-    return e ? e->published : -1;
+    int i = find(model);
+    return i >= 0 ? zoo[i].published : -1;
 }
 
 /* "mlp, cnn, ..." into buf. */
@@ -94,7 +94,7 @@ static const char *known_list(char *buf, size_t len) {
     size_t o = 0;
     buf[0] = '\0';
     for (int i = 0; i < ZOO_N && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, i ? ", %s" : "%s", zoo[i].name);
+        o += (size_t)snprintf(buf + o, len - o, i ? ", %s" : "%s", names[i]);
     return buf;
 }
 
@@ -107,30 +107,30 @@ static const char *known_list(char *buf, size_t len) {
 
 /* Checks cfg against model e. TSL_OK, or TSL_ERR_INVALID with a message
  * naming the model, the field, its value and the accepted range. */
-static tsl_status check_cfg(const zoo_entry *e, const tsl_model_cfg *cfg) {
+static tsl_status check_cfg(const char *name, const zoo_entry *e, const tsl_model_cfg *cfg) {
     if (cfg->batch < 1 || cfg->batch > ZOO_MAX_BATCH)
-        return tsl_fail(TSL_ERR_INVALID, "model '%s': cfg.batch = %d must be in [1, %d]", e->name,
+        return tsl_fail(TSL_ERR_INVALID, "model '%s': cfg.batch = %d must be in [1, %d]", name,
                         cfg->batch, ZOO_MAX_BATCH);
     if (cfg->in_channels < 1 || cfg->in_channels > ZOO_MAX_CHANNELS)
         return tsl_fail(TSL_ERR_INVALID, "model '%s': cfg.in_channels = %d must be in [1, %d]",
-                        e->name, cfg->in_channels, ZOO_MAX_CHANNELS);
+                        name, cfg->in_channels, ZOO_MAX_CHANNELS);
     if (cfg->n_classes < 1 || cfg->n_classes > ZOO_MAX_CLASSES)
         return tsl_fail(TSL_ERR_INVALID, "model '%s': cfg.n_classes = %d must be in [1, %d]",
-                        e->name, cfg->n_classes, ZOO_MAX_CLASSES);
+                        name, cfg->n_classes, ZOO_MAX_CLASSES);
     int min = e->min_image();
     if (cfg->image_size < min)
         return tsl_fail(TSL_ERR_INVALID,
                         "model '%s': cfg.image_size = %d is too small for its downsampling; "
                         "the minimum is %d",
-                        e->name, cfg->image_size, min);
+                        name, cfg->image_size, min);
     if (cfg->image_size > ZOO_MAX_IMAGE)
         return tsl_fail(TSL_ERR_INVALID, "model '%s': cfg.image_size = %d exceeds the maximum %d",
-                        e->name, cfg->image_size, ZOO_MAX_IMAGE);
+                        name, cfg->image_size, ZOO_MAX_IMAGE);
     if (cfg->image_size % e->image_multiple != 0)
         return tsl_fail(TSL_ERR_INVALID,
                         "model '%s': cfg.image_size = %d must be a multiple of %d "
                         "(its pools and transposed convs halve and double the map)",
-                        e->name, cfg->image_size, e->image_multiple);
+                        name, cfg->image_size, e->image_multiple);
     return TSL_OK;
 }
 
@@ -142,22 +142,24 @@ tsl_status tsl_model_build(tsl_graph *g, const char *model, const tsl_model_cfg 
                            tsl_tid *loss) {
     TSL_ASSERT(g && cfg && loss);
     *loss = TSL_NONE;
-    const zoo_entry *e = find(model);
-    if (!e) {
+    int idx = find(model);
+    if (idx < 0) {
         char known[512];
         return tsl_fail(TSL_ERR_INVALID, "unknown model '%s' (known models: %s)",
                         model ? model : "(null)", known_list(known, sizeof known));
     }
-    tsl_status st = check_cfg(e, cfg);
+    const zoo_entry *e = &zoo[idx];
+    const char *name = names[idx];
+    tsl_status st = check_cfg(name, e, cfg);
     if (st != TSL_OK) return st;
     if (tsl_graph_status(g) != TSL_OK)
         return tsl_fail(tsl_graph_status(g), "model '%s': graph '%s' has already failed",
-                        e->name, tsl_graph_name(g));
+                        name, tsl_graph_name(g));
     if (tsl_graph_n_tensors(g) != 0)
         return tsl_fail(TSL_ERR_INVALID,
                         "model '%s': graph '%s' is not empty (%d tensors); build a model into a "
                         "new graph",
-                        e->name, tsl_graph_name(g), (int)tsl_graph_n_tensors(g));
+                        name, tsl_graph_name(g), (int)tsl_graph_n_tensors(g));
 
     tsl__mb m = {.g = g, .cfg = cfg, .n_dropout = 0};
     int64_t n = cfg->batch, s = cfg->image_size;
