@@ -27,24 +27,26 @@
 #include "tensile/session.h"
 
 /* Per-op tolerance on the normalised error against the reference (which
- * sums in double for dense and BN, in float or double for conv). The conv
- * family and the gemms sum up to a few hundred float products in an order
- * of oneDNN's/OpenBLAS's choosing: 1e-5 covers sqrt(K)*2^-24 with margin.
- * Pooling is a max (exact) or a short mean; batch norm goes through
- * oneDNN's own statistics and (backward) the variance rebuilt from invstd. */
+ * sums in double for dense and batch norm, and for the conv filter and bias
+ * gradients). The fast kernels sum up to a few thousand float products in
+ * an order of oneDNN's or OpenBLAS's choosing; the largest errors measured
+ * on these cases were 7.5e-7 (conv bwd data, 7x7 stem), 4.6e-7 (gemm),
+ * 3.7e-7 (conv bwd filter), 2.9e-7 (batch-norm bwd), 2.3e-7 (batch norm),
+ * 1.2e-7 (avg pool), 0 (max pool, which only compares). The tolerances
+ * leave about a factor 7 above those. */
 static double tol_of(tsl_op_type t) {
     switch (t) {
     case TSL_OP_CONV2D:
     case TSL_OP_CONV2D_BWD_DATA:
-    case TSL_OP_CONV2D_TRANSPOSE: return 1e-5;
-    case TSL_OP_CONV2D_BWD_FILTER: return 2e-5; /* sums over N*Ho*Wo too */
+    case TSL_OP_CONV2D_BWD_FILTER:
+    case TSL_OP_CONV2D_TRANSPOSE: return 5e-6;
     case TSL_OP_MAXPOOL2D: return 0.0;
     case TSL_OP_AVGPOOL2D:
     case TSL_OP_AVGPOOL2D_BWD: return 1e-6;
-    case TSL_OP_BATCHNORM: return 1e-5;
-    case TSL_OP_BATCHNORM_BWD: return 1e-4;
+    case TSL_OP_BATCHNORM: return 2e-6;
+    case TSL_OP_BATCHNORM_BWD: return 5e-6;
     case TSL_OP_LINEAR:
-    case TSL_OP_MATMUL: return 1e-5;
+    case TSL_OP_MATMUL: return 5e-6;
     default: return 0.0;
     }
 }
@@ -483,15 +485,17 @@ Test(fast_kernels, one_thread_and_stateless) {
 
 /* ---- end to end through the executor -------------------------------------------- */
 
-/* A small net that uses every fast op: conv+bias, batch norm, relu, max
- * pool, transposed conv, avg pool, depthwise conv, linear; softmax loss,
- * backward (conv bwd data/filter, bn bwd, avg-pool bwd, ...) and SGD. */
+/* A small net that uses every fast op: conv (without bias before the batch
+ * norm, whose bias gradient would be pure rounding noise), batch norm, relu,
+ * max pool, transposed conv, avg pool, depthwise conv with bias, linear;
+ * softmax loss, backward (conv bwd data/filter, bn bwd, avg-pool bwd, ...)
+ * and SGD. */
 static tsl_graph *fast_net(void) {
     tsl_graph *g = tsl_graph_new("fast_net");
     tsl_bn_attr bn = {1e-5f, 0.1f};
     tsl_tid x = tsl_input(g, "input", TSL_SHAPE(4, 3, 12, 12));
     tsl_tid y = tsl_label(g, "label", TSL_SHAPE(4));
-    tsl_tid h = tsl_conv2d_layer(g, "c1", x, 8, 3, 3, tsl_conv_sp(1, 1), 1); // (4,8,12,12)
+    tsl_tid h = tsl_conv2d_layer(g, "c1", x, 8, 3, 3, tsl_conv_sp(1, 1), 0); // (4,8,12,12)
     h = tsl_batchnorm(g, "bn1", h, bn);
     h = tsl_relu(g, "r1", h);
     h = tsl_maxpool2d(g, "mp", h, tsl_pool_ksp(2, 2, 0)); // (4,8,6,6)
@@ -503,7 +507,7 @@ static tsl_graph *fast_net(void) {
     h = tsl_avgpool2d(g, "ap", h, tsl_pool_ksp(3, 2, 1)); // (4,4,6,6)
     tsl_conv_attr dw = tsl_conv_sp(1, 1);
     dw.groups = 4;
-    h = tsl_conv2d_layer(g, "dw", h, 4, 3, 3, dw, 0);
+    h = tsl_conv2d_layer(g, "dw", h, 4, 3, 3, dw, 1);
     h = tsl_flatten(g, "flat", h); // (4,144)
     tsl_tid logits = tsl_linear_layer(g, "fc", h, 5, 1);
     tsl_tid loss = tsl_softmax_xent(g, "loss", logits, y);
