@@ -51,8 +51,12 @@ typedef struct tsl_alloc_stats {
     double fragmentation;     /* 1 - largest_free / free_bytes (0 when free_bytes == 0) */
 } tsl_alloc_stats;
 
-/* A new allocator over `capacity` bytes. `alignment` must be a power of two
- * (0 means TSL_ALLOC_ALIGN). Returns NULL if out of host memory. */
+/* A new allocator over `capacity` bytes rounded down to a multiple of the
+ * alignment (so that any request up to largest_free succeeds). `alignment`
+ * must be a power of two (0 means TSL_ALLOC_ALIGN). Returns NULL if out of
+ * host memory. Not thread-safe: callers sharing one allocator take turns.
+ * n_allocs counts successful allocations; an injected fault fires once and
+ * counts in n_failed. */
 tsl_alloc *tsl_alloc_new(size_t capacity, size_t alignment);
 void tsl_alloc_destroy(tsl_alloc *a); /* NULL is fine */
 
