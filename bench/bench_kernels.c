@@ -190,11 +190,37 @@ static tsl_graph *build_case(int k, int64_t nb) {
         tsl_global_avgpool(g, "gap", x);
         break;
     }
-    case 12: {
-        snprintf(nm, sizeof nm, "relu (%lld,64,56,56)", (long long)N);
+    case 12: case 15: {
+        snprintf(nm, sizeof nm, "relu%s (%lld,64,56,56)", k == 12 ? "" : "_bwd", (long long)N);
         g = tsl_graph_new(nm);
         x = tsl_input(g, "x", TSL_SHAPE(N, 64, 56, 56));
-        tsl_relu(g, "relu", x);
+        y = tsl_relu(g, "relu", x);
+        if (k == 15) {
+            tsl_tid in[2] = {tsl_input(g, "dy", shape_of(g, y)), y};
+            tsl_shape ys = shape_of(g, y);
+            append(g, TSL_OP_RELU_BWD, "relu_bwd", in, 2, &ys, 1, NULL, 0);
+        }
+        break;
+    }
+    case 16: case 17: case 18: case 19: case 20: case 21: case 22: case 23: {
+        /* depthwise (g64, 1 channel per group; fwd is case 4), grouped g32
+         * (4 per group), grouped g4 (32 per group): fwd, bwd data, bwd filter */
+        int grp = k <= 17 ? 64 : k <= 20 ? 32 : 4, c = k <= 17 ? 64 : 128;
+        int kind = k <= 17 ? k - 15 : k <= 20 ? k - 18 : k - 21; /* 0 fwd, 1 data, 2 filter */
+        static const char *what[] = {"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"};
+        snprintf(nm, sizeof nm, "%s g%d (%lld,%d,28,28) 3x3", what[kind], grp, (long long)N, c);
+        g = tsl_graph_new(nm);
+        tsl_conv_attr d = c3;
+        d.groups = grp;
+        x = tsl_input(g, "x", TSL_SHAPE(N, c, 28, 28));
+        w = tsl_param(g, "w", TSL_SHAPE(c, c / grp, 3, 3), TSL_INIT_NONE);
+        y = tsl_conv2d(g, "gconv", x, w, TSL_NONE, d);
+        if (kind == 0) break;
+        dy = tsl_input(g, "dy", shape_of(g, y));
+        tsl_tid in[2] = {dy, kind == 1 ? w : x};
+        tsl_shape s = kind == 1 ? shape_of(g, x) : shape_of(g, w);
+        append(g, kind == 1 ? TSL_OP_CONV2D_BWD_DATA : TSL_OP_CONV2D_BWD_FILTER, "bwd", in, 2, &s,
+               1, &d, sizeof d);
         break;
     }
     case 13: {

@@ -32,7 +32,8 @@
  * an order of oneDNN's or OpenBLAS's choosing; the largest errors measured
  * on these cases were 7.5e-7 (conv bwd data, 7x7 stem), 4.6e-7 (gemm),
  * 3.7e-7 (conv bwd filter), 2.9e-7 (batch-norm bwd), 2.3e-7 (batch norm),
- * 1.2e-7 (avg pool), 0 (max pool, which only compares). The tolerances
+ * 1.2e-7 (avg pool), 0 (max pool and ReLU, which only compare and
+ * select). The tolerances
  * leave about a factor 7 above those. */
 static double tol_of(tsl_op_type t) {
     switch (t) {
@@ -40,7 +41,9 @@ static double tol_of(tsl_op_type t) {
     case TSL_OP_CONV2D_BWD_DATA:
     case TSL_OP_CONV2D_BWD_FILTER:
     case TSL_OP_CONV2D_TRANSPOSE: return 5e-6;
-    case TSL_OP_MAXPOOL2D: return 0.0;
+    case TSL_OP_MAXPOOL2D:
+    case TSL_OP_RELU:
+    case TSL_OP_RELU_BWD: return 0.0;
     case TSL_OP_AVGPOOL2D:
     case TSL_OP_AVGPOOL2D_BWD: return 1e-6;
     case TSL_OP_BATCHNORM: return 2e-6;
@@ -292,6 +295,7 @@ static const conv_case conv_cases[] = {
     {"3x3 s2 p1 nobias 7x5", 3, 3, 7, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0, 0},
     {"groups 2", 2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0, 1},
     {"depthwise s2", 3, 5, 9, 7, 5, 3, 3, 2, 2, 1, 1, 1, 1, 5, 0, 0, 1},
+    {"depthwise x2 multiplier", 2, 4, 7, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 0, 0, 1},
     {"dilation 2", 2, 3, 9, 8, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1, 0, 0, 1},
     {"1x7 p(0,3)", 2, 6, 5, 9, 4, 1, 7, 1, 1, 0, 3, 1, 1, 1, 0, 0, 1},
     {"7x1 p(3,0)", 2, 6, 9, 5, 4, 7, 1, 1, 1, 3, 0, 1, 1, 1, 0, 0, 0},
@@ -313,12 +317,12 @@ static const conv_case deconv_cases[] = {
 Test(fast_kernels, conv_family) {
     int n = 0;
     for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) {
-        if (th_quick() && i >= 6) break;
+        if (th_quick() && i >= 7) break;
         tsl_graph *g = conv_graph(&conv_cases[i]);
         n += check_graph(g, 100 + i, 2, 1, conv_cases[i].name, -1.0f, 1.0f);
         tsl_graph_free(g);
     }
-    cr_expect(n >= 18, "only %d ops checked", n);
+    cr_expect(n >= 21, "only %d ops checked", n);
 }
 
 Test(fast_kernels, conv_transpose) {
@@ -405,6 +409,28 @@ Test(fast_kernels, batchnorm_training_and_eval) {
         tsl_graph_free(g);
     }
     cr_expect(n == 4 * (int)(sizeof shapes / sizeof shapes[0]));
+}
+
+/* ---- relu (oneDNN eltwise) --------------------------------------------------- */
+
+/* relu of x, then RELU_BWD (dy, y) -> dx; y has exact zeros wherever x < 0,
+ * so the mask's boundary is exercised. Both must equal the reference
+ * numerically (normalised error 0; only the sign of zeros may differ). */
+Test(fast_kernels, relu) {
+    const tsl_shape shapes[] = {TSL_SHAPE(3, 3, 7, 5), TSL_SHAPE(2, 16, 33, 31), TSL_SHAPE(1)};
+    int n = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        tsl_graph *g = tsl_graph_new("relu");
+        tsl_tid x = tsl_input(g, "x", shapes[i]);
+        tsl_tid y = tsl_relu(g, "relu", x);
+        cr_assert(y != TSL_NONE, "%s", tsl_last_error());
+        tsl_tid in[2] = {tsl_input(g, "dy", shapes[i]), y};
+        append(g, TSL_OP_RELU_BWD, "relu_bwd", in, 2, &shapes[i], 1, NULL, 0);
+        finalize(g);
+        n += check_graph(g, 800 + i, 2, 1, "relu", -1.0f, 1.0f);
+        tsl_graph_free(g);
+    }
+    cr_expect(n == 6);
 }
 
 /* ---- dense (OpenBLAS) ---------------------------------------------------------- */

@@ -84,6 +84,8 @@ tsl_status tsl__dnnl_build_pool(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
 tsl_status tsl__dnnl_build_avgpool_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_bnorm(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_bnorm_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
+tsl_status tsl__dnnl_build_relu(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
+tsl_status tsl__dnnl_build_relu_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 
 /* ---- helpers for builders (fast_dnnl.c) ---------------------------------- */
 

@@ -47,13 +47,18 @@ static int pad_right(int64_t big, int64_t small, int64_t k, int64_t dil, int64_t
  * (N,Cout,Ho,Wo) and weights ws, for a plain conv (transpose 0: ws is
  * (Cout,Cin/g,KH,KW)) or a transposed one (transpose 1: x and y are then the
  * deconvolution's src and dst, ws is (Cin,Cout/g,KH,KW)). Returns 0 if the
- * shapes are outside what the builder handles (not 4-D, inconsistent); the
- * caller then falls back to the reference kernel. */
+ * shapes are outside what the builder handles (not 4-D, inconsistent) or
+ * where the reference kernel is faster (depthwise); the caller then falls
+ * back to the reference kernel. */
 static int conv_geometry(const tsl_conv_attr *at, const tsl_shape *xs, const tsl_shape *ws,
                          const tsl_shape *ys, int bias, int transpose, conv_md *c) {
     if (xs->ndim != 4 || ws->ndim != 4 || ys->ndim != 4 || at->groups < 1) return 0;
     int64_t g = at->groups, cin = xs->d[1], cout = ys->d[1];
     if (cin % g || cout % g || xs->d[0] != ys->d[0]) return 0;
+    /* Depthwise (one channel per group on both sides): with plain layouts
+     * oneDNN only has its im2col+gemm path, measured 2-4x slower than the
+     * reference loops (bench_kernels), so the reference serves it. */
+    if (g > 1 && cin / g == 1 && cout / g == 1) return 0;
     int64_t kh = ws->d[2], kw = ws->d[3];
     int64_t s[2] = {at->stride_h, at->stride_w}, d[2] = {at->dil_h, at->dil_w};
     int64_t p[2] = {at->pad_h, at->pad_w}, k[2] = {kh, kw};
