@@ -169,14 +169,23 @@ static tsl__dnnl_builder builder_of(tsl_op_type t) {
     }
 }
 
-static void dnnl_release(void *state) {
-    tsl__dnnl_op *s = state;
-    if (!s) return;
+/* Destroys the primitives and memory objects of every slot and zeroes the
+ * slots (scratch and hooks are kept). */
+static void drop_prims(tsl__dnnl_op *s) {
     for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) {
         tsl__dnnl_prim *p = &s->p[k];
         for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
         if (p->prim) dnnl_primitive_destroy(p->prim);
+        memset(p, 0, sizeof *p);
     }
+}
+
+/* release for every oneDNN op: frees what prepare (or a state-less run)
+ * built, and the private scratch. NULL is fine. */
+static void dnnl_release(void *state) {
+    tsl__dnnl_op *s = state;
+    if (!s) return;
+    drop_prims(s);
     free(s->owned);
     free(s);
 }
@@ -204,12 +213,8 @@ static tsl_status dnnl_prepare(const tsl_graph *g, const tsl_op *op, int nthread
         return st;
     }
     if (s->fallback) { /* drop whatever the builder made before giving up */
-        for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) {
-            tsl__dnnl_prim *p = &s->p[k];
-            for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
-            if (p->prim) dnnl_primitive_destroy(p->prim);
-            memset(p, 0, sizeof *p);
-        }
+        drop_prims(s);
+        s->scratch_bytes = s->extra_bytes = 0;
         s->ref_workspace = tsl_op_workspace(g, op);
     }
     *state = s;
@@ -236,6 +241,12 @@ static void *workspace_block(tsl__dnnl_op *s, const tsl_kernel_args *a, size_t n
     return s->owned;
 }
 
+/* Runs a prepared op: the reference kernel for a fallback op; otherwise the
+ * pre hook, binding of every argument's pointer, execution of the selected
+ * primitive on the calling thread's stream with s->nthreads OpenMP threads
+ * (restored afterwards), the wait, and the post hook. Returns TSL_OK, or
+ * TSL_ERR_OOM (no scratch) / TSL_ERR_INTERNAL (oneDNN failed) with the
+ * message recorded; outputs are then unspecified. */
 static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
     size_t need = workspace_of(s);
     void *ws = workspace_block(s, a, need);
