@@ -149,7 +149,7 @@ int cmd_plan(int argc, char **argv) {
             break;
         }
         char name[64];
-        snprintf(name, sizeof name, "%s:%d", jobs[i].model, cfg.batch);
+        snprintf(name, sizeof name, "%.40s:%d", jobs[i].model, cfg.batch);
         if (tsl_workload_from_graph(g, name, NULL, &dev, &w[i]) != TSL_OK) {
             fprintf(stderr, "tensile plan: %s\n", tsl_last_error());
             rc = 1;
