@@ -13,82 +13,6 @@
 #include "gradcheck.h"
 #include "helpers.h"
 
-/* ---- a tiny runner: one buffer per tensor, float or double ------------- */
-typedef struct rt {
-    const tsl_graph *g;
-    tsl_dtype dt;
-    void **buf;
-} rt;
-
-static size_t rt_bytes(const rt *r, tsl_tid t) {
-    const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-    size_t es = tt->dtype == TSL_I32 ? 4 : (r->dt == TSL_F64 ? 8 : 4);
-    return (size_t)tsl_shape_numel(&tt->shape) * es;
-}
-
-static rt *rt_new(const tsl_graph *g, tsl_dtype dt) {
-    rt *r = calloc(1, sizeof *r);
-    r->g = g;
-    r->dt = dt;
-    r->buf = calloc((size_t)tsl_graph_n_tensors(g), sizeof *r->buf);
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) r->buf[t] = calloc(1, rt_bytes(r, t));
-    return r;
-}
-
-static void rt_free(rt *r) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
-    free(r->buf);
-    free(r);
-}
-
-/* Fills every float leaf (input, param) with uniform[-1,1] from seed. */
-static void rt_fill(rt *r, uint64_t seed) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-        if (tt->dtype == TSL_I32 || !(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM))
-            continue;
-        size_t n = (size_t)tsl_shape_numel(&tt->shape);
-        if (r->dt == TSL_F64) th_fill_f64(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-        else th_fill_f32(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-    }
-}
-
-static tsl_status rt_run(rt *r, int32_t first, int32_t end, int training, int nthreads) {
-    tsl_cpu_set_threads(nthreads);
-    for (int32_t i = first; i < end; i++) {
-        const tsl_op *op = tsl_graph_op(r->g, i);
-        void *in[16], *out[16];
-        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
-        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
-        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = r->dt, .in = in, .out = out,
-                             .step = 1, .nthreads = nthreads, .training = training};
-        tsl_status st = tsl_cpu_ref_kernel(op->type, r->dt)(&a);
-        if (st != TSL_OK) return st;
-    }
-    return TSL_OK;
-}
-
-/* Copies tensor t of runner r into doubles (for comparisons). */
-static void to_f64(const rt *r, tsl_tid t, double *dst) {
-    size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(r->g, t)->shape);
-    if (r->dt == TSL_F64) memcpy(dst, r->buf[t], n * sizeof *dst);
-    else
-        for (size_t i = 0; i < n; i++) dst[i] = ((const float *)r->buf[t])[i];
-}
-
-/* Copies the leaves (inputs, labels, params) of float runner a into double runner b. */
-static void copy_leaves_f32_to_f64(const rt *a, rt *b) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(a->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(a->g, t);
-        if (!(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM || tt->kind == TSL_KIND_LABEL))
-            continue;
-        if (tt->dtype == TSL_I32) {
-            memcpy(b->buf[t], a->buf[t], rt_bytes(a, t));
-            continue;
-        }
-        to_f64(a, t, b->buf[t]);
-    }
-}
 
 /* ---- gradient checks ---------------------------------------------------- */
 
@@ -149,15 +73,15 @@ Test(dense, linear_hand_computed) {
     tsl_tid b = tsl_param(g, "b", TSL_SHAPE(3), TSL_INIT_NONE);
     tsl_tid y = tsl_linear(g, "fc", x, w, b);
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
-    rt *r = rt_new(g, TSL_F32);
+    th_rt *r = th_rt_new(g, TSL_F32);
     memcpy(r->buf[x], (float[]){1, 2, 3, 4}, 4 * sizeof(float));
     memcpy(r->buf[w], (float[]){1, 0, 0, 1, 1, 1}, 6 * sizeof(float));
     memcpy(r->buf[b], (float[]){0.5f, -1, 2}, 3 * sizeof(float));
-    cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
+    cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_OK);
     const float want[6] = {1.5f, 1, 5, 3.5f, 3, 9}; /* x w^T + b */
     const float *got = r->buf[y];
     for (int i = 0; i < 6; i++) cr_assert_eq(got[i], want[i], "y[%d] = %g, want %g", i, got[i], want[i]);
-    rt_free(r);
+    th_rt_free(r);
     tsl_graph_free(g);
 }
 
@@ -170,9 +94,9 @@ Test(dense, matmul_against_plain_loop) {
             tsl_tid b = tsl_input(g, "b", tb ? TSL_SHAPE(N, K) : TSL_SHAPE(K, N));
             tsl_tid c = tsl_matmul(g, "mm", a, b, (tsl_matmul_attr){ta, tb});
             cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
-            rt *r = rt_new(g, TSL_F64);
-            rt_fill(r, 3);
-            cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
+            th_rt *r = th_rt_new(g, TSL_F64);
+            th_rt_fill(r, 3);
+            cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_OK);
             const double *A = r->buf[a], *B = r->buf[b], *C = r->buf[c];
             double worst = 0;
             for (int64_t i = 0; i < M; i++)
@@ -184,7 +108,7 @@ Test(dense, matmul_against_plain_loop) {
                 }
             /* same products summed in the same (ascending k) order: same bits */
             cr_assert_eq(worst, 0.0, "matmul ta %d tb %d: largest difference %g", ta, tb, worst);
-            rt_free(r);
+            th_rt_free(r);
             tsl_graph_free(g);
         }
 }
@@ -210,22 +134,22 @@ static tsl_graph *big_graph(tsl_tid outs[3]) {
 Test(dense, float_matches_double) {
     tsl_tid outs[3];
     tsl_graph *g = big_graph(outs);
-    rt *rf = rt_new(g, TSL_F32), *rd = rt_new(g, TSL_F64);
-    rt_fill(rf, 17);
-    copy_leaves_f32_to_f64(rf, rd);
-    cr_assert_eq(rt_run(rf, 0, 3, 1, 2), TSL_OK);
-    cr_assert_eq(rt_run(rd, 0, 3, 1, 2), TSL_OK);
+    th_rt *rf = th_rt_new(g, TSL_F32), *rd = th_rt_new(g, TSL_F64);
+    th_rt_fill(rf, 17);
+    th_rt_copy_leaves_f32_to_f64(rf, rd);
+    cr_assert_eq(th_rt_run(rf, 0, 3, 1, 2), TSL_OK);
+    cr_assert_eq(th_rt_run(rd, 0, 3, 1, 2), TSL_OK);
     for (int i = 0; i < 3; i++) {
         size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(g, outs[i])->shape);
         double *f = malloc(n * sizeof *f);
-        to_f64(rf, outs[i], f);
+        th_rt_to_f64(rf, outs[i], f);
         double e = th_norm_err_f64(f, rd->buf[outs[i]], n);
         cr_assert_lt(e, 1e-6, "%s: float vs double normalised error %g",
                      tsl_graph_tensor(g, outs[i])->name, e);
         free(f);
     }
-    rt_free(rf);
-    rt_free(rd);
+    th_rt_free(rf);
+    th_rt_free(rd);
     tsl_graph_free(g);
 }
 
@@ -234,24 +158,24 @@ Test(dense, same_bits_twice_and_across_threads) {
     tsl_graph *g = big_graph(outs);
     for (int d = 0; d < 2; d++) {
         tsl_dtype dt = d ? TSL_F64 : TSL_F32;
-        rt *r1 = rt_new(g, dt), *r1b = rt_new(g, dt), *r2 = rt_new(g, dt);
-        rt_fill(r1, 23);
-        rt_fill(r1b, 23);
-        rt_fill(r2, 23);
-        cr_assert_eq(rt_run(r1, 0, 3, 1, 1), TSL_OK);
-        cr_assert_eq(rt_run(r1b, 0, 3, 1, 1), TSL_OK);
-        cr_assert_eq(rt_run(r2, 0, 3, 1, 2), TSL_OK);
+        th_rt *r1 = th_rt_new(g, dt), *r1b = th_rt_new(g, dt), *r2 = th_rt_new(g, dt);
+        th_rt_fill(r1, 23);
+        th_rt_fill(r1b, 23);
+        th_rt_fill(r2, 23);
+        cr_assert_eq(th_rt_run(r1, 0, 3, 1, 1), TSL_OK);
+        cr_assert_eq(th_rt_run(r1b, 0, 3, 1, 1), TSL_OK);
+        cr_assert_eq(th_rt_run(r2, 0, 3, 1, 2), TSL_OK);
         for (int i = 0; i < 3; i++) {
             const char *nm = tsl_graph_tensor(g, outs[i])->name;
-            size_t nb = rt_bytes(r1, outs[i]);
+            size_t nb = th_rt_bytes(r1, outs[i]);
             cr_assert_eq(memcmp(r1->buf[outs[i]], r1b->buf[outs[i]], nb), 0,
                          "%s (%s) differs between two runs", nm, tsl_dtype_name(dt));
             cr_assert_eq(memcmp(r1->buf[outs[i]], r2->buf[outs[i]], nb), 0,
                          "%s (%s) differs between 1 and 2 threads", nm, tsl_dtype_name(dt));
         }
-        rt_free(r1);
-        rt_free(r1b);
-        rt_free(r2);
+        th_rt_free(r1);
+        th_rt_free(r1b);
+        th_rt_free(r2);
     }
     tsl_cpu_set_threads(1);
     tsl_graph_free(g);

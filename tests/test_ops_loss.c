@@ -17,82 +17,6 @@
 #include "helpers.h"
 #include "ops/op_def.h"
 
-/* ---- a tiny runner: one buffer per tensor, float or double ------------- */
-typedef struct rt {
-    const tsl_graph *g;
-    tsl_dtype dt;
-    void **buf;
-} rt;
-
-static size_t rt_bytes(const rt *r, tsl_tid t) {
-    const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-    size_t es = tt->dtype == TSL_I32 ? 4 : (r->dt == TSL_F64 ? 8 : 4);
-    return (size_t)tsl_shape_numel(&tt->shape) * es;
-}
-
-static rt *rt_new(const tsl_graph *g, tsl_dtype dt) {
-    rt *r = calloc(1, sizeof *r);
-    r->g = g;
-    r->dt = dt;
-    r->buf = calloc((size_t)tsl_graph_n_tensors(g), sizeof *r->buf);
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) r->buf[t] = calloc(1, rt_bytes(r, t));
-    return r;
-}
-
-static void rt_free(rt *r) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
-    free(r->buf);
-    free(r);
-}
-
-/* Fills every float leaf (input, param) with uniform[-1,1] from seed. */
-static void rt_fill(rt *r, uint64_t seed) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-        if (tt->dtype == TSL_I32 || !(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM))
-            continue;
-        size_t n = (size_t)tsl_shape_numel(&tt->shape);
-        if (r->dt == TSL_F64) th_fill_f64(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-        else th_fill_f32(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-    }
-}
-
-static tsl_status rt_run(rt *r, int32_t first, int32_t end, int training, int nthreads) {
-    tsl_cpu_set_threads(nthreads);
-    for (int32_t i = first; i < end; i++) {
-        const tsl_op *op = tsl_graph_op(r->g, i);
-        void *in[16], *out[16];
-        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
-        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
-        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = r->dt, .in = in, .out = out,
-                             .step = 1, .nthreads = nthreads, .training = training};
-        tsl_status st = tsl_cpu_ref_kernel(op->type, r->dt)(&a);
-        if (st != TSL_OK) return st;
-    }
-    return TSL_OK;
-}
-
-/* Copies tensor t of runner r into doubles (for comparisons). */
-static void to_f64(const rt *r, tsl_tid t, double *dst) {
-    size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(r->g, t)->shape);
-    if (r->dt == TSL_F64) memcpy(dst, r->buf[t], n * sizeof *dst);
-    else
-        for (size_t i = 0; i < n; i++) dst[i] = ((const float *)r->buf[t])[i];
-}
-
-/* Copies the leaves (inputs, labels, params) of float runner a into double runner b. */
-static void copy_leaves_f32_to_f64(const rt *a, rt *b) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(a->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(a->g, t);
-        if (!(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM || tt->kind == TSL_KIND_LABEL))
-            continue;
-        if (tt->dtype == TSL_I32) {
-            memcpy(b->buf[t], a->buf[t], rt_bytes(a, t));
-            continue;
-        }
-        to_f64(a, t, b->buf[t]);
-    }
-}
 
 /* ---- gradient of the loss ------------------------------------------------ */
 
@@ -176,7 +100,7 @@ static xg xent_graph(tsl_shape ls, tsl_shape ys) {
     return t;
 }
 
-static void set_logits(rt *r, tsl_tid t, const double *v, size_t n) {
+static void set_logits(th_rt *r, tsl_tid t, const double *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (r->dt == TSL_F64) ((double *)r->buf[t])[i] = v[i];
         else ((float *)r->buf[t])[i] = (float)v[i];
@@ -197,14 +121,14 @@ Test(loss, known_logits) {
                                0, 1, 0};
     xg t = xent_graph(TSL_SHAPE(4, 3), TSL_SHAPE(4));
     for (int d = 0; d < 2; d++) {
-        rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+        th_rt *r = th_rt_new(t.g, d ? TSL_F64 : TSL_F32);
         set_logits(r, t.lg, v, 12);
         memcpy(r->buf[t.lab], y, sizeof y);
-        cr_assert_eq(rt_run(r, 0, tsl_graph_n_ops(t.g), 1, 1), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(th_rt_run(r, 0, tsl_graph_n_ops(t.g), 1, 1), TSL_OK, "%s", tsl_last_error());
         double loss, p[12], dl[12];
-        to_f64(r, t.loss, &loss);
-        to_f64(r, t.probs, p);
-        to_f64(r, tsl_graph_tensor(t.g, t.lg)->grad, dl);
+        th_rt_to_f64(r, t.loss, &loss);
+        th_rt_to_f64(r, t.probs, p);
+        th_rt_to_f64(r, tsl_graph_tensor(t.g, t.lg)->grad, dl);
         cr_assert(isfinite(loss), "loss not finite: %g", loss);
         double tol = d ? 1e-13 : 1e-6;
         cr_assert_lt(fabs(loss - want_loss) / want_loss, tol, "%s loss %.17g, want %.17g",
@@ -217,7 +141,7 @@ Test(loss, known_logits) {
             cr_assert_lt(fabs(dl[i] - want_d), d ? 1e-15 : 1e-7, "%s dlogits[%d] = %.17g, want %.17g",
                          tsl_dtype_name(r->dt), i, dl[i], want_d);
         }
-        rt_free(r);
+        th_rt_free(r);
     }
     tsl_graph_free(t.g);
 }
@@ -226,12 +150,12 @@ Test(loss, known_logits) {
 Test(loss, nkhw_against_plain_loop) {
     const int64_t N = 2, K = 5, H = 3, W = 4, S = H * W;
     xg t = xent_graph(TSL_SHAPE(N, K, H, W), TSL_SHAPE(N, H, W));
-    rt *r = rt_new(t.g, TSL_F64);
+    th_rt *r = th_rt_new(t.g, TSL_F64);
     double *x = r->buf[t.lg];
     th_fill_f64(x, (size_t)(N * K * S), 9, -4, 4);
     int32_t *y = r->buf[t.lab];
     for (int64_t i = 0; i < N * S; i++) y[i] = (int32_t)((i * 3) % K);
-    cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
+    cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_OK);
     double sum = 0, worst_p = 0;
     const double *p = r->buf[t.probs];
     for (int64_t n = 0; n < N; n++)
@@ -245,7 +169,7 @@ Test(loss, nkhw_against_plain_loop) {
     double want = sum / (double)(N * S), got = *(double *)r->buf[t.loss];
     cr_assert_lt(fabs(got - want), 1e-13, "loss %.17g, want %.17g", got, want);
     cr_assert_lt(worst_p, 1e-15, "largest probability difference %g", worst_p);
-    rt_free(r);
+    th_rt_free(r);
     tsl_graph_free(t.g);
 }
 
@@ -257,19 +181,19 @@ Test(loss, label_out_of_range) {
     const char *pos[2] = {"position 2", "position 0"}, *val[2] = {"label 3", "label -1"};
     for (int d = 0; d < 2; d++)
         for (int b = 0; b < 2; b++) {
-            rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+            th_rt *r = th_rt_new(t.g, d ? TSL_F64 : TSL_F32);
             memcpy(r->buf[t.lab], bad[b], sizeof bad[b]);
             tsl_clear_error();
-            cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_ERR_INVALID);
+            cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_ERR_INVALID);
             const char *m = tsl_last_error();
             cr_assert(strstr(m, pos[b]) && strstr(m, val[b]) && strstr(m, "[0,3)") && strstr(m, "'loss'"),
                       "message: %s", m);
             /* the backward kernel checks as well */
             tsl_clear_error();
-            cr_assert_eq(rt_run(r, 1, 2, 1, 1), TSL_ERR_INVALID);
+            cr_assert_eq(th_rt_run(r, 1, 2, 1, 1), TSL_ERR_INVALID);
             m = tsl_last_error();
             cr_assert(strstr(m, pos[b]) && strstr(m, val[b]), "backward message: %s", m);
-            rt_free(r);
+            th_rt_free(r);
         }
     tsl_graph_free(t.g);
 }
@@ -336,8 +260,8 @@ Test(loss, outputs_and_flops) {
 
 /* ---- precision and determinism ------------------------------------------ */
 
-static void big_load(rt *r, const xg *t) {
-    rt_fill(r, 51);
+static void big_load(th_rt *r, const xg *t) {
+    th_rt_fill(r, 51);
     int32_t *y = r->buf[t->lab];
     size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(t->g, t->lab)->shape);
     for (size_t i = 0; i < n; i++) y[i] = (int32_t)((i * 7 + 2) % 10);
@@ -345,22 +269,22 @@ static void big_load(rt *r, const xg *t) {
 
 Test(loss, float_matches_double) {
     xg t = xent_graph(TSL_SHAPE(4, 10, 32, 32), TSL_SHAPE(4, 32, 32));
-    rt *rf = rt_new(t.g, TSL_F32), *rd = rt_new(t.g, TSL_F64);
+    th_rt *rf = th_rt_new(t.g, TSL_F32), *rd = th_rt_new(t.g, TSL_F64);
     big_load(rf, &t);
-    copy_leaves_f32_to_f64(rf, rd);
-    cr_assert_eq(rt_run(rf, 0, 2, 1, 2), TSL_OK);
-    cr_assert_eq(rt_run(rd, 0, 2, 1, 2), TSL_OK);
+    th_rt_copy_leaves_f32_to_f64(rf, rd);
+    cr_assert_eq(th_rt_run(rf, 0, 2, 1, 2), TSL_OK);
+    cr_assert_eq(th_rt_run(rd, 0, 2, 1, 2), TSL_OK);
     tsl_tid ts[3] = {t.loss, t.probs, tsl_graph_tensor(t.g, t.lg)->grad};
     for (int i = 0; i < 3; i++) {
         size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(t.g, ts[i])->shape);
         double *f = malloc(n * sizeof *f);
-        to_f64(rf, ts[i], f);
+        th_rt_to_f64(rf, ts[i], f);
         double e = th_norm_err_f64(f, rd->buf[ts[i]], n);
         cr_assert_lt(e, 1e-6, "%s: float vs double normalised error %g", tsl_graph_tensor(t.g, ts[i])->name, e);
         free(f);
     }
-    rt_free(rf);
-    rt_free(rd);
+    th_rt_free(rf);
+    th_rt_free(rd);
     tsl_graph_free(t.g);
 }
 
@@ -373,21 +297,21 @@ Test(loss, same_bits_twice_and_across_threads) {
         for (int d = 0; d < 2; d++) {
             tsl_dtype dt = d ? TSL_F64 : TSL_F32;
             const xg *t = &ts[gi];
-            rt *r[3] = {rt_new(t->g, dt), rt_new(t->g, dt), rt_new(t->g, dt)};
+            th_rt *r[3] = {th_rt_new(t->g, dt), th_rt_new(t->g, dt), th_rt_new(t->g, dt)};
             const int threads[3] = {1, 1, 2};
             for (int k = 0; k < 3; k++) {
                 big_load(r[k], t);
-                cr_assert_eq(rt_run(r[k], 0, 2, 1, threads[k]), TSL_OK);
+                cr_assert_eq(th_rt_run(r[k], 0, 2, 1, threads[k]), TSL_OK);
             }
             for (tsl_tid id = 0; id < tsl_graph_n_tensors(t->g); id++) {
-                size_t nb = rt_bytes(r[0], id);
+                size_t nb = th_rt_bytes(r[0], id);
                 const char *nm = tsl_graph_tensor(t->g, id)->name;
                 cr_assert_eq(memcmp(r[0]->buf[id], r[1]->buf[id], nb), 0, "%s (%s) differs between runs", nm,
                              tsl_dtype_name(dt));
                 cr_assert_eq(memcmp(r[0]->buf[id], r[2]->buf[id], nb), 0, "%s (%s) differs with 2 threads",
                              nm, tsl_dtype_name(dt));
             }
-            for (int k = 0; k < 3; k++) rt_free(r[k]);
+            for (int k = 0; k < 3; k++) th_rt_free(r[k]);
         }
     tsl_cpu_set_threads(1);
     tsl_graph_free(ts[0].g);

@@ -14,82 +14,6 @@
 #include "gradcheck.h"
 #include "helpers.h"
 
-/* ---- a tiny runner: one buffer per tensor, float or double ------------- */
-typedef struct rt {
-    const tsl_graph *g;
-    tsl_dtype dt;
-    void **buf;
-} rt;
-
-static size_t rt_bytes(const rt *r, tsl_tid t) {
-    const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-    size_t es = tt->dtype == TSL_I32 ? 4 : (r->dt == TSL_F64 ? 8 : 4);
-    return (size_t)tsl_shape_numel(&tt->shape) * es;
-}
-
-static rt *rt_new(const tsl_graph *g, tsl_dtype dt) {
-    rt *r = calloc(1, sizeof *r);
-    r->g = g;
-    r->dt = dt;
-    r->buf = calloc((size_t)tsl_graph_n_tensors(g), sizeof *r->buf);
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) r->buf[t] = calloc(1, rt_bytes(r, t));
-    return r;
-}
-
-static void rt_free(rt *r) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
-    free(r->buf);
-    free(r);
-}
-
-/* Fills every float leaf (input, param) with uniform[-1,1] from seed. */
-static void rt_fill(rt *r, uint64_t seed) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(r->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(r->g, t);
-        if (tt->dtype == TSL_I32 || !(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM))
-            continue;
-        size_t n = (size_t)tsl_shape_numel(&tt->shape);
-        if (r->dt == TSL_F64) th_fill_f64(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-        else th_fill_f32(r->buf[t], n, seed + (uint64_t)t, -1, 1);
-    }
-}
-
-static tsl_status rt_run(rt *r, int32_t first, int32_t end, int training, int nthreads) {
-    tsl_cpu_set_threads(nthreads);
-    for (int32_t i = first; i < end; i++) {
-        const tsl_op *op = tsl_graph_op(r->g, i);
-        void *in[16], *out[16];
-        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
-        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
-        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = r->dt, .in = in, .out = out,
-                             .step = 1, .nthreads = nthreads, .training = training};
-        tsl_status st = tsl_cpu_ref_kernel(op->type, r->dt)(&a);
-        if (st != TSL_OK) return st;
-    }
-    return TSL_OK;
-}
-
-/* Copies tensor t of runner r into doubles (for comparisons). */
-static void to_f64(const rt *r, tsl_tid t, double *dst) {
-    size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(r->g, t)->shape);
-    if (r->dt == TSL_F64) memcpy(dst, r->buf[t], n * sizeof *dst);
-    else
-        for (size_t i = 0; i < n; i++) dst[i] = ((const float *)r->buf[t])[i];
-}
-
-/* Copies the leaves (inputs, labels, params) of float runner a into double runner b. */
-static void copy_leaves_f32_to_f64(const rt *a, rt *b) {
-    for (tsl_tid t = 0; t < tsl_graph_n_tensors(a->g); t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(a->g, t);
-        if (!(tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM || tt->kind == TSL_KIND_LABEL))
-            continue;
-        if (tt->dtype == TSL_I32) {
-            memcpy(b->buf[t], a->buf[t], rt_bytes(a, t));
-            continue;
-        }
-        to_f64(a, t, b->buf[t]);
-    }
-}
 
 static tsl_bn_attr bn_attr(void) { return (tsl_bn_attr){1e-5f, 0.1f}; }
 
@@ -147,7 +71,7 @@ static tiny tiny_graph(void) {
 }
 
 /* Loads the tiny inputs and the initial running statistics (0, 1) into r. */
-static void tiny_load(rt *r, const tiny *t) {
+static void tiny_load(th_rt *r, const tiny *t) {
     for (int i = 0; i < 8; i++) {
         if (r->dt == TSL_F64) ((double *)r->buf[t->x])[i] = tiny_x[i];
         else ((float *)r->buf[t->x])[i] = tiny_x[i];
@@ -171,16 +95,16 @@ Test(norm, tiny_training_step) {
     tiny t = tiny_graph();
     const double eps = (double)1e-5f, mom = (double)0.1f;
     for (int d = 0; d < 2; d++) {
-        rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+        th_rt *r = th_rt_new(t.g, d ? TSL_F64 : TSL_F32);
         double tol = d ? 1e-14 : 1e-6;
         tiny_load(r, &t);
-        cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
+        cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_OK);
         double y[8], m[2], is[2], rm[2], rv[2];
-        to_f64(r, t.y, y);
-        to_f64(r, t.mean, m);
-        to_f64(r, t.invstd, is);
-        to_f64(r, t.rm, rm);
-        to_f64(r, t.rv, rv);
+        th_rt_to_f64(r, t.y, y);
+        th_rt_to_f64(r, t.mean, m);
+        th_rt_to_f64(r, t.invstd, is);
+        th_rt_to_f64(r, t.rm, rm);
+        th_rt_to_f64(r, t.rv, rv);
         for (int c = 0; c < 2; c++) {
             double want_is = 1.0 / sqrt(tiny_var[c] + eps);
             cr_assert_lt(fabs(m[c] - tiny_mean[c]), tol, "saved_mean[%d] = %.17g, want %g", c, m[c], tiny_mean[c]);
@@ -206,9 +130,9 @@ Test(norm, tiny_training_step) {
             cr_assert_lt(fabs(sqrt(q / 4) - fabs((double)tiny_gamma[c])), 1e-4, "channel %d std %g", c, sqrt(q / 4));
         }
         /* a second step on the same batch moves the running stats again */
-        cr_assert_eq(rt_run(r, 0, 1, 1, 1), TSL_OK);
-        to_f64(r, t.rm, rm);
-        to_f64(r, t.rv, rv);
+        cr_assert_eq(th_rt_run(r, 0, 1, 1, 1), TSL_OK);
+        th_rt_to_f64(r, t.rm, rm);
+        th_rt_to_f64(r, t.rv, rv);
         for (int c = 0; c < 2; c++) {
             double rm1 = mom * tiny_mean[c], rv1 = (1 - mom) + mom * tiny_uvar[c];
             double want_rm = (1 - mom) * rm1 + mom * tiny_mean[c];
@@ -216,7 +140,7 @@ Test(norm, tiny_training_step) {
             cr_assert_lt(fabs(rm[c] - want_rm), tol, "step 2 running_mean[%d] = %.17g, want %.17g", c, rm[c], want_rm);
             cr_assert_lt(fabs(rv[c] - want_rv), tol, "step 2 running_var[%d] = %.17g, want %.17g", c, rv[c], want_rv);
         }
-        rt_free(r);
+        th_rt_free(r);
     }
     tsl_graph_free(t.g);
 }
@@ -226,7 +150,7 @@ Test(norm, evaluation_uses_and_keeps_running_stats) {
     const double eps = (double)1e-5f;
     const float rm0[2] = {1.0f, -1.0f}, rv0[2] = {4.0f, 0.25f};
     for (int d = 0; d < 2; d++) {
-        rt *r = rt_new(t.g, d ? TSL_F64 : TSL_F32);
+        th_rt *r = th_rt_new(t.g, d ? TSL_F64 : TSL_F32);
         double tol = d ? 1e-14 : 1e-6;
         tiny_load(r, &t);
         for (int c = 0; c < 2; c++) {
@@ -238,13 +162,13 @@ Test(norm, evaluation_uses_and_keeps_running_stats) {
                 ((float *)r->buf[t.rv])[c] = rv0[c];
             }
         }
-        cr_assert_eq(rt_run(r, 0, 1, 0, 1), TSL_OK);
+        cr_assert_eq(th_rt_run(r, 0, 1, 0, 1), TSL_OK);
         double y[8], m[2], is[2], rm[2], rv[2];
-        to_f64(r, t.y, y);
-        to_f64(r, t.mean, m);
-        to_f64(r, t.invstd, is);
-        to_f64(r, t.rm, rm);
-        to_f64(r, t.rv, rv);
+        th_rt_to_f64(r, t.y, y);
+        th_rt_to_f64(r, t.mean, m);
+        th_rt_to_f64(r, t.invstd, is);
+        th_rt_to_f64(r, t.rm, rm);
+        th_rt_to_f64(r, t.rv, rv);
         for (int c = 0; c < 2; c++) {
             cr_assert_eq(rm[c], (double)rm0[c], "running_mean[%d] changed in evaluation: %g", c, rm[c]);
             cr_assert_eq(rv[c], (double)rv0[c], "running_var[%d] changed in evaluation: %g", c, rv[c]);
@@ -257,7 +181,7 @@ Test(norm, evaluation_uses_and_keeps_running_stats) {
             double want = ((double)tiny_x[i] - rm0[c]) / sqrt((double)rv0[c] + eps) * tiny_gamma[c] + tiny_beta[c];
             cr_assert_lt(fabs(y[i] - want), tol * 4, "eval y[%d] = %.17g, want %.17g", i, y[i], want);
         }
-        rt_free(r);
+        th_rt_free(r);
     }
     tsl_graph_free(t.g);
 }
@@ -342,8 +266,8 @@ static tsl_graph *bn_train_graph(tsl_tid *lab) {
     return g;
 }
 
-static void bn_load(rt *r, tsl_tid lab, uint64_t seed) {
-    rt_fill(r, seed);
+static void bn_load(th_rt *r, tsl_tid lab, uint64_t seed) {
+    th_rt_fill(r, seed);
     int32_t *l = r->buf[lab];
     for (int i = 0; i < 4 * 32 * 32; i++) l[i] = (i * 7 + 3) % 8;
     tsl_tid gm = tsl_graph_find(r->g, "bn.weight"), rv = tsl_graph_find(r->g, "bn.running_var");
@@ -361,12 +285,12 @@ static void bn_load(rt *r, tsl_tid lab, uint64_t seed) {
 Test(norm, float_matches_double) {
     tsl_tid lab;
     tsl_graph *g = bn_train_graph(&lab);
-    rt *rf = rt_new(g, TSL_F32), *rd = rt_new(g, TSL_F64);
+    th_rt *rf = th_rt_new(g, TSL_F32), *rd = th_rt_new(g, TSL_F64);
     bn_load(rf, lab, 31);
     bn_load(rd, lab, 31);
-    copy_leaves_f32_to_f64(rf, rd);
-    cr_assert_eq(rt_run(rf, 0, 4, 1, 2), TSL_OK);
-    cr_assert_eq(rt_run(rd, 0, 4, 1, 2), TSL_OK);
+    th_rt_copy_leaves_f32_to_f64(rf, rd);
+    cr_assert_eq(th_rt_run(rf, 0, 4, 1, 2), TSL_OK);
+    cr_assert_eq(th_rt_run(rd, 0, 4, 1, 2), TSL_OK);
     const char *names[] = {"bn", "bn.saved_mean", "bn.saved_invstd", "bn.running_mean", "bn.running_var",
                            "bn.dx", "bn.dgamma", "bn.dbeta"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -374,13 +298,13 @@ Test(norm, float_matches_double) {
         cr_assert_neq(t, TSL_NONE, "%s", names[i]);
         size_t n = (size_t)tsl_shape_numel(&tsl_graph_tensor(g, t)->shape);
         double *f = malloc(n * sizeof *f);
-        to_f64(rf, t, f);
+        th_rt_to_f64(rf, t, f);
         double e = th_norm_err_f64(f, rd->buf[t], n);
         cr_assert_lt(e, 1e-6, "%s: float vs double normalised error %g", names[i], e);
         free(f);
     }
-    rt_free(rf);
-    rt_free(rd);
+    th_rt_free(rf);
+    th_rt_free(rd);
     tsl_graph_free(g);
 }
 
@@ -389,21 +313,21 @@ Test(norm, same_bits_twice_and_across_threads) {
     tsl_graph *g = bn_train_graph(&lab);
     for (int d = 0; d < 2; d++) {
         tsl_dtype dt = d ? TSL_F64 : TSL_F32;
-        rt *r[3] = {rt_new(g, dt), rt_new(g, dt), rt_new(g, dt)};
+        th_rt *r[3] = {th_rt_new(g, dt), th_rt_new(g, dt), th_rt_new(g, dt)};
         const int threads[3] = {1, 1, 2};
         for (int k = 0; k < 3; k++) {
             bn_load(r[k], lab, 41);
-            cr_assert_eq(rt_run(r[k], 0, 4, 1, threads[k]), TSL_OK);
+            cr_assert_eq(th_rt_run(r[k], 0, 4, 1, threads[k]), TSL_OK);
         }
         for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++) {
-            size_t nb = rt_bytes(r[0], t);
+            size_t nb = th_rt_bytes(r[0], t);
             const char *nm = tsl_graph_tensor(g, t)->name;
             cr_assert_eq(memcmp(r[0]->buf[t], r[1]->buf[t], nb), 0, "%s (%s) differs between runs", nm,
                          tsl_dtype_name(dt));
             cr_assert_eq(memcmp(r[0]->buf[t], r[2]->buf[t], nb), 0, "%s (%s) differs with 2 threads", nm,
                          tsl_dtype_name(dt));
         }
-        for (int k = 0; k < 3; k++) rt_free(r[k]);
+        for (int k = 0; k < 3; k++) th_rt_free(r[k]);
     }
     tsl_cpu_set_threads(1);
     tsl_graph_free(g);
