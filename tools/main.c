@@ -16,6 +16,8 @@ static const char usage[] =
     "  info    build a model's training graph and report its size and vanilla\n"
     "          peak memory, without allocating (a dry run)\n"
     "  train   train a model on Fashion-MNIST or synthetic data\n"
+    "  calibrate\n"
+    "          measure this machine's CPU backend and write it as a device profile\n"
     "  plan    plan swapping and recomputation for one or several jobs on a\n"
     "          device profile (TENSILE), verify and simulate the plans\n"
     "\n"
@@ -33,6 +35,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "info") == 0) return cmd_info(argc - 2, argv + 2);
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc - 2, argv + 2);
+    if (strcmp(argv[1], "calibrate") == 0) return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(argv[1], "plan") == 0) return cmd_plan(argc - 2, argv + 2);
     fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;

@@ -12,6 +12,7 @@
  * differentiated: grad_wanted marks the tensors on a path from a PARAM to
  * the loss, so no gradient is computed for the data input.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +44,9 @@ tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
     uint8_t *to_loss = calloc((size_t)nt, 1);
     uint8_t *wanted = calloc((size_t)nt, 1);
     tsl_tid *grad = malloc(sizeof(tsl_tid) * (size_t)nt);
-    if (!to_loss || !wanted || !grad) {
-        free(to_loss); free(wanted); free(grad);
+    int *n_sums = calloc((size_t)nt, sizeof *n_sums);
+    if (!to_loss || !wanted || !grad || !n_sums) {
+        free(to_loss); free(wanted); free(grad); free(n_sums);
         return tsl_fail(TSL_ERR_OOM, "autodiff: out of host memory");
     }
     to_loss[loss] = 1;
@@ -92,9 +94,13 @@ tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
             if (grad[x] == TSL_NONE) {
                 grad[x] = gx;
             } else {
-                char nb[TSL_NAME_MAX];
-                grad[x] = tsl_add(g, tsl__name(nb, tsl_graph_tensor(g, x)->name, "grad_acc"),
-                                  grad[x], gx);
+                /* the k-th sum into x is "x.grad_acc" (k = 1), then "x.grad_acc<k>":
+                 * names stay unique, as the JSON forms require */
+                char nb[TSL_NAME_MAX], suffix[32];
+                int k = ++n_sums[x];
+                if (k == 1) snprintf(suffix, sizeof suffix, "grad_acc");
+                else snprintf(suffix, sizeof suffix, "grad_acc%d", k);
+                grad[x] = tsl_add(g, tsl__name(nb, tsl_graph_tensor(g, x)->name, suffix), grad[x], gx);
             }
         }
     }
@@ -108,5 +114,6 @@ tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss) {
     free(to_loss);
     free(wanted);
     free(grad);
+    free(n_sums);
     return tsl_graph_status(g);
 }

@@ -1,0 +1,632 @@
+/*
+ * plan_json.c - the JSON form of the plans of several jobs
+ * (docs/SCHEDULING.md, "JSON forms"):
+ *
+ *   {"jobs": [{"job": "name", "predicted_peak_bytes": 123, "predicted_period_us": 1.5,
+ *              "events": [{"type": "swap_out", "tensor": "conv1", "trigger": "relu1", "delay_us": 0},
+ *                         {"type": "release", "tensor": "conv1", "trigger": "pool1"},
+ *                         {"type": "swap_in", "tensor": "conv1", "trigger": "fc.bwd",
+ *                          "delay_us": 3.5, "precede": "conv1.bwd_filter"},
+ *                         {"type": "recompute", "tensor": "relu2", "precede": "relu2.bwd"}]}]}
+ *
+ * Fields per event type, all required, no other allowed:
+ *   swap_out   type, tensor, trigger, delay_us
+ *   swap_in    type, tensor, trigger, delay_us, precede
+ *   release    type, tensor, trigger              (delay 0: it acts at the trigger's end)
+ *   recompute  type, tensor, precede              (it runs right before precede: its
+ *                                                  trigger is unused, -1, and delay 0)
+ * Names resolve against the job's workload; "start" is the iteration start
+ * (trigger -1). It may trigger a swap-in, and a swap-out or release of a
+ * tensor resident at the start (parameter, buffer, optimizer state, input,
+ * label); no activation or gradient exists then. Jobs are matched to the
+ * workloads by name, each exactly once, in any order.
+ *
+ * Reading is strict (TSL_ERR_FORMAT naming the file, the field path such as
+ * `jobs[0].events[12].precede` and the value), and the writer refuses
+ * (TSL_ERR_INVALID) any plan the reader would reject, so that write -> read
+ * gives back the same plans: same events in the same order, doubles to the
+ * bit (-0 is written as 0).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/assert.h"
+#include "tensile/sched.h"
+
+#define TSL__PLAN_MAX_BYTES ((json_int_t)1 << 56) /* a predicted peak */
+#define TSL__PLAN_MAX_US 1e12                     /* ~11.6 days: any larger time is absurd */
+#define TSL__PLAN_MAX_EVENTS (1 << 24)            /* per job */
+#define TSL__PLAN_MAX_FILE ((long)1 << 30)        /* bytes of a plan file */
+
+static const char *const ev_names[] = {"swap_out", "swap_in", "release", "recompute"};
+
+/* ---- small helpers -------------------------------------------------------------- */
+
+/* The shortest %g form of a finite x that reads back to the same double. */
+static void fmt_real(double x, char buf[32]) {
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, 32, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+/* A JSON value for messages: compact, cut to ~60 characters. */
+static const char *value_str(const json_t *v, char *buf, size_t n) {
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!s) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    if (strlen(s) > 60) snprintf(buf, n, "%.57s...", s);
+    else snprintf(buf, n, "%s", s);
+    free(s);
+    return buf;
+}
+
+static const char *type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* Records "FILE: PATH: MESSAGE" as a TSL_ERR_FORMAT and returns it. */
+static tsl_status __attribute__((format(printf, 3, 4)))
+bad(const char *file, const char *path, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tsl_fail(TSL_ERR_FORMAT, "%s: %s: %s", file, path, msg);
+}
+
+/* Checks that object o at `path` has every key of req[0..nr) and no other.
+ * `what` is appended to messages (" (for a release)"). */
+static tsl_status check_keys(const char *file, const char *path, json_t *o, const char *what,
+                             const char *const *req, int nr) {
+    for (int i = 0; i < nr; i++)
+        if (!json_object_get(o, req[i])) return bad(file, path, "missing field '%s'%s", req[i], what);
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        int ok = 0;
+        for (int i = 0; i < nr && !ok; i++) ok = strcmp(k, req[i]) == 0;
+        if (!ok) return bad(file, path, "unknown field '%s'%s", k, what);
+    }
+    return TSL_OK;
+}
+
+/* A string of 1 to maxlen-1 bytes. */
+static tsl_status get_str(const char *file, const char *path, json_t *v, size_t maxlen,
+                          const char **out) {
+    char vb[80];
+    if (!json_is_string(v))
+        return bad(file, path, "expected a string, got %s %s", type_name(v),
+                   value_str(v, vb, sizeof vb));
+    size_t len = json_string_length(v);
+    if (len == 0 || len >= maxlen)
+        return bad(file, path, "%s has %zu characters (expected 1 to %zu)",
+                   value_str(v, vb, sizeof vb), len, maxlen - 1);
+    if (strlen(json_string_value(v)) != len)
+        return bad(file, path, "%s contains a NUL character", value_str(v, vb, sizeof vb));
+    *out = json_string_value(v);
+    return TSL_OK;
+}
+
+/* A number in [0, TSL__PLAN_MAX_US] (µs); -0 becomes 0. */
+static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
+    char vb[80], xb[32];
+    if (!json_is_number(v))
+        return bad(file, path, "expected a number, got %s %s", type_name(v),
+                   value_str(v, vb, sizeof vb));
+    double x = json_number_value(v);
+    if (!isfinite(x)) return bad(file, path, "%s is not finite", value_str(v, vb, sizeof vb));
+    fmt_real(x, xb);
+    if (x < 0) return bad(file, path, "%s is negative", xb);
+    if (x > TSL__PLAN_MAX_US) return bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
+    *out = x == 0 ? 0.0 : x;
+    return TSL_OK;
+}
+
+/* ---- name index ----------------------------------------------------------------- */
+
+/* Open-addressing map from a name to its index in a names array (lookups
+ * only: iteration order never matters). */
+typedef struct name_index {
+    int32_t *slot; /* -1: empty */
+    size_t cap;
+    const char *names;
+    size_t stride;
+} name_index;
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The index of s, or -1. */
+static int32_t index_find(const name_index *ix, const char *s) {
+    for (size_t j = name_hash(s) & (ix->cap - 1); ix->slot[j] >= 0; j = (j + 1) & (ix->cap - 1))
+        if (strcmp(ix->names + (size_t)ix->slot[j] * ix->stride, s) == 0) return ix->slot[j];
+    return -1;
+}
+
+/* Indexes n names laid out `stride` bytes apart. Returns 0 if out of host
+ * memory; *dup gets the first index whose name repeats an earlier one (-1). */
+static int index_build(name_index *ix, const char *names, size_t stride, int32_t n, int32_t *dup) {
+    ix->cap = 16;
+    while (ix->cap < 2 * ((size_t)n + 1)) ix->cap *= 2;
+    ix->slot = malloc(ix->cap * sizeof *ix->slot);
+    ix->names = names;
+    ix->stride = stride;
+    *dup = -1;
+    if (!ix->slot) return 0;
+    for (size_t i = 0; i < ix->cap; i++) ix->slot[i] = -1;
+    for (int32_t i = 0; i < n; i++) {
+        const char *s = names + (size_t)i * stride;
+        if (index_find(ix, s) >= 0) {
+            if (*dup < 0) *dup = i;
+            continue;
+        }
+        size_t j = name_hash(s) & (ix->cap - 1);
+        while (ix->slot[j] >= 0) j = (j + 1) & (ix->cap - 1);
+        ix->slot[j] = i;
+    }
+    return 1;
+}
+
+/* ---- what a representable event is (shared by the reader and the writer) --- */
+
+/* 1 if tensor t of w exists at the iteration start (may be swapped out or
+ * released with trigger "start"). */
+static int resident_at_start(const tsl_workload *w, int32_t t) {
+    tsl_tensor_kind k = w->tensors[t].kind;
+    return tsl_kind_is_persistent(k) || k == TSL_KIND_INPUT || k == TSL_KIND_LABEL;
+}
+
+/* If event e of workload w cannot be written in the JSON form, writes the
+ * field at fault into field and the reason into msg and returns 0. */
+static int event_representable(const tsl_workload *w, const tsl_event *e, char *field, size_t fl,
+                               char *msg, size_t ml) {
+    if ((int)e->type < 0 || (int)e->type > (int)TSL_EV_RECOMPUTE) {
+        snprintf(field, fl, "type");
+        snprintf(msg, ml, "%d is not an event type", (int)e->type);
+        return 0;
+    }
+    const char *ty = ev_names[e->type];
+    if (e->tensor < 0 || e->tensor >= w->n_tensors) {
+        snprintf(field, fl, "tensor");
+        snprintf(msg, ml, "index %d out of range [0, %d)", (int)e->tensor, (int)w->n_tensors);
+        return 0;
+    }
+    int has_precede = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE;
+    if (has_precede && (e->precede < 0 || e->precede >= w->n_ops)) {
+        snprintf(field, fl, "precede");
+        snprintf(msg, ml, "op index %d out of range [0, %d) for a %s", (int)e->precede,
+                 (int)w->n_ops, ty);
+        return 0;
+    }
+    if (!has_precede && e->precede != -1) {
+        snprintf(field, fl, "precede");
+        snprintf(msg, ml, "%d: a %s has no precede (-1)", (int)e->precede, ty);
+        return 0;
+    }
+    if (e->type == TSL_EV_RECOMPUTE) {
+        if (e->trigger != -1 || e->delay_us != 0.0) {
+            snprintf(field, fl, "trigger");
+            snprintf(msg, ml, "a recompute runs right before its precede op and has no trigger "
+                     "(-1, delay 0), got trigger %d, delay %g", (int)e->trigger, e->delay_us);
+            return 0;
+        }
+        return 1;
+    }
+    if (e->trigger < -1 || e->trigger >= w->n_ops) {
+        snprintf(field, fl, "trigger");
+        snprintf(msg, ml, "op index %d out of range [-1, %d)", (int)e->trigger, (int)w->n_ops);
+        return 0;
+    }
+    if (e->trigger == -1 && e->type != TSL_EV_SWAP_IN && !resident_at_start(w, e->tensor)) {
+        snprintf(field, fl, "trigger");
+        snprintf(msg, ml, "'start' is not allowed for a %s of '%s' (%s): it exists only once an op "
+                 "generates it", ty, w->tensors[e->tensor].name, tsl_kind_name(w->tensors[e->tensor].kind));
+        return 0;
+    }
+    if (!isfinite(e->delay_us) || e->delay_us < 0 || e->delay_us > TSL__PLAN_MAX_US) {
+        snprintf(field, fl, "delay_us");
+        snprintf(msg, ml, "%g is negative, not finite or absurd (limit %g us)", e->delay_us,
+                 TSL__PLAN_MAX_US);
+        return 0;
+    }
+    if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0) {
+        snprintf(field, fl, "delay_us");
+        snprintf(msg, ml, "%g: a release acts at its trigger's end (delay 0)", e->delay_us);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- parsing ---------------------------------------------------------------------- */
+
+typedef struct parser {
+    const char *file;
+    const tsl_workload *w;   /* the job being parsed */
+    name_index tix, oix;
+} parser;
+
+/* Resolves an op name at path ("start" -> -1 when allow_start). */
+static tsl_status get_op(parser *p, const char *path, json_t *v, int allow_start, int32_t *out) {
+    const char *s;
+    char vb[80];
+    tsl_status st = get_str(p->file, path, v, TSL_NAME_MAX, &s);
+    if (st != TSL_OK) return st;
+    if (strcmp(s, "start") == 0) {
+        if (!allow_start) return bad(p->file, path, "'start' is not an op (only a trigger may be 'start')");
+        *out = -1;
+        return TSL_OK;
+    }
+    int32_t i = index_find(&p->oix, s);
+    if (i < 0)
+        return bad(p->file, path, "unknown op %s in job '%s'", value_str(v, vb, sizeof vb), p->w->job);
+    *out = i;
+    return TSL_OK;
+}
+
+static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event *e) {
+    static const char *const k_out[] = {"type", "tensor", "trigger", "delay_us"};
+    static const char *const k_in[] = {"type", "tensor", "trigger", "delay_us", "precede"};
+    static const char *const k_rel[] = {"type", "tensor", "trigger"};
+    static const char *const k_rc[] = {"type", "tensor", "precede"};
+    char path[96], vb[80], what[48];
+    snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
+    if (!json_is_object(o))
+        return bad(p->file, path, "expected an object, got %s %s", type_name(o), value_str(o, vb, sizeof vb));
+    const char *ty;
+    snprintf(path, sizeof path, "jobs[%d].events[%d].type", jj, (int)k);
+    json_t *tv = json_object_get(o, "type");
+    if (!tv) return bad(p->file, path, "missing");
+    tsl_status st = get_str(p->file, path, tv, 32, &ty);
+    if (st != TSL_OK) return st;
+    int type = 0;
+    while (type < 4 && strcmp(ty, ev_names[type]) != 0) type++;
+    if (type == 4)
+        return bad(p->file, path, "'%s' is not an event type (expected swap_out, swap_in, release "
+                   "or recompute)", ty);
+    memset(e, 0, sizeof *e);
+    e->type = (tsl_event_type)type;
+    snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
+    snprintf(what, sizeof what, " (for a %s)", ty);
+    switch (e->type) {
+    case TSL_EV_SWAP_OUT: st = check_keys(p->file, path, o, what, k_out, 4); break;
+    case TSL_EV_SWAP_IN: st = check_keys(p->file, path, o, what, k_in, 5); break;
+    case TSL_EV_RELEASE: st = check_keys(p->file, path, o, what, k_rel, 3); break;
+    case TSL_EV_RECOMPUTE: st = check_keys(p->file, path, o, what, k_rc, 3); break;
+    }
+    if (st != TSL_OK) return st;
+    const char *tn;
+    json_t *v = json_object_get(o, "tensor");
+    snprintf(path, sizeof path, "jobs[%d].events[%d].tensor", jj, (int)k);
+    if ((st = get_str(p->file, path, v, TSL_NAME_MAX, &tn))) return st;
+    e->tensor = index_find(&p->tix, tn);
+    if (e->tensor < 0)
+        return bad(p->file, path, "unknown tensor %s in job '%s'", value_str(v, vb, sizeof vb), p->w->job);
+    e->precede = -1;
+    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
+        snprintf(path, sizeof path, "jobs[%d].events[%d].precede", jj, (int)k);
+        if ((st = get_op(p, path, json_object_get(o, "precede"), 0, &e->precede))) return st;
+    }
+    if (e->type == TSL_EV_RECOMPUTE) {
+        e->trigger = -1;
+        e->delay_us = 0.0;
+    } else {
+        snprintf(path, sizeof path, "jobs[%d].events[%d].trigger", jj, (int)k);
+        if ((st = get_op(p, path, json_object_get(o, "trigger"), 1, &e->trigger))) return st;
+        if (e->type != TSL_EV_RELEASE) {
+            snprintf(path, sizeof path, "jobs[%d].events[%d].delay_us", jj, (int)k);
+            if ((st = get_time(p->file, path, json_object_get(o, "delay_us"), &e->delay_us)))
+                return st;
+        }
+    }
+    char field[32], msg[256];
+    if (!event_representable(p->w, e, field, sizeof field, msg, sizeof msg)) {
+        snprintf(path, sizeof path, "jobs[%d].events[%d].%s", jj, (int)k, field);
+        return bad(p->file, path, "%s", msg);
+    }
+    return TSL_OK;
+}
+
+/* Parses jobs[jj] (object o) for workload w into a new plan *out. */
+static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
+    static const char *const keys[] = {"job", "predicted_peak_bytes", "predicted_period_us", "events"};
+    char path[64], vb[80];
+    tsl_status st = check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o, "",
+                               keys, 4);
+    if (st != TSL_OK) return st;
+    const tsl_workload *w = p->w;
+    int32_t dup;
+    if (!index_build(&p->tix, (const char *)w->tensors, sizeof *w->tensors, w->n_tensors, &dup) ||
+        !index_build(&p->oix, (const char *)w->ops, sizeof *w->ops, w->n_ops, &dup))
+        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
+
+    json_t *pk = json_object_get(o, "predicted_peak_bytes");
+    snprintf(path, sizeof path, "jobs[%d].predicted_peak_bytes", jj);
+    if (!json_is_integer(pk))
+        return bad(p->file, path, "expected an integer, got %s %s", type_name(pk), value_str(pk, vb, sizeof vb));
+    json_int_t peak = json_integer_value(pk);
+    if (peak < 0 || peak > TSL__PLAN_MAX_BYTES)
+        return bad(p->file, path, "%lld is %s (expected 0 to %lld)", (long long)peak,
+                   peak < 0 ? "negative" : "absurd", (long long)TSL__PLAN_MAX_BYTES);
+    double period;
+    snprintf(path, sizeof path, "jobs[%d].predicted_period_us", jj);
+    if ((st = get_time(p->file, path, json_object_get(o, "predicted_period_us"), &period))) return st;
+
+    json_t *ev = json_object_get(o, "events");
+    snprintf(path, sizeof path, "jobs[%d].events", jj);
+    if (!json_is_array(ev))
+        return bad(p->file, path, "expected an array, got %s %s", type_name(ev), value_str(ev, vb, sizeof vb));
+    if (json_array_size(ev) > TSL__PLAN_MAX_EVENTS)
+        return bad(p->file, path, "%zu events is absurd (limit %d)", json_array_size(ev), TSL__PLAN_MAX_EVENTS);
+
+    tsl_plan *pl = tsl_plan_new(w->job);
+    if (!pl) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
+    pl->predicted_peak = (size_t)peak;
+    pl->predicted_period_us = period;
+    for (size_t k = 0; k < json_array_size(ev); k++) {
+        tsl_event e;
+        st = parse_event(p, jj, (int32_t)k, json_array_get(ev, k), &e);
+        if (st == TSL_OK) st = tsl_plan_add(pl, e);
+        if (st != TSL_OK) {
+            tsl_plan_free(pl);
+            return st;
+        }
+    }
+    *out = pl;
+    return TSL_OK;
+}
+
+/* Parses the root object into plans[0..n) (matched to w[] by job name). */
+static tsl_status parse_root(const char *file, json_t *root, const tsl_workload *const *w, int n,
+                             tsl_plan **plans) {
+    char vb[80], path[64];
+    if (!json_is_object(root))
+        return bad(file, "root", "expected an object, got %s %s", type_name(root), value_str(root, vb, sizeof vb));
+    static const char *const keys[] = {"jobs"};
+    tsl_status st = check_keys(file, "root", root, "", keys, 1);
+    if (st != TSL_OK) return st;
+    json_t *jobs = json_object_get(root, "jobs");
+    if (!json_is_array(jobs))
+        return bad(file, "jobs", "expected an array, got %s %s", type_name(jobs), value_str(jobs, vb, sizeof vb));
+    if (json_array_size(jobs) != (size_t)n)
+        return bad(file, "jobs", "%zu jobs, but %d workload%s given", json_array_size(jobs), n,
+                   n == 1 ? " is" : "s are");
+    int *seen = malloc(sizeof *seen * (size_t)(n ? n : 1));
+    if (!seen) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", file);
+    for (int i = 0; i < n; i++) seen[i] = -1;
+    parser p = {.file = file};
+    for (int jj = 0; jj < n && st == TSL_OK; jj++) {
+        json_t *o = json_array_get(jobs, (size_t)jj);
+        snprintf(path, sizeof path, "jobs[%d]", jj);
+        if (!json_is_object(o)) {
+            st = bad(file, path, "expected an object, got %s %s", type_name(o), value_str(o, vb, sizeof vb));
+            break;
+        }
+        const char *name;
+        snprintf(path, sizeof path, "jobs[%d].job", jj);
+        json_t *jv = json_object_get(o, "job");
+        if (!jv) {
+            st = bad(file, path, "missing");
+            break;
+        }
+        if ((st = get_str(file, path, jv, sizeof w[0]->job, &name))) break;
+        int wi = 0;
+        while (wi < n && strcmp(w[wi]->job, name) != 0) wi++;
+        if (wi == n) {
+            st = bad(file, path, "unknown job '%s' (no workload of that name)", name);
+            break;
+        }
+        if (seen[wi] >= 0) {
+            st = bad(file, path, "duplicate job '%s' (also jobs[%d])", name, seen[wi]);
+            break;
+        }
+        seen[wi] = jj;
+        p.w = w[wi];
+        st = parse_job(&p, jj, o, &plans[wi]);
+        free(p.tix.slot);
+        free(p.oix.slot);
+        p.tix.slot = p.oix.slot = NULL;
+    }
+    if (st != TSL_OK)
+        for (int i = 0; i < n; i++)
+            if (seen[i] >= 0 && seen[i] < n) {
+                tsl_plan_free(plans[i]);
+                plans[i] = NULL;
+            }
+    free(seen);
+    return st;
+}
+
+/* Checks what naming needs: distinct job names, distinct tensor names and
+ * op names within a job, no op named "start". TSL_ERR_INVALID otherwise. */
+static tsl_status check_workloads(const tsl_workload *const *w, int n) {
+    for (int i = 0; i < n; i++) {
+        TSL_ASSERT(w[i]);
+        for (int k = 0; k < i; k++)
+            if (strcmp(w[i]->job, w[k]->job) == 0)
+                return tsl_fail(TSL_ERR_INVALID, "plan JSON: workloads %d and %d are both job '%s'",
+                                k, i, w[i]->job);
+        name_index ti, oi;
+        int32_t dt, dop;
+        int ok1 = index_build(&ti, (const char *)w[i]->tensors, sizeof *w[i]->tensors,
+                              w[i]->n_tensors, &dt);
+        int ok2 = index_build(&oi, (const char *)w[i]->ops, sizeof *w[i]->ops, w[i]->n_ops, &dop);
+        free(ti.slot);
+        free(oi.slot);
+        if (!ok1 || !ok2) return tsl_fail(TSL_ERR_OOM, "plan JSON: out of host memory");
+        if (dt >= 0)
+            return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': tensors[%d] repeats the "
+                            "name '%s'", w[i]->job, (int)dt, w[i]->tensors[dt].name);
+        if (dop >= 0)
+            return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': ops[%d] repeats the name "
+                            "'%s'", w[i]->job, (int)dop, w[i]->ops[dop].name);
+        for (int32_t o = 0; o < w[i]->n_ops; o++)
+            if (strcmp(w[i]->ops[o].name, "start") == 0)
+                return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': ops[%d] is named "
+                                "'start', which names the iteration start", w[i]->job, (int)o);
+    }
+    return TSL_OK;
+}
+
+tsl_status tsl_plan_parse_json(const char *text, size_t len, const char *name,
+                               const tsl_workload *const *w, int n, tsl_plan **plans) {
+    TSL_ASSERT(plans && n >= 0 && (n == 0 || w));
+    const char *file = name ? name : "plan";
+    tsl_status st = check_workloads(w, n);
+    if (st != TSL_OK) return st;
+    json_error_t err;
+    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return tsl_fail(TSL_ERR_FORMAT, "%s:%d:%d: not valid JSON: %s", file, err.line, err.column,
+                        err.text);
+    tsl_plan **tmp = calloc((size_t)(n ? n : 1), sizeof *tmp);
+    st = tmp ? parse_root(file, root, w, n, tmp) : tsl_fail(TSL_ERR_OOM, "%s: out of host memory", file);
+    json_decref(root);
+    if (st == TSL_OK)
+        for (int i = 0; i < n; i++) plans[i] = tmp[i];
+    free(tmp);
+    return st;
+}
+
+tsl_status tsl_plan_read_json(const char *path, const tsl_workload *const *w, int n, tsl_plan **plans) {
+    TSL_ASSERT(path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open plan: %s", path, strerror(errno));
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || len > TSL__PLAN_MAX_FILE || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return tsl_fail(TSL_ERR_IO, "%s: cannot read plan (size %ld, limit %ld bytes)", path, len,
+                        TSL__PLAN_MAX_FILE);
+    }
+    char *buf = malloc((size_t)len + 1);
+    if (!buf) {
+        fclose(f);
+        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for %ld bytes", path, len);
+    }
+    size_t got = fread(buf, 1, (size_t)len, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr || got != (size_t)len) {
+        free(buf);
+        return tsl_fail(TSL_ERR_IO, "%s: read %zu of %ld bytes", path, got, len);
+    }
+    tsl_status st = tsl_plan_parse_json(buf, got, path, w, n, plans);
+    free(buf);
+    return st;
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+/* Writes s as a JSON string literal. */
+static void put_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static void put_real(FILE *f, double x) {
+    char b[32];
+    fmt_real(x == 0 ? 0.0 : x, b);
+    fputs(b, f);
+}
+
+/* Checks that plans[i] can be written for w[i]; TSL_ERR_INVALID naming the
+ * job, the event and the field otherwise. */
+static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
+    if (strcmp(p->job, w->job) != 0)
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: plans[%d] is for job '%s' but its workload is "
+                        "job '%s'", i, p->job, w->job);
+    if (p->n_events < 0 || (p->n_events > 0 && !p->events) || p->n_events > TSL__PLAN_MAX_EVENTS)
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': %d events", p->job, (int)p->n_events);
+    if (p->predicted_peak > (size_t)TSL__PLAN_MAX_BYTES)
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': predicted_peak %zu bytes is absurd "
+                        "(limit %lld)", p->job, p->predicted_peak, (long long)TSL__PLAN_MAX_BYTES);
+    double pr = p->predicted_period_us;
+    if (!isfinite(pr) || pr < 0 || pr > TSL__PLAN_MAX_US)
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': predicted_period_us %g is negative, "
+                        "not finite or absurd", p->job, pr);
+    char field[32], msg[256];
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (!event_representable(w, &p->events[k], field, sizeof field, msg, sizeof msg))
+            return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': events[%d].%s: %s", p->job,
+                            (int)k, field, msg);
+    return TSL_OK;
+}
+
+static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
+    fprintf(f, "{\"type\": \"%s\", \"tensor\": ", ev_names[e->type]);
+    put_str(f, w->tensors[e->tensor].name);
+    if (e->type != TSL_EV_RECOMPUTE) {
+        fputs(", \"trigger\": ", f);
+        put_str(f, e->trigger < 0 ? "start" : w->ops[e->trigger].name);
+    }
+    if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN) {
+        fputs(", \"delay_us\": ", f);
+        put_real(f, e->delay_us);
+    }
+    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
+        fputs(", \"precede\": ", f);
+        put_str(f, w->ops[e->precede].name);
+    }
+    fputc('}', f);
+}
+
+tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
+                               const char *path) {
+    TSL_ASSERT(path && n >= 0 && (n == 0 || (plans && w)));
+    tsl_status st = check_workloads(w, n);
+    for (int i = 0; i < n && st == TSL_OK; i++) {
+        TSL_ASSERT(plans[i]);
+        st = check_plan(plans[i], w[i], i);
+    }
+    if (st != TSL_OK) return st;
+    FILE *f = fopen(path, "w");
+    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write plan: %s", path, strerror(errno));
+    fputs("{\"jobs\": [", f);
+    for (int i = 0; i < n; i++) {
+        const tsl_plan *p = plans[i];
+        fputs(i ? ",\n " : "\n ", f);
+        fputs("{\"job\": ", f);
+        put_str(f, p->job);
+        fprintf(f, ", \"predicted_peak_bytes\": %zu, \"predicted_period_us\": ", p->predicted_peak);
+        put_real(f, p->predicted_period_us);
+        fputs(",\n  \"events\": [", f);
+        for (int32_t k = 0; k < p->n_events; k++) {
+            fputs(k ? ",\n   " : "\n   ", f);
+            put_event(f, w[i], &p->events[k]);
+        }
+        fputs(p->n_events ? "\n  ]}" : "]}", f);
+    }
+    fputs(n ? "\n]}\n" : "]}\n", f);
+    int werr = ferror(f);
+    if (fclose(f) != 0 || werr)
+        return tsl_fail(TSL_ERR_IO, "%s: cannot write plan: %s", path, strerror(errno));
+    return TSL_OK;
+}

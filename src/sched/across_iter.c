@@ -1,0 +1,147 @@
+/*
+ * across_iter.c - across-iteration swapping of persistent tensors
+ * (parameters, buffers, optimizer states such as Adam's moments): the
+ * paper's Algorithm 2, lines 8-9 and 33-34, for "updated parameters".
+ *
+ * The paper swaps an updated parameter out in the optimizer phase and in
+ * at the beginning of the next iteration, before its first TUA. Here a
+ * persistent tensor's "wrap gap" runs from its last access op to the end of
+ * the iteration and on from time 0 to its first access op; it is tried when
+ * the job's peak lies in it (before the first or after the last access):
+ *  A. across iterations: swap-out after the last write of the iteration
+ *     (the update), release after the last access, no swap-in after that, so
+ *     the tensor is absent at time 0 (docs/SCHEDULING.md); swap-in before the
+ *     first access, triggered within the iteration (trigger -1 at the
+ *     earliest). The copies must end within the iteration: the swap-out by
+ *     the period (by the peak if the peak is after the last access), the
+ *     swap-in by the first access's start. This frees the tensor from the
+ *     iteration start to its swap-in and from its release to the end.
+ *  B. if A does not fit and the peak is before the first access: within the
+ *     iteration, swap-out from time 0 (the value of the previous update),
+ *     release once it is done, swap-in before the first access.
+ * A swap-out for A needs the tensor resident, so if the tensor was already
+ * swapped out within the iteration before its first access (an earlier
+ * middle gap), A's swap-in must end before that swap-out starts.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/assert.h"
+#include "sched/planner_internal.h"
+
+/* Option B: within the iteration, before the first access op F. */
+static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, int32_t F) {
+    const tsl__timeline *tl = &J->tl;
+    double T = J->pk.time;
+    size_t bytes = J->w->tensors[t].bytes;
+    tsl__canon_ctx cx = {.tl = tl};
+    double dur = tsl_copy_us(P->dev, bytes, 0), din = tsl_copy_us(P->dev, bytes, 1);
+    double x = tsl__chan_earliest(tsl__chan_of(P, 0), 0.0, dur, T, tsl__canon_tl, &cx);
+    if (x < 0) {
+        J->gap_fail_out[gap] = T;
+        return 0;
+    }
+    tsl__swap_draft d = {.tensor = t, .has_out = 1, .so_trig = cx.trigger, .so_delay = cx.delay,
+                         .so_issue = x, .so_end = x + dur};
+    d.rel_trig = x <= 0 ? -1 : tsl__op_ending_from(tl, x);
+    if (d.rel_trig >= F) {
+        J->gap_fail_out[gap] = T;
+        return 0;
+    }
+    double rel = tsl__release_time_with(J, t, d.rel_trig, x, d.so_end);
+    if (rel > T) {
+        J->gap_fail_out[gap] = T;
+        return 0;
+    }
+    double lo = nextafter(T, INFINITY);
+    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[F], tsl__canon_tl, &cx);
+    if (y < 0) {
+        J->gap_fail_in[gap] = T;
+        return 0;
+    }
+    d.si_trig = cx.trigger;
+    d.si_delay = cx.delay;
+    d.si_issue = y;
+    d.si_end = y + din;
+    d.si_precede = F;
+    if (!tsl__commit_swap(P, J, &d)) return 0;
+    J->gap_done[gap] = 1;
+    return 1;
+}
+
+int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap) {
+    const tsl__activity *a = &J->act;
+    const tsl__timeline *tl = &J->tl;
+    if (J->gap_done[gap]) return 0;
+    int32_t first = a->acc_off[t];
+    int32_t F = a->acc[first].op, L = a->acc[gap].op;
+    if (!a->acc[first].reads) {
+        J->gap_done[gap] = 1;
+        return 0;
+    }
+    int32_t op = J->pk.op;
+    double T = J->pk.time;
+    int head = op < F, tail = op > L;
+    if (!head && !tail) return 0;
+    if (T <= J->gap_fail_out[gap] || T >= J->gap_fail_in[gap]) return 0;
+    int32_t wr = -1;
+    for (int32_t k = gap; k >= first && wr < 0; k--)
+        if (a->acc[k].writes) wr = k;
+    /* never written: the copy must still be made while it is resident */
+    double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : tl->s[F];
+    size_t bytes = J->w->tensors[t].bytes;
+    double dur = tsl_copy_us(P->dev, bytes, 0), din = tsl_copy_us(P->dev, bytes, 1);
+    double D = head ? tl->period : T;
+    tsl__canon_ctx cx = {.tl = tl};
+    tsl__swap_draft d = {.tensor = t};
+    int ok = 1;
+    if (tsl__find_swap_out(J, t, gen_end, tl->e[L]) >= 0) {
+        d.rel_trig = L;
+        ok = tsl__release_time_with(J, t, L, -1, 0) <= D;
+    } else {
+        double x = tsl__chan_earliest(tsl__chan_of(P, 0), gen_end, dur, D, tsl__canon_tl, &cx);
+        if (x < 0) ok = 0;
+        else {
+            int32_t r = tsl__op_ending_from(tl, x);
+            if (r < L) r = L;
+            if (r >= tl->n_ops) ok = 0;
+            else {
+                d.has_out = 1;
+                d.so_trig = cx.trigger;
+                d.so_delay = cx.delay;
+                d.so_issue = x;
+                d.so_end = x + dur;
+                d.rel_trig = r;
+                ok = tsl__release_time_with(J, t, r, x, d.so_end) <= D;
+            }
+        }
+    }
+    if (ok) {
+        /* the swap-in must land before any swap-out of t issued before F */
+        double end_by = tl->s[F];
+        for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k])
+            if (J->plan->events[k].type == TSL_EV_SWAP_OUT && J->ev_time[k] < end_by)
+                end_by = J->ev_time[k];
+        double lo = head ? nextafter(T, INFINITY) : 0.0;
+        double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, end_by, tsl__canon_tl, &cx);
+        if (y >= 0) {
+            d.si_trig = cx.trigger;
+            d.si_delay = cx.delay;
+            d.si_issue = y;
+            d.si_end = y + din;
+            d.si_precede = F;
+            if (!tsl__commit_swap(P, J, &d)) return 0;
+            TSL_ASSERT(J->absent0[t]);
+            J->gap_done[gap] = 1;
+            return 1;
+        }
+        if (tail) {
+            J->gap_fail_in[gap] = T;
+            return 0;
+        }
+    } else if (tail) {
+        J->gap_fail_out[gap] = T;
+        return 0;
+    }
+    return head_in_iteration(P, J, t, gap, F);
+}

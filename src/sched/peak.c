@@ -1,0 +1,359 @@
+/*
+ * peak.c - GPU memory peak analysis (paper, Algorithm 1): the load of one
+ * job over one iteration under its plan, its peak, the time and op of the
+ * peak, and the tensors resident there (MPT).
+ *
+ * The paper walks a time axis of accesses and swap events, starting from
+ * the tensors resident at the iteration start. So does this file, with the
+ * exact rules of docs/SCHEDULING.md, which depart from the paper:
+ *  - a swap-in counts from its issue (the paper counts it at its end);
+ *  - a release takes effect at max(end of its trigger, end of the tensor's
+ *    latest swap-out issued by then); plans release nothing implicitly
+ *    needed: non-persistent tensors die at the end of their last read
+ *    (activity.c);
+ *  - op workspaces are part of the load while their op runs;
+ *  - persistent tensors released after their last access with no swap-in
+ *    after that are absent at time 0 (the across-iteration case);
+ *  - at one time point frees happen before allocations.
+ * The walk merges two streams without sorting the ops: the op stream (data
+ * load, recomputations, op starts and ends, already in time order) and the
+ * plan's memory effects (releases and swap-ins) sorted by time. A peak can
+ * only be reached at an allocation, so the load is checked after each one.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/assert.h"
+#include "sched/planner_internal.h"
+
+int tsl__effect_cmp(const tsl__effect *a, const tsl__effect *b) {
+    if (a->time != b->time) return a->time < b->time ? -1 : 1;
+    if (a->alloc != b->alloc) return a->alloc < b->alloc ? -1 : 1; /* frees first */
+    if (a->tensor != b->tensor) return a->tensor < b->tensor ? -1 : 1;
+    return 0;
+}
+
+static int cmp_eff(const void *x, const void *y) { return tsl__effect_cmp(x, y); }
+
+/* Index of a tensor's last access op (-1 if none). */
+static int32_t last_access_op(const tsl__activity *a, int32_t t) {
+    return a->acc_off[t + 1] > a->acc_off[t] ? a->acc[a->acc_off[t + 1] - 1].op : -1;
+}
+
+/* See planner_internal.h. Swap-outs are grouped per tensor (counting sort)
+ * so that each release finds its tensor's swap-outs directly. */
+tsl_status tsl__effects_build(const tsl_workload *w, const tsl__activity *a,
+                              const tsl__timeline *tl, const tsl_plan *p,
+                              const tsl_device_profile *dev, tsl__effect **eff_out,
+                              int32_t *n_eff_out, uint8_t *absent0) {
+    int32_t nt = w->n_tensors, ne = p ? p->n_events : 0;
+    memset(absent0, 0, (size_t)nt);
+    tsl__effect *eff = malloc(((size_t)ne + 1) * sizeof *eff);
+    int32_t *off = calloc((size_t)nt + 2, sizeof *off);
+    double *so_is = malloc(((size_t)ne + 1) * sizeof *so_is);
+    double *so_en = malloc(((size_t)ne + 1) * sizeof *so_en);
+    double *rel_late = malloc(((size_t)nt + 1) * sizeof *rel_late);
+    double *si_late = malloc(((size_t)nt + 1) * sizeof *si_late);
+    if (!eff || !off || !so_is || !so_en || !rel_late || !si_late) {
+        free(eff); free(off); free(so_is); free(so_en); free(rel_late); free(si_late);
+        return tsl_fail(TSL_ERR_OOM, "peak analysis: out of host memory");
+    }
+    for (int32_t k = 0; k < ne; k++)
+        if (p->events[k].type == TSL_EV_SWAP_OUT) off[p->events[k].tensor + 2]++;
+    for (int32_t t = 0; t < nt; t++) off[t + 2] += off[t + 1];
+    for (int32_t k = 0; k < ne; k++) {
+        const tsl_event *ev = &p->events[k];
+        if (ev->type != TSL_EV_SWAP_OUT) continue;
+        int32_t at = off[ev->tensor + 1]++;
+        so_is[at] = tsl__issue(tl, ev->trigger, ev->delay_us);
+        so_en[at] = so_is[at] + tsl_copy_us(dev, w->tensors[ev->tensor].bytes, 0);
+    }
+    /* now tensor t's swap-outs are [off[t], off[t+1]) */
+    for (int32_t t = 0; t < nt; t++) rel_late[t] = si_late[t] = -INFINITY;
+    int32_t n = 0;
+    for (int32_t k = 0; k < ne; k++) {
+        const tsl_event *ev = &p->events[k];
+        int32_t t = ev->tensor;
+        if (ev->type == TSL_EV_RELEASE) {
+            double te = tsl__trig_end(tl, ev->trigger);
+            double at = tsl__release_at(te, so_is + off[t], so_en + off[t], off[t + 1] - off[t]);
+            eff[n++] = (tsl__effect){at, t, 0};
+            if (a->persistent[t] && ev->trigger >= last_access_op(a, t) && at > rel_late[t])
+                rel_late[t] = at;
+        } else if (ev->type == TSL_EV_SWAP_IN) {
+            double at = tsl__issue(tl, ev->trigger, ev->delay_us);
+            eff[n++] = (tsl__effect){at, t, 1};
+            if (at > si_late[t]) si_late[t] = at;
+        }
+    }
+    for (int32_t t = 0; t < nt; t++)
+        absent0[t] = a->persistent[t] && rel_late[t] > -INFINITY && si_late[t] < rel_late[t];
+    if (n > 1) qsort(eff, (size_t)n, sizeof *eff, cmp_eff);
+    free(off); free(so_is); free(so_en); free(rel_late); free(si_late);
+    *eff_out = eff;
+    *n_eff_out = n;
+    return TSL_OK;
+}
+
+/* The sweep's state. */
+typedef struct sweep_state {
+    const tsl_workload *w;
+    uint8_t *res;
+    size_t load;
+    int64_t step;
+    int32_t cur_op, cur_rc;
+    tsl__sweep best;
+    int64_t stop;
+    int stopped;
+} sweep_state;
+
+static inline void add_t(sweep_state *S, int32_t t) {
+    if (!S->res[t]) {
+        S->res[t] = 1;
+        S->load += S->w->tensors[t].bytes;
+    }
+}
+
+static inline void drop_t(sweep_state *S, int32_t t) {
+    if (S->res[t]) {
+        S->res[t] = 0;
+        S->load -= S->w->tensors[t].bytes;
+    }
+}
+
+/* After an allocation: a check point. */
+static inline void check(sweep_state *S, double time) {
+    if (S->load > S->best.peak || S->step == 0) {
+        S->best.peak = S->load;
+        S->best.time = time;
+        S->best.op = S->cur_op;
+        S->best.rc = S->cur_rc;
+        S->best.step = S->step;
+    }
+    if (S->step == S->stop) S->stopped = 1;
+    S->step++;
+}
+
+/* Applies the effects up to (and excluding) the op-stream item at `time`
+ * of kind `alloc`: every effect earlier than time, and frees at time. */
+static inline void effects_until(sweep_state *S, const tsl__effect *eff, int32_t n_eff,
+                                 int32_t *k, double time) {
+    while (!S->stopped && *k < n_eff &&
+           (eff[*k].time < time || (eff[*k].time == time && !eff[*k].alloc))) {
+        const tsl__effect *e = &eff[(*k)++];
+        if (e->alloc) {
+            add_t(S, e->tensor);
+            check(S, e->time);
+        } else {
+            drop_t(S, e->tensor);
+        }
+    }
+}
+
+void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
+                    const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
+                    uint8_t *resident, int64_t stop, tsl__sweep *out) {
+    int32_t nt = w->n_tensors, no = w->n_ops;
+    sweep_state S = {.w = w, .res = resident, .stop = stop, .cur_op = -1, .cur_rc = -1};
+    for (int32_t t = 0; t < nt; t++) {
+        resident[t] = 0;
+        if (a->persistent[t] && !absent0[t]) add_t(&S, t);
+    }
+    /* the data load at time 0 */
+    for (int32_t t = 0; t < nt; t++)
+        if (a->data[t]) add_t(&S, t);
+    check(&S, 0.0);
+    int32_t k = 0;
+    if (!S.stopped) {
+        effects_until(&S, eff, n_eff, &k, 0.0);
+        for (int32_t f = a->free_off[0]; f < a->free_off[1]; f++) drop_t(&S, a->free_list[f]);
+    }
+    for (int32_t i = 0; i < no && !S.stopped; i++) {
+        const tsl_wl_op *op = &w->ops[i];
+        for (int32_t r = tl->rc_off[i]; r < tl->rc_off[i + 1] && !S.stopped; r++) {
+            effects_until(&S, eff, n_eff, &k, tl->rc_start[r]);
+            if (S.stopped) break;
+            S.cur_op = i;
+            S.cur_rc = r;
+            add_t(&S, tl->rc_tensor[r]);
+            check(&S, tl->rc_start[r]);
+        }
+        if (S.stopped) break;
+        effects_until(&S, eff, n_eff, &k, tl->s[i]);
+        if (S.stopped) break;
+        S.cur_op = i;
+        S.cur_rc = -1;
+        for (int j = 0; j < op->n_out; j++) add_t(&S, op->out[j]);
+        S.load += op->workspace;
+        check(&S, tl->s[i]);
+        if (S.stopped) break;
+        effects_until(&S, eff, n_eff, &k, tl->e[i]);
+        S.load -= op->workspace;
+        if (S.stopped) break;
+        for (int32_t f = a->free_off[i + 1]; f < a->free_off[i + 2]; f++)
+            drop_t(&S, a->free_list[f]);
+    }
+    effects_until(&S, eff, n_eff, &k, INFINITY); /* effects after the last op */
+    *out = S.best;
+}
+
+typedef struct size_idx {
+    size_t bytes;
+    int32_t t;
+} size_idx;
+
+static int cmp_size_idx(const void *x, const void *y) {
+    const size_idx *a = x, *b = y;
+    if (a->bytes != b->bytes) return a->bytes > b->bytes ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* Sorts ts[0..n) largest first (ties: lower index). TSL_ERR_OOM. */
+tsl_status tsl__sort_by_size(const tsl_workload *w, int32_t *ts, int32_t n) {
+    if (n < 2) return TSL_OK;
+    size_idx *v = malloc((size_t)n * sizeof *v);
+    if (!v) return tsl_fail(TSL_ERR_OOM, "peak analysis: out of host memory");
+    for (int32_t i = 0; i < n; i++) v[i] = (size_idx){w->tensors[ts[i]].bytes, ts[i]};
+    qsort(v, (size_t)n, sizeof *v, cmp_size_idx);
+    for (int32_t i = 0; i < n; i++) ts[i] = v[i].t;
+    free(v);
+    return TSL_OK;
+}
+
+int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
+                         const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
+                         uint8_t *resident, int64_t stop, int32_t *out) {
+    tsl__sweep sw;
+    tsl__sweep_run(w, a, tl, eff, n_eff, absent0, resident, stop, &sw);
+    int32_t n = 0;
+    for (int32_t t = 0; t < w->n_tensors; t++)
+        if (resident[t]) out[n++] = t;
+    if (tsl__sort_by_size(w, out, n) != TSL_OK) return -1;
+    return n;
+}
+
+/* ---- the public analysis ------------------------------------------------------- */
+
+/* Checks that the workload's op lists and the plan's events are in range
+ * (what the analysis indexes with). TSL_ERR_INVALID naming the field. */
+static tsl_status check_inputs(const tsl_workload *w, const tsl_plan *p,
+                               const tsl_device_profile *dev) {
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        const tsl_wl_op *op = &w->ops[i];
+        for (int j = 0; j < op->n_in + op->n_out; j++) {
+            int32_t t = j < op->n_in ? op->in[j] : op->out[j - op->n_in];
+            if (t < 0 || t >= w->n_tensors)
+                return tsl_fail(TSL_ERR_INVALID,
+                                "peak analysis: workload '%s': op %d ('%s') %s %d: tensor %d "
+                                "out of range (%d tensors)",
+                                w->job, i, op->name, j < op->n_in ? "input" : "output",
+                                j < op->n_in ? j : j - op->n_in, t, w->n_tensors);
+        }
+    }
+    if (!p) return TSL_OK;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if ((unsigned)e->type > TSL_EV_RECOMPUTE)
+            return tsl_fail(TSL_ERR_INVALID, "peak analysis: plan '%s': event %d: type %d unknown",
+                            p->job, k, (int)e->type);
+        if (e->tensor < 0 || e->tensor >= w->n_tensors)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "peak analysis: plan '%s': event %d: tensor %d out of range (%d tensors)",
+                            p->job, k, e->tensor, w->n_tensors);
+        if (e->trigger < -1 || e->trigger >= w->n_ops)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "peak analysis: plan '%s': event %d: trigger %d out of range (%d ops)",
+                            p->job, k, e->trigger, w->n_ops);
+        if (!(e->delay_us >= 0) || !isfinite(e->delay_us))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "peak analysis: plan '%s': event %d: delay_us %g must be finite and >= 0",
+                            p->job, k, e->delay_us);
+        int needs_precede = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE;
+        if (needs_precede && (e->precede < 0 || e->precede >= w->n_ops))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "peak analysis: plan '%s': event %d: precede %d out of range (%d ops)",
+                            p->job, k, e->precede, w->n_ops);
+        if (e->type == TSL_EV_RECOMPUTE) {
+            int32_t q = w->tensors[e->tensor].producer;
+            if (q < 0 || q >= w->n_ops)
+                return tsl_fail(TSL_ERR_INVALID,
+                                "peak analysis: plan '%s': event %d: recompute of tensor '%s', "
+                                "which has no producer op (%d)",
+                                p->job, k, w->tensors[e->tensor].name, q);
+        }
+        if (e->type == TSL_EV_SWAP_OUT && !dev)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "peak analysis: plan '%s': event %d is a swap-out but no device "
+                            "profile was given", p->job, k);
+    }
+    return TSL_OK;
+}
+
+/* Peak analysis of w under p (NULL: the empty plan) per docs/SCHEDULING.md.
+ * dev is needed for copy times (it may be NULL if the plan has no swaps).
+ * Fills *out (resident is malloc'd, free with tsl_peak_info_free). Returns
+ * TSL_ERR_INVALID for out-of-range indices in w or p, TSL_ERR_OOM. */
+tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
+                             const tsl_device_profile *dev, tsl_peak_info *out) {
+    if (!w || !out) return tsl_fail(TSL_ERR_INVALID, "peak analysis: workload or output is NULL");
+    memset(out, 0, sizeof *out);
+    out->peak_op = -1;
+    out->last_input_op = -1;
+    tsl_status st = check_inputs(w, p, dev);
+    if (st != TSL_OK) return st;
+    tsl__activity a;
+    tsl__timeline tl;
+    st = tsl__activity_build(w, &a);
+    if (st != TSL_OK) return st;
+    st = tsl__timeline_build(w, p, &tl);
+    if (st != TSL_OK) {
+        tsl__activity_free(&a);
+        return st;
+    }
+    int32_t nt = w->n_tensors;
+    uint8_t *absent0 = malloc((size_t)nt + 1), *res = malloc((size_t)nt + 1);
+    int32_t *list = malloc(((size_t)nt + 1) * sizeof *list);
+    tsl__effect *eff = NULL;
+    int32_t n_eff = 0;
+    if (!absent0 || !res || !list) st = tsl_fail(TSL_ERR_OOM, "peak analysis: out of host memory");
+    if (st == TSL_OK) st = tsl__effects_build(w, &a, &tl, p, dev, &eff, &n_eff, absent0);
+    if (st == TSL_OK) {
+        tsl__sweep sw;
+        tsl__sweep_run(w, &a, &tl, eff, n_eff, absent0, res, -1, &sw);
+        int32_t n = tsl__resident_at(w, &a, &tl, eff, n_eff, absent0, res, sw.step, list);
+        if (n < 0) st = TSL_ERR_OOM;
+        else {
+            out->peak = sw.peak;
+            out->peak_time_us = sw.time;
+            out->peak_op = sw.op;
+            out->period_us = tl.period;
+            /* LUA: the last op ending by the peak that reads a tensor still
+             * resident at the peak */
+            for (int32_t j = sw.op - 1; j >= 0 && out->last_input_op < 0; j--)
+                for (int q = 0; q < w->ops[j].n_in; q++)
+                    if (res[w->ops[j].in[q]]) {
+                        out->last_input_op = j;
+                        break;
+                    }
+            out->resident = list;
+            out->n_resident = n;
+            list = NULL;
+        }
+    }
+    free(list);
+    free(eff);
+    free(res);
+    free(absent0);
+    tsl__timeline_free(&tl);
+    tsl__activity_free(&a);
+    return st;
+}
+
+void tsl_peak_info_free(tsl_peak_info *pi) {
+    if (!pi) return;
+    free(pi->resident);
+    pi->resident = NULL;
+    pi->n_resident = 0;
+}

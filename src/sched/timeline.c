@@ -1,0 +1,148 @@
+/*
+ * timeline.c - the times of one iteration of one job under its plan
+ * (docs/SCHEDULING.md, "Time"): op start/end with recomputations inserted,
+ * event issue times, release times, and the anchoring of a wanted time as
+ * (trigger, delay).
+ *
+ * Every time the planner books or checks is computed by the same
+ * expressions the verifier and the simulator use: issue = e'_trigger +
+ * delay, copy end = issue + tsl_copy_us(...). A wanted time is anchored and
+ * then re-evaluated through those expressions (tsl__anchor nudges the delay
+ * by one ulp at a time until the real issue time lies on the wanted side),
+ * so that no constraint is met only before rounding.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/assert.h"
+#include "sched/planner_internal.h"
+
+void tsl__timeline_free(tsl__timeline *tl) {
+    free(tl->s);
+    free(tl->e);
+    free(tl->rc_off);
+    free(tl->rc_ev);
+    free(tl->rc_tensor);
+    free(tl->rc_start);
+    memset(tl, 0, sizeof *tl);
+}
+
+/* Builds tl for w under p (see planner_internal.h). The recomputes of one
+ * op are ordered by tsl__event_cmp so that the plan's array order does not
+ * matter. Returns TSL_OK or TSL_ERR_OOM (tl freed). */
+tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p, tsl__timeline *tl) {
+    memset(tl, 0, sizeof *tl);
+    int32_t no = w->n_ops;
+    tl->n_ops = no;
+    int32_t n_rc = 0;
+    for (int32_t k = 0; p && k < p->n_events; k++) n_rc += p->events[k].type == TSL_EV_RECOMPUTE;
+    tl->s = malloc(((size_t)no + 1) * sizeof *tl->s);
+    tl->e = malloc(((size_t)no + 1) * sizeof *tl->e);
+    tl->rc_off = calloc((size_t)no + 2, sizeof *tl->rc_off);
+    tl->rc_ev = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_ev);
+    tl->rc_start = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_start);
+    tl->rc_tensor = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_tensor);
+    if (!tl->s || !tl->e || !tl->rc_off || !tl->rc_ev || !tl->rc_start || !tl->rc_tensor) {
+        tsl__timeline_free(tl);
+        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+    }
+    tl->n_rc = n_rc;
+    /* Bucket the recomputes by the op they precede, then order each bucket
+     * by the event order (insertion sort: buckets are tiny). */
+    for (int32_t k = 0; p && k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RECOMPUTE) tl->rc_off[p->events[k].precede + 1]++;
+    for (int32_t i = 0; i < no; i++) tl->rc_off[i + 1] += tl->rc_off[i];
+    int32_t *fill = malloc(((size_t)no + 1) * sizeof *fill);
+    if (!fill) {
+        tsl__timeline_free(tl);
+        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+    }
+    memcpy(fill, tl->rc_off, (size_t)no * sizeof *fill);
+    for (int32_t k = 0; p && k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RECOMPUTE) tl->rc_ev[fill[p->events[k].precede]++] = k;
+    free(fill);
+    for (int32_t i = 0; i < no; i++)
+        for (int32_t a = tl->rc_off[i] + 1; a < tl->rc_off[i + 1]; a++)
+            for (int32_t b = a; b > tl->rc_off[i] &&
+                 tsl__event_cmp(&p->events[tl->rc_ev[b]], &p->events[tl->rc_ev[b - 1]]) < 0; b--) {
+                int32_t x = tl->rc_ev[b];
+                tl->rc_ev[b] = tl->rc_ev[b - 1];
+                tl->rc_ev[b - 1] = x;
+            }
+    double shift = 0.0;
+    for (int32_t i = 0; i < no; i++) {
+        for (int32_t r = tl->rc_off[i]; r < tl->rc_off[i + 1]; r++) {
+            int32_t t = p->events[tl->rc_ev[r]].tensor;
+            const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
+            tl->rc_tensor[r] = t;
+            tl->rc_start[r] = w->ops[i].start_us + shift;
+            shift += q->end_us - q->start_us;
+        }
+        tl->s[i] = w->ops[i].start_us + shift;
+        tl->e[i] = w->ops[i].end_us + shift;
+    }
+    tl->period = no ? tl->e[no - 1] : 0.0;
+    return TSL_OK;
+}
+
+/* Last op with e' <= x, or -1. */
+int32_t tsl__op_ending_by(const tsl__timeline *tl, double x) {
+    int32_t lo = 0, hi = tl->n_ops; /* first op with e > x */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (tl->e[mid] <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo - 1;
+}
+
+/* First op with e' >= x, or n_ops. */
+int32_t tsl__op_ending_from(const tsl__timeline *tl, double x) {
+    int32_t lo = 0, hi = tl->n_ops;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (tl->e[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* See planner_internal.h. Precondition: x >= 0 and finite. */
+double tsl__anchor(const tsl__timeline *tl, double x, int up, int32_t *trigger, double *delay) {
+    TSL_ASSERT(x >= 0 && isfinite(x));
+    int32_t j = tsl__op_ending_by(tl, x);
+    double base = tsl__trig_end(tl, j);
+    double d = x - base;
+    if (d < 0) d = 0;
+    double c = base + d;
+    if (up)
+        while (c < x) {
+            d = nextafter(d, INFINITY);
+            c = base + d;
+        }
+    else
+        while (c > x && d > 0) {
+            d = nextafter(d, 0.0);
+            c = base + d;
+        }
+    if (trigger) *trigger = j;
+    if (delay) *delay = d;
+    return c;
+}
+
+double tsl__canon_tl(void *ctx, double x, int up) {
+    tsl__canon_ctx *c = ctx;
+    return tsl__anchor(c->tl, x, up, &c->trigger, &c->delay);
+}
+
+/* See planner_internal.h. */
+double tsl__release_at(double te, const double *so_issue, const double *so_end, int32_t n) {
+    double best = -INFINITY, end = te;
+    for (int32_t k = 0; k < n; k++)
+        if (so_issue[k] <= te && so_issue[k] > best) {
+            best = so_issue[k];
+            end = so_end[k];
+        }
+    return end > te ? end : te;
+}

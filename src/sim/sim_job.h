@@ -1,0 +1,70 @@
+/*
+ * sim_job.h - one job as the simulator runs it: its executed sequence (ops
+ * with the plan's recomputations inserted) with each item's nominal times,
+ * its events grouped by trigger, the tensors activity analysis frees after
+ * each op, and the run-time state of every tensor.
+ *
+ * Nominal times are the times of one iteration when nothing waits, from the
+ * iteration's start, with the shared arithmetic (sim_internal.h): with
+ * `shift` the latencies of the recomputations inserted so far, op i over
+ * [s_i + shift, e_i + shift], a recomputation before op p over
+ * [s_p + shift, s_p + shift'], shift' = shift + (e_g - s_g) for its producer
+ * g. s_i, e_i are the workload's times, or, with actual latencies a_i, s_0 =
+ * 0, e_i = s_i + a_i, s_{i+1} = e_i. Recomputations before one op run in the
+ * planner's event order (trigger, delay, type, tensor, precede).
+ */
+#ifndef TSL_SIM_SIM_JOB_H
+#define TSL_SIM_SIM_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sim/sim_internal.h"
+
+/* One entry of the executed sequence. */
+typedef struct tsl__sim_item {
+    int32_t op;             /* the op run (for a recomputation: the producer) */
+    int32_t tensor;         /* recomputation: the tensor regenerated; else -1 */
+    int32_t event;          /* recomputation: its plan event index; else -1 */
+    double ns, ne;          /* nominal start and end (see above) */
+} tsl__sim_item;
+
+typedef struct tsl__sim_job {
+    int index;
+    const tsl_workload *w;
+    const tsl_plan *p;      /* NULL: no events */
+    int32_t n_ev;           /* p ? p->n_events : 0 */
+
+    /* ---- static, from the workload, the plan, the latencies and the profile */
+    double vanilla;         /* e_{n-1}: the period without a plan */
+    int32_t n_items;
+    tsl__sim_item *items;
+    int32_t *trig_start;    /* CSR over trigger+1 (0..n_ops): timed events in plan order */
+    int32_t *trig_list;
+    int32_t *death_start;   /* CSR over op+1 (-1..n_ops-1): tensors freed after that op */
+    int32_t *death_list;
+    int32_t *data;          /* INPUT and LABEL tensors, index order */
+    int32_t n_data;
+    int32_t n_timed;        /* swap-out, swap-in and release events: completed per iteration */
+    double *ev_copy;        /* per event: tsl_copy_us of a swap (0 otherwise) */
+    size_t persistent;      /* bytes of PARAM, BUFFER, OPT_STATE */
+
+    /* ---- per tensor, run time */
+    uint8_t *alloc;         /* its bytes are held on the device */
+    uint8_t *readable;      /* allocated and its value is there (no copy in, generated) */
+    uint32_t *gen;          /* value generation: bumped at every write */
+    uint32_t *host_gen;     /* generation held by the host copy; UINT32_MAX: none */
+    int32_t *so_unissued;   /* swap-outs triggered, not issued yet */
+    int32_t *so_inflight;   /* swap-outs issued (waiting for or on the channel) */
+    int32_t *rel_pending;   /* releases waiting for those swap-outs */
+    int32_t *deferred_in;   /* a swap-in waiting for those swap-outs; -1 none */
+} tsl__sim_job;
+
+/* Prepares job `index` (w, p already validated by tsl_simulate; p may be
+ * NULL). Latencies: actual->us if actual != NULL, else the workload's own
+ * times. Persistent tensors start allocated and readable (cold start).
+ * Returns TSL_OK or TSL_ERR_OOM (then tsl__sim_job_free is still safe). */
+tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
+                             const tsl_plan *p, const tsl_latency_table *actual,
+                             const tsl_device_profile *dev);
+void tsl__sim_job_free(tsl__sim_job *j);
+#endif

@@ -1,0 +1,720 @@
+/*
+ * test_sched_random.c - the planner, the verifier, the simulator and the plan
+ * JSON form held to agree on thousands of random workloads
+ * (tests/random_workload.c): single jobs and groups of 2 to 4 jobs sharing a
+ * device, random profiles (duplex or not), random budgets between the
+ * persistent bytes and the vanilla peak, random max swapping rates.
+ *
+ * For every case: the plan verifies (no violation, across the jobs'
+ * shared channels too); the planner's vanilla peak equals an independent
+ * reference (rw_vanilla_peak); no plan raises a job's peak above it; each
+ * job simulated alone with exact latencies reproduces predicted_peak exactly
+ * and predicted_period_us to 1e-6 relative (plus the simulator's 1 ns
+ * resolution) with zero stall; planning the
+ * same inputs again (regenerated, so at other addresses) gives identical
+ * plans field by field and byte-identical JSON; the JSON round trip is
+ * exact. A mutation test perturbs one event of valid plans and checks that
+ * the verifier either rejects the plan or accepts one the simulator runs
+ * exactly as predicted - never a silent inconsistency.
+ *
+ * A failure prints the seed, the first violations, the workload and the
+ * plan; rerun one seed with TSL_SCHED_SEED=<seed>.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "random_workload.h"
+#include "tensile/sched.h"
+
+#define MAXJ 4
+
+/* ---- one random case ------------------------------------------------------- */
+
+typedef struct rcase {
+    uint64_t seed;
+    int n;                       /* jobs */
+    tsl_workload *w[MAXJ];
+    tsl_device_profile dev;
+    tsl_plan_opts po;
+    size_t vanilla[MAXJ];        /* rw_vanilla_peak */
+    size_t persistent[MAXJ];
+} rcase;
+
+/* Workloads, profile and options of case `seed` with n jobs (the same seed
+ * always gives the same case). */
+static void case_make(rcase *c, uint64_t seed, int n) {
+    memset(c, 0, sizeof *c);
+    c->seed = seed;
+    c->n = n;
+    rw_opts o = rw_opts_default();
+    if (seed % 5 == 0) o.dyadic_times = 1;
+    cr_assert_eq(rw_generate_jobs(seed, &o, n, c->w), 0, "seed %llu: out of memory",
+                 (unsigned long long)seed);
+    c->dev = rw_profile(seed);
+    c->po = tsl_plan_opts_default();
+    c->po.policy = TSL_POLICY_TENSILE;
+    uint64_t rs = seed ^ 0xA5A5A5A5ull;
+    size_t sum_p = 0, sum_v = 0;
+    for (int j = 0; j < n; j++) {
+        char why[320];
+        cr_assert_eq(rw_check(c->w[j], why, sizeof why), 0, "seed %llu job %d: generator: %s",
+                     (unsigned long long)seed, j, why);
+        c->vanilla[j] = rw_vanilla_peak(c->w[j]);
+        c->persistent[j] = rw_persistent_bytes(c->w[j]);
+        sum_p += c->persistent[j];
+        sum_v += c->vanilla[j];
+        /* a single job's share is always 1: a rate below 1 forbids its swaps */
+        double u = th_uniform(&rs, 0, 1);
+        c->po.max_swap_rate[j] = u < 0.5 ? 1.0 : (n == 1 && u < 0.8 ? 1.0 : th_uniform(&rs, 0.2, 1.0));
+    }
+    c->po.budget = sum_p + (size_t)((double)(sum_v - sum_p) * th_uniform(&rs, 0, 1));
+    if (c->po.budget == 0) c->po.budget = 1;
+    c->po.recompute = th_uniform(&rs, 0, 1) < 0.8;
+}
+
+static void case_free(rcase *c) {
+    for (int j = 0; j < c->n; j++) rw_free(c->w[j]);
+}
+
+static const char *ev_name(tsl_event_type t) {
+    switch (t) {
+    case TSL_EV_SWAP_OUT: return "swap_out";
+    case TSL_EV_SWAP_IN: return "swap_in";
+    case TSL_EV_RELEASE: return "release";
+    case TSL_EV_RECOMPUTE: return "recompute";
+    }
+    return "?";
+}
+
+static void print_plan(const tsl_plan *p, FILE *f) {
+    fprintf(f, "plan '%s': %d events, predicted peak %zu, period %.17g\n", p->job, p->n_events,
+            p->predicted_peak, p->predicted_period_us);
+    for (int i = 0; i < p->n_events; i++) {
+        const tsl_event *e = &p->events[i];
+        fprintf(f, "  [%d] %-9s t%d trigger %d delay %.17g precede %d\n", i, ev_name(e->type),
+                e->tensor, e->trigger, e->delay_us, e->precede);
+    }
+}
+
+/* Prints the whole case (profile, options, workloads, plans) to stderr. */
+static void dump_case(const rcase *c, tsl_plan *const *plans) {
+    fprintf(stderr, "=== seed %llu, %d job(s); rerun with TSL_SCHED_SEED=%llu\n",
+            (unsigned long long)c->seed, c->n, (unsigned long long)c->seed);
+    fprintf(stderr, "profile: h2d %.17g d2h %.17g B/s, duplex %d, copy latency %.17g us\n",
+            c->dev.h2d_bw, c->dev.d2h_bw, c->dev.duplex, c->dev.copy_latency_us);
+    fprintf(stderr, "budget %zu, recompute %d\n", c->po.budget, c->po.recompute);
+    for (int j = 0; j < c->n; j++) {
+        fprintf(stderr, "job %d: max swap rate %g, vanilla peak %zu, persistent %zu\n", j,
+                c->po.max_swap_rate[j], c->vanilla[j], c->persistent[j]);
+        rw_print(c->w[j], stderr);
+        if (plans && plans[j]) print_plan(plans[j], stderr);
+    }
+}
+
+/* Up to 4 violations joined into buf. */
+static const char *join_violations(const tsl_violation *v, int nv, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < nv && i < 4 && k + 1 < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "\n    %s", v[i].what);
+    return buf;
+}
+
+/* 1 if the plans are equal field by field (times bit for bit); else 0 with
+ * the first difference in why. */
+static int plan_equal(const tsl_plan *a, const tsl_plan *b, char *why, size_t len) {
+    if (strcmp(a->job, b->job)) return snprintf(why, len, "job '%s' vs '%s'", a->job, b->job), 0;
+    if (a->n_events != b->n_events)
+        return snprintf(why, len, "%d vs %d events", a->n_events, b->n_events), 0;
+    if (a->predicted_peak != b->predicted_peak)
+        return snprintf(why, len, "predicted peak %zu vs %zu", a->predicted_peak, b->predicted_peak), 0;
+    if (memcmp(&a->predicted_period_us, &b->predicted_period_us, sizeof(double)))
+        return snprintf(why, len, "predicted period %.17g vs %.17g", a->predicted_period_us,
+                        b->predicted_period_us), 0;
+    for (int i = 0; i < a->n_events; i++) {
+        const tsl_event *x = &a->events[i], *y = &b->events[i];
+        if (x->type != y->type || x->tensor != y->tensor || x->trigger != y->trigger ||
+            x->precede != y->precede || memcmp(&x->delay_us, &y->delay_us, sizeof(double)))
+            return snprintf(why, len,
+                            "event %d: %s t%d trigger %d delay %.17g precede %d vs %s t%d trigger "
+                            "%d delay %.17g precede %d",
+                            i, ev_name(x->type), x->tensor, x->trigger, x->delay_us, x->precede,
+                            ev_name(y->type), y->tensor, y->trigger, y->delay_us, y->precede), 0;
+    }
+    return 1;
+}
+
+/* Whole file into a malloc'd NUL-terminated buffer (NULL on failure). */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!b || got != (size_t)n) {
+        free(b);
+        return NULL;
+    }
+    b[n] = 0;
+    *len = (size_t)n;
+    return b;
+}
+
+static char tmpdir[64];
+
+static void make_tmpdir(void) {
+    if (tmpdir[0]) return;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tsl_sched_random_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp failed");
+}
+
+static void remove_tmpdir(void) {
+    if (tmpdir[0]) rmdir(tmpdir);
+}
+
+/* Allowed difference between a simulated and a predicted period: 1e-6
+ * relative, plus the simulator's resolution (it keeps time in whole
+ * nanoseconds, src/sim/sim_internal.h: a period is off by up to 0.5 ns). */
+static double period_tol(double period_us) { return 1e-6 * period_us + 0.5e-3 + 1e-9; }
+
+/* Simulates job j of the case alone with exact latencies and checks it
+ * reproduces the plan's predicted peak exactly, its predicted period to
+ * 1e-6 relative, with zero stall. */
+static void check_alone(const rcase *c, int j, tsl_plan *p, const char *what) {
+    tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
+    tsl_sim_result sr;
+    memset(&sr, 0, sizeof sr);
+    tsl_workload *w = c->w[j];
+    tsl_status st = tsl_simulate(&w, &p, 1, &c->dev, &so, &sr);
+    double tol = period_tol(p->predicted_period_us);
+    int ok = st == TSL_OK && sr.job[0].peak == p->predicted_peak &&
+             fabs(sr.job[0].iter_us - p->predicted_period_us) <= tol && sr.job[0].stall_us == 0.0;
+    if (!ok) {
+        tsl_plan *ps[MAXJ] = {0};
+        ps[j] = p;
+        dump_case(c, ps);
+    }
+    cr_assert_eq(st, TSL_OK, "seed %llu job %d (%s): simulate: %s", (unsigned long long)c->seed, j,
+                 what, tsl_last_error());
+    cr_assert_eq(sr.job[0].peak, p->predicted_peak,
+                 "seed %llu job %d (%s): simulated peak %zu != predicted %zu (diff %lld)",
+                 (unsigned long long)c->seed, j, what, sr.job[0].peak, p->predicted_peak,
+                 (long long)sr.job[0].peak - (long long)p->predicted_peak);
+    cr_assert(fabs(sr.job[0].iter_us - p->predicted_period_us) <= tol,
+              "seed %llu job %d (%s): simulated period %.17g != predicted %.17g (diff %g)",
+              (unsigned long long)c->seed, j, what, sr.job[0].iter_us, p->predicted_period_us,
+              sr.job[0].iter_us - p->predicted_period_us);
+    cr_assert(sr.job[0].stall_us == 0.0, "seed %llu job %d (%s): stall %.17g us%s",
+              (unsigned long long)c->seed, j, what, sr.job[0].stall_us,
+              sr.job[0].stall_us < 1.5e-3 ? " (one nanosecond: the simulator rounds delays and "
+                                            "copy times to whole ns separately)"
+                                          : "");
+}
+
+/* Statistics over a run of cases, printed at the end. */
+typedef struct stats {
+    int cases, plans_with_events, swaps, recomputes;
+    double msr_sum;
+} stats;
+
+/* Plans case `seed` with n jobs and checks everything listed at the top of
+ * the file. */
+static void run_case(uint64_t seed, int n, stats *s) {
+    rcase c;
+    case_make(&c, seed, n);
+    tsl_plan *plans[MAXJ] = {0}, *again[MAXJ] = {0}, *rt[MAXJ] = {0};
+    tsl_plan_report rep;
+    memset(&rep, 0, sizeof rep);
+    tsl_status st = tsl_plan_jobs(c.w, n, &c.dev, &c.po, plans, &rep);
+    if (st != TSL_OK) dump_case(&c, NULL);
+    cr_assert_eq(st, TSL_OK, "seed %llu: tsl_plan_jobs: %s", (unsigned long long)seed,
+                 tsl_last_error());
+    s->cases++;
+
+    for (int j = 0; j < n; j++) {
+        cr_assert_not_null(plans[j], "seed %llu: plan %d missing", (unsigned long long)seed, j);
+        if (rep.vanilla_peak[j] != c.vanilla[j] || plans[j]->predicted_peak > c.vanilla[j] ||
+            rep.planned_peak[j] != plans[j]->predicted_peak)
+            dump_case(&c, plans);
+        cr_assert_eq(rep.vanilla_peak[j], c.vanilla[j],
+                     "seed %llu job %d: planner's vanilla peak %zu != reference %zu",
+                     (unsigned long long)seed, j, rep.vanilla_peak[j], c.vanilla[j]);
+        cr_assert_leq(plans[j]->predicted_peak, c.vanilla[j],
+                      "seed %llu job %d: planned peak %zu above the vanilla peak %zu",
+                      (unsigned long long)seed, j, plans[j]->predicted_peak, c.vanilla[j]);
+        cr_assert_eq(rep.planned_peak[j], plans[j]->predicted_peak,
+                     "seed %llu job %d: report's planned peak %zu != predicted %zu",
+                     (unsigned long long)seed, j, rep.planned_peak[j], plans[j]->predicted_peak);
+        s->plans_with_events += plans[j]->n_events > 0;
+        s->swaps += rep.swaps[j];
+        s->recomputes += rep.recomputes[j];
+        s->msr_sum += c.vanilla[j] ? (double)(c.vanilla[j] - plans[j]->predicted_peak) /
+                                         (double)c.vanilla[j]
+                                   : 0.0;
+    }
+
+    /* every plan verifies, alone and together on the shared channels */
+    tsl_violation *v = NULL;
+    int nv = 0;
+    char vb[1500];
+    st = tsl_plan_verify_jobs((const tsl_workload *const *)c.w, (const tsl_plan *const *)plans, n,
+                              &c.dev, &v, &nv);
+    if (st != TSL_OK || nv) dump_case(&c, plans);
+    cr_assert(st == TSL_OK && nv == 0, "seed %llu: %d violation(s):%s", (unsigned long long)seed,
+              nv, join_violations(v, nv, vb, sizeof vb));
+    free(v);
+    for (int j = 0; j < n; j++) {
+        v = NULL;
+        nv = 0;
+        st = tsl_plan_verify(c.w[j], plans[j], &c.dev, &v, &nv);
+        if (st != TSL_OK || nv) dump_case(&c, plans);
+        cr_assert(st == TSL_OK && nv == 0, "seed %llu job %d alone: %d violation(s):%s",
+                  (unsigned long long)seed, j, nv, join_violations(v, nv, vb, sizeof vb));
+        free(v);
+        check_alone(&c, j, plans[j], "planned");
+    }
+
+    /* the jobs together: the simulator runs them (timings differ by design) */
+    if (n > 1) {
+        tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
+        tsl_sim_result sr;
+        st = tsl_simulate(c.w, plans, n, &c.dev, &so, &sr);
+        cr_assert_eq(st, TSL_OK, "seed %llu: simulate %d jobs: %s", (unsigned long long)seed, n,
+                     tsl_last_error());
+        cr_assert_eq(sr.n_jobs, n);
+    }
+
+    /* determinism: the same case regenerated (other addresses), planned again */
+    rcase c2;
+    case_make(&c2, seed, n);
+    tsl_plan_report rep2;
+    st = tsl_plan_jobs(c2.w, n, &c2.dev, &c2.po, again, &rep2);
+    cr_assert_eq(st, TSL_OK, "seed %llu: second tsl_plan_jobs: %s", (unsigned long long)seed,
+                 tsl_last_error());
+    char why[400];
+    for (int j = 0; j < n; j++)
+        cr_assert(plan_equal(plans[j], again[j], why, sizeof why),
+                  "seed %llu job %d: planning twice differs: %s", (unsigned long long)seed, j, why);
+
+    /* JSON: the same text twice, and an exact round trip */
+    make_tmpdir();
+    char p1[128], p2[128];
+    snprintf(p1, sizeof p1, "%s/a.json", tmpdir);
+    snprintf(p2, sizeof p2, "%s/b.json", tmpdir);
+    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)plans, n,
+                                     (const tsl_workload *const *)c.w, p1),
+                 TSL_OK, "seed %llu: write json: %s", (unsigned long long)seed, tsl_last_error());
+    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)again, n,
+                                     (const tsl_workload *const *)c2.w, p2),
+                 TSL_OK, "seed %llu: write json: %s", (unsigned long long)seed, tsl_last_error());
+    size_t l1 = 0, l2 = 0;
+    char *t1 = slurp(p1, &l1), *t2 = slurp(p2, &l2);
+    cr_assert(t1 && t2, "seed %llu: cannot read back %s", (unsigned long long)seed, p1);
+    cr_assert(l1 == l2 && memcmp(t1, t2, l1) == 0,
+              "seed %llu: plan JSON differs between two plannings (%zu vs %zu bytes)",
+              (unsigned long long)seed, l1, l2);
+    st = tsl_plan_read_json(p1, (const tsl_workload *const *)c.w, n, rt);
+    cr_assert_eq(st, TSL_OK, "seed %llu: read json: %s", (unsigned long long)seed, tsl_last_error());
+    for (int j = 0; j < n; j++)
+        cr_assert(plan_equal(plans[j], rt[j], why, sizeof why),
+                  "seed %llu job %d: JSON round trip differs: %s", (unsigned long long)seed, j, why);
+    free(t1);
+    free(t2);
+    unlink(p1);
+    unlink(p2);
+
+    for (int j = 0; j < n; j++) {
+        tsl_plan_free(plans[j]);
+        tsl_plan_free(again[j]);
+        tsl_plan_free(rt[j]);
+    }
+    case_free(&c);
+    case_free(&c2);
+}
+
+/* TSL_SCHED_SEED=<seed> runs one case only (debugging); returns 1 if set. */
+static int one_seed(uint64_t *seed) {
+    const char *e = getenv("TSL_SCHED_SEED");
+    if (!e) return 0;
+    *seed = strtoull(e, NULL, 10);
+    return 1;
+}
+
+static void print_stats(const char *what, const stats *s) {
+    printf("%s: %d cases, %d plans with events, %d swaps, %d recomputes, mean MSR %.3f\n", what,
+           s->cases, s->plans_with_events, s->swaps, s->recomputes,
+           s->cases ? s->msr_sum / s->cases : 0.0);
+    fflush(stdout);
+}
+
+/* ---- the generator itself ----------------------------------------------------- */
+
+Test(sched_random, generator_is_valid_and_deterministic) {
+    rw_opts o = rw_opts_default();
+    int n = th_quick() ? 300 : 3000, differ = 0, dag = 0, adam = 0, ws = 0;
+    for (int s = 0; s < n; s++) {
+        tsl_workload *a = rw_generate((uint64_t)s, &o, "job0");
+        tsl_workload *b = rw_generate((uint64_t)s, &o, "job0");
+        tsl_workload *d = rw_generate((uint64_t)s + 1, &o, "job0");
+        cr_assert(a && b && d);
+        char why[320];
+        cr_assert_eq(rw_check(a, why, sizeof why), 0, "seed %d: %s", s, why);
+        cr_assert(rw_equal(a, b), "seed %d: two generations differ", s);
+        differ += !rw_equal(a, d);
+        dag += strncmp(a->ops[0].name, "op", 2) == 0;
+        for (int32_t t = 0; t < a->n_tensors; t++) adam += strstr(a->tensors[t].name, ".v") != NULL;
+        for (int32_t i = 0; i < a->n_ops; i++) ws += a->ops[i].workspace > 0;
+        size_t vp = rw_vanilla_peak(a);
+        cr_assert_geq(vp, rw_persistent_bytes(a), "seed %d", s);
+        rw_free(a);
+        rw_free(b);
+        rw_free(d);
+    }
+    cr_assert_eq(differ, n, "consecutive seeds gave the same workload");
+    /* both shapes, Adam moments and workspaces all occur */
+    cr_assert(dag > n / 10 && dag < n - n / 10, "%d DAG jobs of %d", dag, n);
+    cr_assert(adam > n / 10, "%d Adam moments in %d jobs", adam, n);
+    cr_assert(ws > n / 4, "%d workspaces in %d jobs", ws, n);
+}
+
+/* rw_check catches what it claims to (a checker that cannot fail proves
+ * nothing). */
+Test(sched_random, generator_check_rejects_broken_workloads) {
+    rw_opts o = rw_opts_default();
+    char why[320];
+    tsl_workload *w = rw_generate(7, &o, "job0");
+    cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
+    w->ops[1].start_us += 0.5;
+    cr_assert_eq(rw_check(w, why, sizeof why), 1);
+    cr_assert(strstr(why, "previous end"), "%s", why);
+    w->ops[1].start_us -= 0.5;
+    snprintf(w->tensors[1].name, sizeof w->tensors[1].name, "%s", w->tensors[0].name);
+    cr_assert_eq(rw_check(w, why, sizeof why), 1);
+    cr_assert(strstr(why, "repeats"), "%s", why);
+    rw_free(w);
+    w = rw_generate(7, &o, "job0");
+    int32_t late = -1; /* a tensor generated by a later op, read by op 0 */
+    for (int32_t i = w->n_ops - 1; i > 0 && late < 0; i--)
+        for (int k = 0; k < w->ops[i].n_out; k++)
+            if (!tsl_kind_is_persistent(w->tensors[w->ops[i].out[k]].kind)) late = w->ops[i].out[k];
+    cr_assert_geq(late, 0);
+    w->ops[0].in[0] = late;
+    cr_assert_eq(rw_check(w, why, sizeof why), 1);
+    cr_assert(strstr(why, "before it is generated"), "%s", why);
+    rw_free(w);
+    w = rw_generate(7, &o, "job0");
+    w->period_us += 1;
+    cr_assert_eq(rw_check(w, why, sizeof why), 1);
+    cr_assert(strstr(why, "period"), "%s", why);
+    rw_free(w);
+}
+
+/* The generated workloads pass the strict workload JSON reader and come
+ * back equal (another check that they are valid per the contract). */
+Test(sched_random, generated_workloads_pass_the_json_reader) {
+    rw_opts o = rw_opts_default();
+    make_tmpdir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/w.json", tmpdir);
+    int n = th_quick() ? 30 : 300;
+    for (int s = 0; s < n; s++) {
+        tsl_workload *w = rw_generate((uint64_t)s, &o, "job0"), *r = NULL;
+        cr_assert_eq(tsl_workload_write_json(w, path), TSL_OK, "seed %d: %s", s, tsl_last_error());
+        tsl_status st = tsl_workload_read_json(path, &r);
+        if (st != TSL_OK) rw_print(w, stderr);
+        cr_assert_eq(st, TSL_OK, "seed %d: the reader rejects a generated workload: %s", s,
+                     tsl_last_error());
+        cr_assert(rw_equal(w, r), "seed %d: workload JSON round trip differs", s);
+        tsl_workload_free(r);
+        rw_free(w);
+    }
+    unlink(path);
+    remove_tmpdir();
+}
+
+/* The empty plan's peak: the reference, tsl_peak_analysis and the planner's
+ * report (VANILLA policy: empty plans) agree on every random workload. */
+Test(sched_random, empty_plan_peak_matches_the_reference) {
+    rw_opts o = rw_opts_default();
+    int n = th_quick() ? 200 : 2000;
+    for (int s = 0; s < n; s++) {
+        tsl_workload *w = rw_generate((uint64_t)s, &o, "job0");
+        tsl_device_profile dev = rw_profile((uint64_t)s);
+        size_t ref = rw_vanilla_peak(w);
+        tsl_plan *empty = tsl_plan_new("job0");
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w, empty, &dev, &pi), TSL_OK, "seed %d: %s", s,
+                     tsl_last_error());
+        if (pi.peak != ref) rw_print(w, stderr);
+        cr_assert_eq(pi.peak, ref, "seed %d: peak analysis %zu != reference %zu (diff %lld)", s,
+                     pi.peak, ref, (long long)pi.peak - (long long)ref);
+        cr_assert(pi.period_us == w->period_us, "seed %d: period %.17g != %.17g", s, pi.period_us,
+                  w->period_us);
+        tsl_peak_info_free(&pi);
+        tsl_plan_opts po = tsl_plan_opts_default();
+        po.policy = TSL_POLICY_VANILLA;
+        tsl_plan *p = NULL;
+        tsl_plan_report rep;
+        cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "seed %d: %s", s,
+                     tsl_last_error());
+        cr_assert_eq(p->n_events, 0, "seed %d: vanilla plan has %d events", s, p->n_events);
+        cr_assert_eq(p->predicted_peak, ref, "seed %d: vanilla predicted %zu != %zu", s,
+                     p->predicted_peak, ref);
+        cr_assert_eq(rep.vanilla_peak[0], ref);
+        tsl_plan_free(p);
+        tsl_plan_free(empty);
+        rw_free(w);
+    }
+}
+
+/* ---- planner + verifier + simulator + JSON ----------------------------------- */
+
+Test(sched_random, single_jobs, .timeout = 600) {
+    stats s = {0};
+    uint64_t seed;
+    if (one_seed(&seed)) {
+        run_case(seed, 1, &s);
+        return;
+    }
+    int n = th_quick() ? 150 : 2000;
+    for (int i = 0; i < n; i++) run_case(1000 + (uint64_t)i, 1, &s);
+    print_stats("single jobs", &s);
+    remove_tmpdir();
+    /* the cases exercise the planner: most plans do something */
+    cr_assert_gt(s.plans_with_events, n / 2, "only %d of %d plans have events",
+                 s.plans_with_events, n);
+    cr_assert_gt(s.swaps, 0);
+}
+
+Test(sched_random, multi_jobs, .timeout = 600) {
+    stats s = {0};
+    uint64_t seed;
+    if (one_seed(&seed)) {
+        run_case(seed, 2 + (int)(seed % 3), &s);
+        return;
+    }
+    int n = th_quick() ? 40 : 500;
+    for (int i = 0; i < n; i++) {
+        uint64_t sd = 500000 + (uint64_t)i;
+        run_case(sd, 2 + (int)(sd % 3), &s);
+    }
+    print_stats("multi jobs", &s);
+    remove_tmpdir();
+    cr_assert_gt(s.plans_with_events, n / 2, "only %d of %d cases' plans have events",
+                 s.plans_with_events, n);
+}
+
+/* ---- the verifier against the simulator on arbitrary plans ----------------------- */
+
+/* A random plan over w, not from the planner: one to three tensors each get
+ * a swap (out after the write of its current value, release after an
+ * access, in before the next access, its copy ending right at that op's
+ * start or earlier) or a recomputation (release, recompute before the next
+ * access), sometimes with the times pushed off. Many are invalid. */
+static tsl_plan *random_plan(const tsl_workload *w, const tsl_device_profile *dev, uint64_t *rs) {
+    tsl_plan *p = tsl_plan_new(w->job);
+    cr_assert_not_null(p);
+    int k = 1 + (int)th_uniform(rs, 0, 3);
+    for (int n = 0; n < k; n++) {
+        int32_t t = (int32_t)th_uniform(rs, 0, w->n_tensors);
+        if (t >= w->n_tensors) continue;
+        int32_t acc[256]; /* ops accessing t */
+        int na = 0;
+        for (int32_t i = 0; i < w->n_ops && na < 256; i++) {
+            int hit = 0;
+            for (int j = 0; j < w->ops[i].n_in; j++) hit |= w->ops[i].in[j] == t;
+            for (int j = 0; j < w->ops[i].n_out; j++) hit |= w->ops[i].out[j] == t;
+            if (hit) acc[na++] = i;
+        }
+        if (na < 2) continue;
+        int g = (int)th_uniform(rs, 0, na - 1);
+        int32_t u = acc[g], v = acc[g + 1], wr = -1; /* gap (u, v); wr: last write by u */
+        for (int a = 0; a <= g; a++)
+            for (int j = 0; j < w->ops[acc[a]].n_out; j++)
+                if (w->ops[acc[a]].out[j] == t) wr = acc[a];
+        double jitter = th_uniform(rs, 0, 1) < 0.7 ? 0.0 : th_uniform(rs, -30, 30);
+        tsl_event rl = {TSL_EV_RELEASE, t, u, 0.0, -1};
+        if (th_uniform(rs, 0, 1) < 0.75) {
+            tsl_event so = {TSL_EV_SWAP_OUT, t, wr, jitter > 0 ? jitter : 0.0, -1};
+            double copy = tsl_copy_us(dev, w->tensors[t].bytes, 1);
+            double slack = th_uniform(rs, 0, 1) < 0.5 ? 0.0 : th_uniform(rs, 0, 50);
+            double issue = w->ops[v].start_us - copy - slack + (jitter < 0 ? -jitter : 0.0);
+            if (issue < 0) issue = 0;
+            int32_t trig = -1;
+            for (int32_t i = 0; i < w->n_ops; i++)
+                if (w->ops[i].end_us <= issue) trig = i;
+            double d = issue - (trig >= 0 ? w->ops[trig].end_us : 0.0);
+            tsl_event si = {TSL_EV_SWAP_IN, t, trig, d < 0 ? 0.0 : d, v};
+            cr_assert_eq(tsl_plan_add(p, so), TSL_OK);
+            cr_assert_eq(tsl_plan_add(p, rl), TSL_OK);
+            cr_assert_eq(tsl_plan_add(p, si), TSL_OK);
+        } else {
+            tsl_event rc = {TSL_EV_RECOMPUTE, t, -1, 0.0, v};
+            cr_assert_eq(tsl_plan_add(p, rl), TSL_OK);
+            cr_assert_eq(tsl_plan_add(p, rc), TSL_OK);
+        }
+    }
+    tsl_plan_sort(p);
+    return p;
+}
+
+/* Judges a plan that is not the planner's: its predicted figures are set
+ * from tsl_peak_analysis where that accepts the plan; then the verifier
+ * either rejects it with messages, or accepts it and the simulator must run
+ * it exactly as predicted (same peak, same period, no stall: no op waits
+ * for a tensor that is not there). Returns 1 if accepted, 0 if rejected. */
+static int judge(rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
+    tsl_peak_info pi;
+    if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) == TSL_OK) {
+        p->predicted_peak = pi.peak;
+        p->predicted_period_us = pi.period_us;
+        tsl_peak_info_free(&pi);
+    } else {
+        (*peak_refused)++;
+    }
+    tsl_violation *v = NULL;
+    int nv = 0;
+    tsl_status st = tsl_plan_verify(c->w[0], p, &c->dev, &v, &nv);
+    if (st == TSL_OK) {
+        cr_assert_eq(nv, 0, "seed %llu: TSL_OK with %d violations", (unsigned long long)c->seed, nv);
+        free(v);
+        check_alone(c, 0, p, what);
+        return 1;
+    }
+    cr_assert_eq(st, TSL_ERR_INVALID, "seed %llu: verify returned %d", (unsigned long long)c->seed,
+                 (int)st);
+    cr_assert_gt(nv, 0, "seed %llu: rejected without a violation", (unsigned long long)c->seed);
+    for (int j = 0; j < nv; j++)
+        cr_assert(v[j].what[0], "seed %llu: empty violation message", (unsigned long long)c->seed);
+    free(v);
+    return 0;
+}
+
+Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout = 600) {
+    int n = th_quick() ? 400 : 4000, acc = 0, rej = 0, refused = 0;
+    for (int i = 0; i < n; i++) {
+        rcase c;
+        case_make(&c, 700000 + (uint64_t)i, 1);
+        uint64_t rs = c.seed * 13 + 5;
+        tsl_plan *p = random_plan(c.w[0], &c.dev, &rs);
+        if (p->n_events) {
+            if (judge(&c, p, "random plan accepted by the verifier", &refused))
+                acc++;
+            else
+                rej++;
+        }
+        tsl_plan_free(p);
+        case_free(&c);
+    }
+    printf("random plans: %d accepted and simulated exactly, %d rejected, peak analysis refused "
+           "%d\n", acc, rej, refused);
+    fflush(stdout);
+    cr_assert_gt(acc, n / 20, "only %d random plans accepted", acc);
+    cr_assert_gt(rej, n / 20, "only %d random plans rejected", rej);
+}
+
+/* ---- the verifier under mutations ------------------------------------------------ */
+
+enum { MUT_DELAY = 0, MUT_TRIGGER, MUT_PRECEDE, MUT_DROP, MUT_COUNT };
+static const char *const mut_name[MUT_COUNT] = {"delay", "trigger", "precede", "drop"};
+
+/* Perturbs one event of p (chosen from rs) by mutation kind k; returns 0 if
+ * the plan offers nothing to mutate that way. */
+static int mutate(tsl_plan *p, const tsl_workload *w, int k, uint64_t *rs) {
+    if (p->n_events == 0) return 0;
+    int i = (int)th_uniform(rs, 0, p->n_events);
+    if (i >= p->n_events) i = p->n_events - 1;
+    tsl_event *e = &p->events[i];
+    switch (k) {
+    case MUT_DELAY: {
+        double d = th_uniform(rs, 0, 1) < 0.5 ? th_uniform(rs, 0, 50) : th_uniform(rs, 0, 500);
+        double nd = th_uniform(rs, 0, 1) < 0.7 ? e->delay_us + d : e->delay_us - d;
+        e->delay_us = nd < 0 ? 0 : nd;
+        break;
+    }
+    case MUT_TRIGGER: {
+        int32_t t = (int32_t)th_uniform(rs, -1, w->n_ops);
+        if (t >= w->n_ops) t = w->n_ops - 1;
+        if (t == e->trigger) t = t + 1 < w->n_ops ? t + 1 : -1;
+        e->trigger = t;
+        break;
+    }
+    case MUT_PRECEDE: {
+        int idx = -1;
+        for (int j = 0; j < p->n_events; j++) { /* an event that has a precede */
+            int jj = (i + j) % p->n_events;
+            if (p->events[jj].precede >= 0) {
+                idx = jj;
+                break;
+            }
+        }
+        if (idx < 0) return 0;
+        e = &p->events[idx];
+        int32_t q = (int32_t)th_uniform(rs, 0, w->n_ops);
+        if (q >= w->n_ops) q = w->n_ops - 1;
+        if (q == e->precede) q = (q + 1) % w->n_ops;
+        if (q == e->precede) return 0;
+        e->precede = q;
+        break;
+    }
+    case MUT_DROP:
+        memmove(&p->events[i], &p->events[i + 1], sizeof *e * (size_t)(p->n_events - i - 1));
+        p->n_events--;
+        break;
+    }
+    tsl_plan_sort(p);
+    return 1;
+}
+
+Test(sched_random, verifier_under_mutations, .timeout = 600) {
+    int n = th_quick() ? 80 : 800;
+    int tried[MUT_COUNT] = {0}, rejected[MUT_COUNT] = {0}, accepted[MUT_COUNT] = {0};
+    int peak_errors = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = 900000 + (uint64_t)i, rs = seed * 7 + 1;
+        rcase c;
+        case_make(&c, seed, 1);
+        c.po.budget = c.persistent[0] + (c.vanilla[0] - c.persistent[0]) / 4; /* many events */
+        c.po.max_swap_rate[0] = 1.0;
+        c.po.recompute = 1;
+        tsl_plan *p = NULL;
+        tsl_plan_report rep;
+        cr_assert_eq(tsl_plan_jobs(c.w, 1, &c.dev, &c.po, &p, &rep), TSL_OK, "seed %llu: %s",
+                     (unsigned long long)seed, tsl_last_error());
+        int k = i % MUT_COUNT;
+        if (!mutate(p, c.w[0], k, &rs)) {
+            tsl_plan_free(p);
+            case_free(&c);
+            continue;
+        }
+        tried[k]++;
+        /* the predicted figures follow the mutated events where the shared
+         * accounting can compute them, so that the verifier has to find the
+         * real fault, not just a stale prediction */
+        char what[64];
+        snprintf(what, sizeof what, "accepted after a %s mutation", mut_name[k]);
+        if (judge(&c, p, what, &peak_errors))
+            accepted[k]++;
+        else
+            rejected[k]++;
+        tsl_plan_free(p);
+        case_free(&c);
+    }
+    for (int k = 0; k < MUT_COUNT; k++)
+        printf("mutation %-8s: %4d tried, %4d rejected by the verifier, %4d accepted and simulated "
+               "exactly\n",
+               mut_name[k], tried[k], rejected[k], accepted[k]);
+    printf("peak analysis refused %d mutated plans\n", peak_errors);
+    fflush(stdout);
+    for (int k = 0; k < MUT_COUNT; k++)
+        cr_assert_gt(rejected[k], 0, "no %s mutation was ever rejected: the verifier sees nothing?",
+                     mut_name[k]);
+}
