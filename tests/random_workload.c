@@ -201,7 +201,8 @@ static void accumulate(bld *b, param_info *pi, int i, int32_t pg, int k) {
         pi[i].grad = pg;
         return;
     }
-    int32_t acc = add_tensor(b, TSL_KIND_GRADIENT, b->w->tensors[pi[i].p].bytes, "p%d.gacc%d", i, k);
+    int32_t acc =
+        add_tensor(b, TSL_KIND_GRADIENT, b->w->tensors[pi[i].p].bytes, "p%d.gacc%d", i, k);
     if (acc < 0) return;
     int32_t in[2] = {pi[i].grad, pg};
     add_op(b, in, 2, &acc, 1, rlat(b, 50.0), "p%d.acc%d", i, k);
@@ -257,9 +258,10 @@ static void make_training(bld *b) {
         for (int i = 0; i < np; i++)
             if (pi[i].owner == k || pi[i].shared == k) in[ni++] = pi[i].p;
         fw[k].y = out[no++] = add_tensor(b, TSL_KIND_ACTIVATION, rsize(b), "f%d.y", k);
-        fw[k].s = chance(r, 0.2) ? add_tensor(b, TSL_KIND_ACTIVATION, (size_t)rint_in(r, 1, 512) * 4,
-                                              "f%d.s", k)
-                                 : -1;
+        fw[k].s = -1;
+        if (chance(r, 0.2))
+            fw[k].s =
+                add_tensor(b, TSL_KIND_ACTIVATION, (size_t)rint_in(r, 1, 512) * 4, "f%d.s", k);
         if (fw[k].s >= 0) out[no++] = fw[k].s;
         for (int j = 0; j < nbuf; j++) {
             if (buf_owner[j] != k) continue;
@@ -358,7 +360,8 @@ static void make_dag(bld *b) {
     int ninput = rint_in(r, 1, 2);
     for (int i = 0; i < ninput; i++)
         pool[npool++] = data[nd++] = add_tensor(b, TSL_KIND_INPUT, rsize(b), "in%d", i);
-    if (chance(r, 0.5)) pool[npool++] = data[nd++] = add_tensor(b, TSL_KIND_LABEL, rsize(b), "label");
+    if (chance(r, 0.5))
+        pool[npool++] = data[nd++] = add_tensor(b, TSL_KIND_LABEL, rsize(b), "label");
     make_params(b, pi, np, opt, n);
     for (int i = 0; i < np; i++) pool[npool++] = pers[npers++] = pi[i].p;
     for (int j = 0; j < nbuf; j++)

@@ -9,19 +9,24 @@
  * shared channels too); the planner's vanilla peak equals an independent
  * reference (rw_vanilla_peak); no plan raises a job's peak above it; each
  * job simulated alone with exact latencies reproduces predicted_peak exactly
- * and predicted_period_us to 1e-6 relative (plus the simulator's 1 ns
- * resolution) with zero stall; planning the
+ * and predicted_period_us to 1e-6 relative with zero stall; planning the
  * same inputs again (regenerated, so at other addresses) gives identical
  * plans field by field and byte-identical JSON; the JSON round trip is
- * exact. A mutation test perturbs one event of valid plans and checks that
- * the verifier either rejects the plan or accepts one the simulator runs
- * exactly as predicted - never a silent inconsistency.
+ * exact. Two tests hold the verifier to the simulator on plans that are not
+ * the planner's: random plans (many invalid), and valid plans with one event
+ * perturbed (delay, trigger, precede, or dropped). In both, the verifier
+ * either rejects the plan with messages, or accepts one that the simulator
+ * runs exactly as predicted (predicted figures taken from tsl_peak_analysis
+ * of the perturbed plan) - never a silent inconsistency.
  *
- * A failure prints the seed, the first violations, the workload and the
- * plan; rerun one seed with TSL_SCHED_SEED=<seed>.
+ * Failures are tallied by class and the run goes on, so that one run shows
+ * every kind of disagreement; the first few of each class are printed with
+ * the seed (the first with the workload and the plan). Rerun one planner
+ * case with TSL_SCHED_SEED=<seed> (single_jobs or multi_jobs filter).
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +57,11 @@ static void case_make(rcase *c, uint64_t seed, int n) {
     c->seed = seed;
     c->n = n;
     rw_opts o = rw_opts_default();
-    if (seed % 5 == 0) o.dyadic_times = 1;
+    if (seed % 5 == 0) o.dyadic_times = 1; /* exact time sums */
+    if (seed % 10 == 3) {                  /* larger jobs */
+        o.max_fwd = 60;
+        o.max_params = 12;
+    }
     cr_assert_eq(rw_generate_jobs(seed, &o, n, c->w), 0, "seed %llu: out of memory",
                  (unsigned long long)seed);
     c->dev = rw_profile(seed);
@@ -70,7 +79,8 @@ static void case_make(rcase *c, uint64_t seed, int n) {
         sum_v += c->vanilla[j];
         /* a single job's share is always 1: a rate below 1 forbids its swaps */
         double u = th_uniform(&rs, 0, 1);
-        c->po.max_swap_rate[j] = u < 0.5 ? 1.0 : (n == 1 && u < 0.8 ? 1.0 : th_uniform(&rs, 0.2, 1.0));
+        c->po.max_swap_rate[j] =
+            u < 0.5 ? 1.0 : (n == 1 && u < 0.8 ? 1.0 : th_uniform(&rs, 0.2, 1.0));
     }
     c->po.budget = sum_p + (size_t)((double)(sum_v - sum_p) * th_uniform(&rs, 0, 1));
     if (c->po.budget == 0) c->po.budget = 1;
@@ -132,7 +142,8 @@ static int plan_equal(const tsl_plan *a, const tsl_plan *b, char *why, size_t le
     if (a->n_events != b->n_events)
         return snprintf(why, len, "%d vs %d events", a->n_events, b->n_events), 0;
     if (a->predicted_peak != b->predicted_peak)
-        return snprintf(why, len, "predicted peak %zu vs %zu", a->predicted_peak, b->predicted_peak), 0;
+        return snprintf(why, len, "predicted peak %zu vs %zu", a->predicted_peak,
+                        b->predicted_peak), 0;
     if (memcmp(&a->predicted_period_us, &b->predicted_period_us, sizeof(double)))
         return snprintf(why, len, "predicted period %.17g vs %.17g", a->predicted_period_us,
                         b->predicted_period_us), 0;
@@ -181,42 +192,101 @@ static void remove_tmpdir(void) {
 }
 
 /* Allowed difference between a simulated and a predicted period: 1e-6
- * relative, plus the simulator's resolution (it keeps time in whole
- * nanoseconds, src/sim/sim_internal.h: a period is off by up to 0.5 ns). */
-static double period_tol(double period_us) { return 1e-6 * period_us + 0.5e-3 + 1e-9; }
+ * relative. */
+static double period_tol(double period_us) { return 1e-6 * period_us; }
 
-/* Simulates job j of the case alone with exact latencies and checks it
- * reproduces the plan's predicted peak exactly, its predicted period to
- * 1e-6 relative, with zero stall. */
-static void check_alone(const rcase *c, int j, tsl_plan *p, const char *what) {
+/* ---- failures, tallied by class ---------------------------------------------------
+ * A run goes on after a failing case so that one run shows every class of
+ * disagreement; the first few of each class are printed (the first with the
+ * whole case), and the test fails at the end with the counts. */
+
+enum {
+    F_VANILLA = 0, /* planner's vanilla peak != reference */
+    F_ABOVE,       /* planned peak above vanilla */
+    F_REPORT,      /* report's planned peak != plan's predicted peak */
+    F_VERIFY,      /* the verifier rejects the planner's plan */
+    F_SIM_ERROR,   /* the simulator refuses a plan the verifier accepted */
+    F_SIM_PEAK,    /* simulated peak != predicted */
+    F_SIM_PERIOD,  /* simulated period != predicted */
+    F_SIM_STALL,   /* compute waited for a copy */
+    F_DETERMINISM, /* planning twice differs */
+    F_JSON,        /* JSON text differs or the round trip is not exact */
+    F_PEAK_REFUSES, /* tsl_peak_analysis refuses a plan the verifier accepted */
+    F_COUNT
+};
+static const char *const f_name[F_COUNT] = {
+    "vanilla peak != reference", "planned peak above vanilla", "report != predicted peak",
+    "verifier rejects the plan", "simulator refuses a verified plan", "simulated peak != predicted",
+    "simulated period != predicted", "stall in the simulation", "planning twice differs",
+    "plan JSON differs / round trip", "peak analysis refuses a verified plan"};
+
+typedef struct tally {
+    int n[F_COUNT];
+    int failed_cases;
+} tally;
+
+static int tally_total(const tally *t) {
+    int s = 0;
+    for (int k = 0; k < F_COUNT; k++) s += t->n[k];
+    return s;
+}
+
+/* "N verifier rejects the plan, M ..." for every class that occurred. */
+static const char *tally_str(const tally *t, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < F_COUNT && k + 1 < len; i++)
+        if (t->n[i])
+            k += (size_t)snprintf(buf + k, len - k, "%s%d x %s", k ? ", " : "", t->n[i], f_name[i]);
+    return buf;
+}
+
+/* Counts a failure of class cls in case c and prints its message (the
+ * first 3 of each class; the very first with the whole case). */
+static void failf(tally *t, int cls, const rcase *c, tsl_plan *const *plans, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void failf(tally *t, int cls, const rcase *c, tsl_plan *const *plans, const char *fmt, ...) {
+    t->n[cls]++;
+    if (t->n[cls] > 3) return;
+    if (t->n[cls] == 1) dump_case(c, plans);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL [%s] seed %llu: ", f_name[cls], (unsigned long long)c->seed);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+/* Simulates job j of the case alone with exact latencies and checks that it
+ * reproduces the plan's predicted peak exactly, its predicted period, with
+ * zero stall. Returns the number of failures tallied. */
+static int check_alone(tally *t, const rcase *c, int j, tsl_plan *p, const char *what) {
     tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
     tsl_sim_result sr;
     memset(&sr, 0, sizeof sr);
     tsl_workload *w = c->w[j];
-    tsl_status st = tsl_simulate(&w, &p, 1, &c->dev, &so, &sr);
-    double tol = period_tol(p->predicted_period_us);
-    int ok = st == TSL_OK && sr.job[0].peak == p->predicted_peak &&
-             fabs(sr.job[0].iter_us - p->predicted_period_us) <= tol && sr.job[0].stall_us == 0.0;
-    if (!ok) {
-        tsl_plan *ps[MAXJ] = {0};
-        ps[j] = p;
-        dump_case(c, ps);
+    tsl_plan *ps[MAXJ] = {0};
+    ps[j] = p;
+    int before = tally_total(t);
+    if (tsl_simulate(&w, &p, 1, &c->dev, &so, &sr) != TSL_OK) {
+        failf(t, F_SIM_ERROR, c, ps, "job %d (%s): %s", j, what, tsl_last_error());
+        return 1;
     }
-    cr_assert_eq(st, TSL_OK, "seed %llu job %d (%s): simulate: %s", (unsigned long long)c->seed, j,
-                 what, tsl_last_error());
-    cr_assert_eq(sr.job[0].peak, p->predicted_peak,
-                 "seed %llu job %d (%s): simulated peak %zu != predicted %zu (diff %lld)",
-                 (unsigned long long)c->seed, j, what, sr.job[0].peak, p->predicted_peak,
-                 (long long)sr.job[0].peak - (long long)p->predicted_peak);
-    cr_assert(fabs(sr.job[0].iter_us - p->predicted_period_us) <= tol,
-              "seed %llu job %d (%s): simulated period %.17g != predicted %.17g (diff %g)",
-              (unsigned long long)c->seed, j, what, sr.job[0].iter_us, p->predicted_period_us,
+    if (sr.job[0].peak != p->predicted_peak)
+        failf(t, F_SIM_PEAK, c, ps, "job %d (%s): simulated peak %zu != predicted %zu (diff %lld)",
+              j, what, sr.job[0].peak, p->predicted_peak,
+              (long long)sr.job[0].peak - (long long)p->predicted_peak);
+    if (!(fabs(sr.job[0].iter_us - p->predicted_period_us) <= period_tol(p->predicted_period_us)))
+        failf(t, F_SIM_PERIOD, c, ps,
+              "job %d (%s): simulated period %.17g != predicted %.17g (diff %g)", j, what,
+              sr.job[0].iter_us, p->predicted_period_us,
               sr.job[0].iter_us - p->predicted_period_us);
-    cr_assert(sr.job[0].stall_us == 0.0, "seed %llu job %d (%s): stall %.17g us%s",
-              (unsigned long long)c->seed, j, what, sr.job[0].stall_us,
-              sr.job[0].stall_us < 1.5e-3 ? " (one nanosecond: the simulator rounds delays and "
-                                            "copy times to whole ns separately)"
-                                          : "");
+    if (sr.job[0].stall_us != 0.0)
+        failf(t, F_SIM_STALL, c, ps, "job %d (%s): stall %.17g us%s", j, what, sr.job[0].stall_us,
+              sr.job[0].stall_us < 1e-6 ? " (rounding level: the simulator and the planner compute "
+                                          "a time differently)"
+                                        : "");
+    return tally_total(t) - before;
 }
 
 /* Statistics over a run of cases, printed at the end. */
@@ -225,71 +295,91 @@ typedef struct stats {
     double msr_sum;
 } stats;
 
+/* Verifies the plans of case c together and each alone, tallying any
+ * violation; ok[j] is set to 1 if job j's plan verifies alone (for one job:
+ * the plan verifies). Returns 1 if everything verified. */
+static int check_verified(tally *t, const rcase *c, tsl_plan *const *plans, int *ok) {
+    tsl_violation *v = NULL;
+    int nv = 0, all = 1;
+    char vb[1500];
+    tsl_status st = tsl_plan_verify_jobs((const tsl_workload *const *)c->w,
+                                         (const tsl_plan *const *)plans, c->n, &c->dev, &v, &nv);
+    if (st != TSL_OK || nv) {
+        failf(t, F_VERIFY, c, plans, "%d job(s) together: %d violation(s):%s", c->n, nv,
+              join_violations(v, nv, vb, sizeof vb));
+        all = 0;
+    }
+    free(v);
+    ok[0] = all;
+    for (int j = 0; j < c->n && c->n > 1; j++) {
+        v = NULL;
+        nv = 0;
+        st = tsl_plan_verify(c->w[j], plans[j], &c->dev, &v, &nv);
+        ok[j] = st == TSL_OK && nv == 0;
+        if (!ok[j])
+            failf(t, F_VERIFY, c, plans, "job %d alone: %d violation(s):%s", j, nv,
+                  join_violations(v, nv, vb, sizeof vb));
+        free(v);
+    }
+    return all;
+}
+
+/* Writes plans to path; asserts success. */
+static void write_plans(tsl_plan *const *plans, tsl_workload *const *w, int n, const char *path,
+                        uint64_t seed) {
+    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)plans, n,
+                                     (const tsl_workload *const *)w, path),
+                 TSL_OK, "seed %llu: write json: %s", (unsigned long long)seed, tsl_last_error());
+}
+
 /* Plans case `seed` with n jobs and checks everything listed at the top of
- * the file. */
-static void run_case(uint64_t seed, int n, stats *s) {
+ * the file, tallying failures. */
+static void run_case(uint64_t seed, int n, stats *s, tally *t) {
     rcase c;
     case_make(&c, seed, n);
     tsl_plan *plans[MAXJ] = {0}, *again[MAXJ] = {0}, *rt[MAXJ] = {0};
     tsl_plan_report rep;
     memset(&rep, 0, sizeof rep);
+    int before = tally_total(t);
     tsl_status st = tsl_plan_jobs(c.w, n, &c.dev, &c.po, plans, &rep);
     if (st != TSL_OK) dump_case(&c, NULL);
     cr_assert_eq(st, TSL_OK, "seed %llu: tsl_plan_jobs: %s", (unsigned long long)seed,
                  tsl_last_error());
     s->cases++;
-
     for (int j = 0; j < n; j++) {
         cr_assert_not_null(plans[j], "seed %llu: plan %d missing", (unsigned long long)seed, j);
-        if (rep.vanilla_peak[j] != c.vanilla[j] || plans[j]->predicted_peak > c.vanilla[j] ||
-            rep.planned_peak[j] != plans[j]->predicted_peak)
-            dump_case(&c, plans);
-        cr_assert_eq(rep.vanilla_peak[j], c.vanilla[j],
-                     "seed %llu job %d: planner's vanilla peak %zu != reference %zu",
-                     (unsigned long long)seed, j, rep.vanilla_peak[j], c.vanilla[j]);
-        cr_assert_leq(plans[j]->predicted_peak, c.vanilla[j],
-                      "seed %llu job %d: planned peak %zu above the vanilla peak %zu",
-                      (unsigned long long)seed, j, plans[j]->predicted_peak, c.vanilla[j]);
-        cr_assert_eq(rep.planned_peak[j], plans[j]->predicted_peak,
-                     "seed %llu job %d: report's planned peak %zu != predicted %zu",
-                     (unsigned long long)seed, j, rep.planned_peak[j], plans[j]->predicted_peak);
+        if (rep.vanilla_peak[j] != c.vanilla[j])
+            failf(t, F_VANILLA, &c, plans, "job %d: planner's vanilla peak %zu != reference %zu", j,
+                  rep.vanilla_peak[j], c.vanilla[j]);
+        if (plans[j]->predicted_peak > c.vanilla[j])
+            failf(t, F_ABOVE, &c, plans, "job %d: planned peak %zu above the vanilla peak %zu", j,
+                  plans[j]->predicted_peak, c.vanilla[j]);
+        if (rep.planned_peak[j] != plans[j]->predicted_peak)
+            failf(t, F_REPORT, &c, plans, "job %d: report's planned peak %zu != predicted %zu", j,
+                  rep.planned_peak[j], plans[j]->predicted_peak);
         s->plans_with_events += plans[j]->n_events > 0;
         s->swaps += rep.swaps[j];
         s->recomputes += rep.recomputes[j];
-        s->msr_sum += c.vanilla[j] ? (double)(c.vanilla[j] - plans[j]->predicted_peak) /
-                                         (double)c.vanilla[j]
+        s->msr_sum += c.vanilla[j] ? ((double)c.vanilla[j] - (double)plans[j]->predicted_peak) /
+                                         (double)c.vanilla[j] / n
                                    : 0.0;
     }
 
-    /* every plan verifies, alone and together on the shared channels */
-    tsl_violation *v = NULL;
-    int nv = 0;
-    char vb[1500];
-    st = tsl_plan_verify_jobs((const tsl_workload *const *)c.w, (const tsl_plan *const *)plans, n,
-                              &c.dev, &v, &nv);
-    if (st != TSL_OK || nv) dump_case(&c, plans);
-    cr_assert(st == TSL_OK && nv == 0, "seed %llu: %d violation(s):%s", (unsigned long long)seed,
-              nv, join_violations(v, nv, vb, sizeof vb));
-    free(v);
-    for (int j = 0; j < n; j++) {
-        v = NULL;
-        nv = 0;
-        st = tsl_plan_verify(c.w[j], plans[j], &c.dev, &v, &nv);
-        if (st != TSL_OK || nv) dump_case(&c, plans);
-        cr_assert(st == TSL_OK && nv == 0, "seed %llu job %d alone: %d violation(s):%s",
-                  (unsigned long long)seed, j, nv, join_violations(v, nv, vb, sizeof vb));
-        free(v);
-        check_alone(&c, j, plans[j], "planned");
-    }
+    /* every plan verifies, and each verified job alone runs exactly as
+     * predicted (a plan the verifier rejects is counted once, there) */
+    int ok[MAXJ];
+    int all = check_verified(t, &c, plans, ok);
+    for (int j = 0; j < n; j++)
+        if (ok[j]) check_alone(t, &c, j, plans[j], "planned, verified");
 
     /* the jobs together: the simulator runs them (timings differ by design) */
-    if (n > 1) {
+    if (n > 1 && all) {
         tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
         tsl_sim_result sr;
-        st = tsl_simulate(c.w, plans, n, &c.dev, &so, &sr);
-        cr_assert_eq(st, TSL_OK, "seed %llu: simulate %d jobs: %s", (unsigned long long)seed, n,
-                     tsl_last_error());
-        cr_assert_eq(sr.n_jobs, n);
+        if (tsl_simulate(c.w, plans, n, &c.dev, &so, &sr) != TSL_OK)
+            failf(t, F_SIM_ERROR, &c, plans, "%d jobs together: %s", n, tsl_last_error());
+        else
+            cr_assert_eq(sr.n_jobs, n);
     }
 
     /* determinism: the same case regenerated (other addresses), planned again */
@@ -301,31 +391,28 @@ static void run_case(uint64_t seed, int n, stats *s) {
                  tsl_last_error());
     char why[400];
     for (int j = 0; j < n; j++)
-        cr_assert(plan_equal(plans[j], again[j], why, sizeof why),
-                  "seed %llu job %d: planning twice differs: %s", (unsigned long long)seed, j, why);
+        if (!plan_equal(plans[j], again[j], why, sizeof why))
+            failf(t, F_DETERMINISM, &c, plans, "job %d: planning twice differs: %s", j, why);
 
     /* JSON: the same text twice, and an exact round trip */
     make_tmpdir();
     char p1[128], p2[128];
     snprintf(p1, sizeof p1, "%s/a.json", tmpdir);
     snprintf(p2, sizeof p2, "%s/b.json", tmpdir);
-    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)plans, n,
-                                     (const tsl_workload *const *)c.w, p1),
-                 TSL_OK, "seed %llu: write json: %s", (unsigned long long)seed, tsl_last_error());
-    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)again, n,
-                                     (const tsl_workload *const *)c2.w, p2),
-                 TSL_OK, "seed %llu: write json: %s", (unsigned long long)seed, tsl_last_error());
+    write_plans(plans, c.w, n, p1, seed);
+    write_plans(again, c2.w, n, p2, seed);
     size_t l1 = 0, l2 = 0;
     char *t1 = slurp(p1, &l1), *t2 = slurp(p2, &l2);
     cr_assert(t1 && t2, "seed %llu: cannot read back %s", (unsigned long long)seed, p1);
-    cr_assert(l1 == l2 && memcmp(t1, t2, l1) == 0,
-              "seed %llu: plan JSON differs between two plannings (%zu vs %zu bytes)",
-              (unsigned long long)seed, l1, l2);
+    if (l1 != l2 || memcmp(t1, t2, l1) != 0)
+        failf(t, F_JSON, &c, plans, "plan JSON differs between two plannings (%zu vs %zu bytes)",
+              l1, l2);
     st = tsl_plan_read_json(p1, (const tsl_workload *const *)c.w, n, rt);
-    cr_assert_eq(st, TSL_OK, "seed %llu: read json: %s", (unsigned long long)seed, tsl_last_error());
+    cr_assert_eq(st, TSL_OK, "seed %llu: read json: %s", (unsigned long long)seed,
+                 tsl_last_error());
     for (int j = 0; j < n; j++)
-        cr_assert(plan_equal(plans[j], rt[j], why, sizeof why),
-                  "seed %llu job %d: JSON round trip differs: %s", (unsigned long long)seed, j, why);
+        if (!plan_equal(plans[j], rt[j], why, sizeof why))
+            failf(t, F_JSON, &c, plans, "job %d: JSON round trip differs: %s", j, why);
     free(t1);
     free(t2);
     unlink(p1);
@@ -338,6 +425,7 @@ static void run_case(uint64_t seed, int n, stats *s) {
     }
     case_free(&c);
     case_free(&c2);
+    t->failed_cases += tally_total(t) > before;
 }
 
 /* TSL_SCHED_SEED=<seed> runs one case only (debugging); returns 1 if set. */
@@ -477,37 +565,63 @@ Test(sched_random, empty_plan_peak_matches_the_reference) {
 
 /* ---- planner + verifier + simulator + JSON ----------------------------------- */
 
+/* Fails the test if anything was tallied, naming the classes and counts. */
+static void tally_check(const tally *t, int cases, const char *what) {
+    char buf[800];
+    if (tally_total(t))
+        printf("%s: %d of %d cases failed: %s\n", what, t->failed_cases, cases,
+               tally_str(t, buf, sizeof buf));
+    fflush(stdout);
+    cr_assert_eq(tally_total(t), 0, "%s: %d of %d cases failed: %s (details on stderr)", what,
+                 t->failed_cases, cases, tally_str(t, buf, sizeof buf));
+}
+
 Test(sched_random, single_jobs, .timeout = 600) {
     stats s = {0};
+    tally t = {0};
     uint64_t seed;
     if (one_seed(&seed)) {
-        run_case(seed, 1, &s);
+        run_case(seed, 1, &s, &t);
+        tally_check(&t, 1, "single job");
         return;
     }
-    int n = th_quick() ? 150 : 2000;
-    for (int i = 0; i < n; i++) run_case(1000 + (uint64_t)i, 1, &s);
+    int n = th_quick() ? 150 : 6000;
+    for (int i = 0; i < n; i++) run_case(1000 + (uint64_t)i, 1, &s, &t);
+    /* seeds that once exposed a disagreement, kept as regressions */
+    static const uint64_t regress[] = {1029, 2191, 2009483, 2012082, 2022535, 2022926};
+    for (size_t i = 0; i < sizeof regress / sizeof *regress; i++) run_case(regress[i], 1, &s, &t);
+    n += (int)(sizeof regress / sizeof *regress);
     print_stats("single jobs", &s);
     remove_tmpdir();
+    tally_check(&t, n, "single jobs");
     /* the cases exercise the planner: most plans do something */
     cr_assert_gt(s.plans_with_events, n / 2, "only %d of %d plans have events",
                  s.plans_with_events, n);
     cr_assert_gt(s.swaps, 0);
+    cr_assert_gt(s.recomputes, 0);
 }
 
 Test(sched_random, multi_jobs, .timeout = 600) {
     stats s = {0};
+    tally t = {0};
     uint64_t seed;
     if (one_seed(&seed)) {
-        run_case(seed, 2 + (int)(seed % 3), &s);
+        run_case(seed, 2 + (int)(seed % 3), &s, &t);
+        tally_check(&t, 1, "multi jobs");
         return;
     }
-    int n = th_quick() ? 40 : 500;
+    int n = th_quick() ? 40 : 1500;
     for (int i = 0; i < n; i++) {
         uint64_t sd = 500000 + (uint64_t)i;
-        run_case(sd, 2 + (int)(sd % 3), &s);
+        run_case(sd, 2 + (int)(sd % 3), &s, &t);
     }
+    static const uint64_t regress[] = {500304, 500315, 3001334, 3001914, 3002183, 3002581};
+    for (size_t i = 0; i < sizeof regress / sizeof *regress; i++)
+        run_case(regress[i], 2 + (int)(regress[i] % 3), &s, &t);
+    n += (int)(sizeof regress / sizeof *regress);
     print_stats("multi jobs", &s);
     remove_tmpdir();
+    tally_check(&t, n, "multi jobs");
     cr_assert_gt(s.plans_with_events, n / 2, "only %d of %d cases' plans have events",
                  s.plans_with_events, n);
 }
@@ -571,7 +685,7 @@ static tsl_plan *random_plan(const tsl_workload *w, const tsl_device_profile *de
  * either rejects it with messages, or accepts it and the simulator must run
  * it exactly as predicted (same peak, same period, no stall: no op waits
  * for a tensor that is not there). Returns 1 if accepted, 0 if rejected. */
-static int judge(rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
+static int judge(tally *t, rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
     tsl_peak_info pi;
     if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) == TSL_OK) {
         p->predicted_peak = pi.peak;
@@ -584,9 +698,18 @@ static int judge(rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
     int nv = 0;
     tsl_status st = tsl_plan_verify(c->w[0], p, &c->dev, &v, &nv);
     if (st == TSL_OK) {
-        cr_assert_eq(nv, 0, "seed %llu: TSL_OK with %d violations", (unsigned long long)c->seed, nv);
+        cr_assert_eq(nv, 0, "seed %llu: TSL_OK with %d violations", (unsigned long long)c->seed,
+                     nv);
         free(v);
-        check_alone(c, 0, p, what);
+        tsl_plan *ps[1] = {p};
+        int fails = tally_total(t);
+        if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) != TSL_OK)
+            failf(t, F_PEAK_REFUSES, c, ps,
+                  "the verifier accepts a plan tsl_peak_analysis refuses: %s", tsl_last_error());
+        else
+            tsl_peak_info_free(&pi);
+        if (tally_total(t) == fails) check_alone(t, c, 0, p, what);
+        t->failed_cases += tally_total(t) > fails;
         return 1;
     }
     cr_assert_eq(st, TSL_ERR_INVALID, "seed %llu: verify returned %d", (unsigned long long)c->seed,
@@ -599,14 +722,15 @@ static int judge(rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
 }
 
 Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout = 600) {
-    int n = th_quick() ? 400 : 4000, acc = 0, rej = 0, refused = 0;
+    int n = th_quick() ? 400 : 10000, acc = 0, rej = 0, refused = 0;
+    tally t = {0};
     for (int i = 0; i < n; i++) {
         rcase c;
         case_make(&c, 700000 + (uint64_t)i, 1);
         uint64_t rs = c.seed * 13 + 5;
         tsl_plan *p = random_plan(c.w[0], &c.dev, &rs);
         if (p->n_events) {
-            if (judge(&c, p, "random plan accepted by the verifier", &refused))
+            if (judge(&t, &c, p, "random plan accepted by the verifier", &refused))
                 acc++;
             else
                 rej++;
@@ -614,9 +738,9 @@ Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout 
         tsl_plan_free(p);
         case_free(&c);
     }
-    printf("random plans: %d accepted and simulated exactly, %d rejected, peak analysis refused "
-           "%d\n", acc, rej, refused);
-    fflush(stdout);
+    printf("random plans: %d accepted by the verifier, %d rejected, peak analysis refused %d\n",
+           acc, rej, refused);
+    tally_check(&t, acc, "random plans accepted by the verifier");
     cr_assert_gt(acc, n / 20, "only %d random plans accepted", acc);
     cr_assert_gt(rej, n / 20, "only %d random plans rejected", rej);
 }
@@ -675,9 +799,10 @@ static int mutate(tsl_plan *p, const tsl_workload *w, int k, uint64_t *rs) {
 }
 
 Test(sched_random, verifier_under_mutations, .timeout = 600) {
-    int n = th_quick() ? 80 : 800;
+    int n = th_quick() ? 200 : 4000;
     int tried[MUT_COUNT] = {0}, rejected[MUT_COUNT] = {0}, accepted[MUT_COUNT] = {0};
     int peak_errors = 0;
+    tally t = {0};
     for (int i = 0; i < n; i++) {
         uint64_t seed = 900000 + (uint64_t)i, rs = seed * 7 + 1;
         rcase c;
@@ -701,7 +826,7 @@ Test(sched_random, verifier_under_mutations, .timeout = 600) {
          * real fault, not just a stale prediction */
         char what[64];
         snprintf(what, sizeof what, "accepted after a %s mutation", mut_name[k]);
-        if (judge(&c, p, what, &peak_errors))
+        if (judge(&t, &c, p, what, &peak_errors))
             accepted[k]++;
         else
             rejected[k]++;
@@ -709,11 +834,12 @@ Test(sched_random, verifier_under_mutations, .timeout = 600) {
         case_free(&c);
     }
     for (int k = 0; k < MUT_COUNT; k++)
-        printf("mutation %-8s: %4d tried, %4d rejected by the verifier, %4d accepted and simulated "
-               "exactly\n",
+        printf("mutation %-8s: %4d tried, %4d rejected by the verifier, %4d accepted\n",
                mut_name[k], tried[k], rejected[k], accepted[k]);
     printf("peak analysis refused %d mutated plans\n", peak_errors);
-    fflush(stdout);
+    int acc_all = 0;
+    for (int k = 0; k < MUT_COUNT; k++) acc_all += accepted[k];
+    tally_check(&t, acc_all, "mutated plans accepted by the verifier");
     for (int k = 0; k < MUT_COUNT; k++)
         cr_assert_gt(rejected[k], 0, "no %s mutation was ever rejected: the verifier sees nothing?",
                      mut_name[k]);

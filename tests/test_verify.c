@@ -68,7 +68,8 @@ static int32_t *dup_ids(const int32_t *ids, int n) {
     return c;
 }
 
-#define IDS(...) (const int32_t[]){__VA_ARGS__}, (int)(sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+#define IDS(...)                                                                                   \
+    (const int32_t[]){__VA_ARGS__}, (int)(sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 /* Appends an op of latency `lat` right after the previous one. */
 static int32_t wl_op(tsl_workload *w, const char *name, double lat, size_t ws, const int32_t *in,
@@ -84,7 +85,8 @@ static int32_t wl_op(tsl_workload *w, const char *name, double lat, size_t ws, c
     op->out = dup_ids(out, n_out);
     op->n_out = n_out;
     for (int k = 0; k < n_out; k++)
-        if (!tsl_kind_is_persistent(w->tensors[out[k]].kind)) w->tensors[out[k]].producer = w->n_ops;
+        if (!tsl_kind_is_persistent(w->tensors[out[k]].kind))
+            w->tensors[out[k]].producer = w->n_ops;
     w->period_us = op->end_us;
     w->optimizer_begin = w->n_ops + 1;
     return w->n_ops++;
@@ -106,11 +108,23 @@ static tsl_workload *chain(const char *job, int b3_reads_x) {
     wl_op(w, "f1", 100, 0, IDS(IN), IDS(X));
     wl_op(w, "f2", 100, 0, IDS(X, W), IDS(Y));
     wl_op(w, "f3", 100, 4000, IDS(Y), IDS(Z));
-    if (b3_reads_x) wl_op(w, "b3", 100, 0, IDS(Z, Y, X), IDS(GY));
-    else wl_op(w, "b3", 100, 0, IDS(Z, Y), IDS(GY));
+    if (b3_reads_x)
+        wl_op(w, "b3", 100, 0, IDS(Z, Y, X), IDS(GY));
+    else
+        wl_op(w, "b3", 100, 0, IDS(Z, Y), IDS(GY));
     wl_op(w, "b2", 100, 0, IDS(GY, X), IDS(GX));
     wl_op(w, "bw", 100, 0, IDS(GX, IN), IDS(GW));
     wl_op(w, "upd", 100, 0, IDS(W, GW), IDS(W));
+    w->optimizer_begin = UPD;
+    return w;
+}
+
+/* The chain plus op7 "tail" [gw] -> m (10 bytes), 700..800: upd is not the
+ * last op, so a swap-out after it can end within the iteration. */
+static tsl_workload *chain_tail(const char *job) {
+    tsl_workload *w = chain(job, 0);
+    int32_t m = wl_tensor(w, "m", 10, TSL_KIND_ACTIVATION);
+    wl_op(w, "tail", 100, 0, IDS(GW), IDS(m));
     w->optimizer_begin = UPD;
     return w;
 }
@@ -132,11 +146,15 @@ static tsl_device_profile profile(int duplex) {
 static tsl_event SO(int32_t t, int32_t trig, double d) {
     return (tsl_event){TSL_EV_SWAP_OUT, t, trig, d, -1};
 }
-static tsl_event REL(int32_t t, int32_t trig) { return (tsl_event){TSL_EV_RELEASE, t, trig, 0.0, -1}; }
+static tsl_event REL(int32_t t, int32_t trig) {
+    return (tsl_event){TSL_EV_RELEASE, t, trig, 0.0, -1};
+}
 static tsl_event SI(int32_t t, int32_t trig, double d, int32_t prec) {
     return (tsl_event){TSL_EV_SWAP_IN, t, trig, d, prec};
 }
-static tsl_event RC(int32_t t, int32_t prec) { return (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, prec}; }
+static tsl_event RC(int32_t t, int32_t prec) {
+    return (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, prec};
+}
 
 static tsl_plan *plan_of(const char *job, size_t peak, double period, const tsl_event *ev, int n) {
     tsl_plan *p = tsl_plan_new(job);
@@ -147,8 +165,8 @@ static tsl_plan *plan_of(const char *job, size_t peak, double period, const tsl_
     return p;
 }
 
-#define PLAN(job, peak, period, ...)                                                   \
-    plan_of(job, peak, period, (const tsl_event[]){__VA_ARGS__},                       \
+#define PLAN(job, peak, period, ...)                                                               \
+    plan_of(job, peak, period, (const tsl_event[]){__VA_ARGS__},                                   \
             (int)(sizeof((const tsl_event[]){__VA_ARGS__}) / sizeof(tsl_event)))
 
 /* The valid plan P1 of the file comment, events 0..2, then `extra`. */
@@ -164,9 +182,11 @@ static void expect_jobs(const tsl_workload *const *w, const tsl_plan *const *p, 
     tsl_violation *v = (tsl_violation *)&v;
     int n = -1;
     tsl_status st = tsl_plan_verify_jobs(w, p, n_jobs, d, &v, &n);
-    int ok = n == n_exp && (n == 0 ? st == TSL_OK && v == NULL : st == TSL_ERR_INVALID && v != NULL);
+    int ok =
+        n == n_exp && (n == 0 ? st == TSL_OK && v == NULL : st == TSL_ERR_INVALID && v != NULL);
     for (int i = 0; ok && i < n; i++)
-        ok = exp[i][0] == '~' ? strstr(v[i].what, exp[i] + 1) != NULL : strcmp(v[i].what, exp[i]) == 0;
+        ok = exp[i][0] == '~' ? strstr(v[i].what, exp[i] + 1) != NULL
+                              : strcmp(v[i].what, exp[i]) == 0;
     if (!ok) {
         fprintf(stderr, "verify: status %d, %d violations (expected %d):\n", (int)st, n, n_exp);
         for (int i = 0; i < n; i++) fprintf(stderr, "  got [%d] %s\n", i, v[i].what);
@@ -176,13 +196,13 @@ static void expect_jobs(const tsl_workload *const *w, const tsl_plan *const *p, 
     cr_assert(ok, "violations differ from the expected ones (see stderr)");
 }
 
-static void expect1(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *d, int n_exp,
-                    const char *const *exp) {
+static void expect1(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *d,
+                    int n_exp, const char *const *exp) {
     expect_jobs(&w, &p, 1, d, n_exp, exp);
 }
 
-#define EXPECT(w, p, d, ...)                                                           \
-    expect1(w, p, d, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)),   \
+#define EXPECT(w, p, d, ...)                                                                       \
+    expect1(w, p, d, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)),                \
             (const char *[]){__VA_ARGS__})
 #define EXPECT_VALID(w, p, d) expect1(w, p, d, 0, NULL)
 
@@ -194,8 +214,9 @@ Test(verify, empty_plan_of_the_chain_is_valid_with_the_vanilla_peak) {
     tsl_plan *p = plan_of("A", 10110, 700, NULL, 0);
     EXPECT_VALID(w, p, &d);
     p->predicted_peak = 10109;
-    EXPECT(w, p, &d, "predicted_peak_bytes 10109 differs from the peak the events imply, 10110 bytes "
-                     "(at 200.0 us, as op 'f3' starts)");
+    EXPECT(w, p, &d,
+           "predicted_peak_bytes 10109 differs from the peak the events imply, 10110 bytes "
+           "(at 200.0 us, as op 'f3' starts)");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -224,8 +245,9 @@ Test(verify, release_while_a_swap_out_is_pending_waits_for_it) {
     tsl_plan *p = PLAN("A", 10110, 700, SO(X, F1, 90), REL(X, F2), SI(X, F3, 50, B2));
     EXPECT_VALID(w, p, &d);
     p->predicted_peak = 9110; /* what the peak would be if the release did not wait */
-    EXPECT(w, p, &d, "predicted_peak_bytes 9110 differs from the peak the events imply, 10110 bytes "
-                     "(at 200.0 us, as op 'f3' starts)");
+    EXPECT(w, p, &d,
+           "predicted_peak_bytes 9110 differs from the peak the events imply, 10110 bytes "
+           "(at 200.0 us, as op 'f3' starts)");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -235,21 +257,31 @@ Test(verify, across_iteration_swap_of_a_parameter) {
      * after upd (700..701), release after upd (frees at 701), swap_in at the
      * start (0..1) before f2. w is absent at time 0 (periodic rule): the load
      * at time 0 is 1000 + the swap-in's 100 -> same peak 10110. */
-    tsl_workload *w = chain("A", 0);
+    tsl_workload *w = chain_tail("A");
     tsl_device_profile d = profile(1);
-    tsl_plan *p = PLAN("A", 10110, 700, SO(W, UPD, 0), REL(W, UPD), SI(W, -1, 0, F2));
+    tsl_plan *p = PLAN("A", 10110, 800, SO(W, UPD, 0), REL(W, UPD), SI(W, -1, 0, F2));
     EXPECT_VALID(w, p, &d);
     /* without the swap-in, f2 finds w absent */
-    tsl_plan *q = PLAN("A", 10010, 700, SO(W, UPD, 0), REL(W, UPD));
-    EXPECT(w, q, &d, "event 1 release 'w' (trigger 'upd'): op 'f2' reads the tensor at 100.0 us, but "
-                     "it is absent from the iteration start (released after its last access) and "
-                     "nothing brings it back before that read");
+    tsl_plan *q = PLAN("A", 10010, 800, SO(W, UPD, 0), REL(W, UPD));
+    EXPECT(w, q, &d,
+           "event 1 release 'w' (trigger 'upd'): op 'f2' reads the tensor at 100.0 us, but "
+           "it is absent from the iteration start (released after its last access) and "
+           "nothing brings it back before that read");
     /* swapped out before its update: the host copy is stale at the end of the
      * iteration, so the next iteration's swap-in has nothing to copy */
-    tsl_plan *r = PLAN("A", 10110, 700, SO(W, F2, 0), REL(W, UPD), SI(W, -1, 0, F2));
-    EXPECT(w, r, &d, "event 2 swap_in 'w' (precede 'f2'): there is no host copy of the tensor (no "
-                     "valid swap-out before the swap-in at 0.0 us, nor after its last write by op "
-                     "'upd' in the previous iteration)");
+    tsl_plan *r = PLAN("A", 10110, 800, SO(W, F2, 0), REL(W, UPD), SI(W, -1, 0, F2));
+    EXPECT(w, r, &d,
+           "event 2 swap_in 'w' (precede 'f2'): there is no host copy of the tensor (no "
+           "valid swap-out before the swap-in at 0.0 us, nor after its last write by op "
+           "'upd' in the previous iteration)");
+    /* when upd is the last op, the swap-out after it outlasts the iteration */
+    tsl_workload *w2 = chain("A", 0);
+    tsl_plan *e = PLAN("A", 10110, 700, SO(W, UPD, 0), REL(W, UPD), SI(W, -1, 0, F2));
+    EXPECT(w2, e, &d,
+           "event 0 swap_out 'w' (trigger 'upd'): copy ends at 701.0 us, after the iteration "
+           "ends at 700.0 us (the next iteration would wait for it)");
+    tsl_plan_free(e);
+    tsl_workload_free(w2);
     tsl_plan_free(p);
     tsl_plan_free(q);
     tsl_plan_free(r);
@@ -263,9 +295,10 @@ Test(verify, read_of_a_released_tensor) {
     tsl_workload *w = chain("A", 1);
     tsl_device_profile d = profile(1);
     tsl_plan *p = p1("A", 9110, 700);
-    EXPECT(w, p, &d, "event 1 release 'x' (trigger 'f2'): op 'b3' reads the tensor at 300.0 us, after "
-                     "the release freed it at 200.0 us, and no swap-in or recomputation brings it "
-                     "back before that read");
+    EXPECT(w, p, &d,
+           "event 1 release 'x' (trigger 'f2'): op 'b3' reads the tensor at 300.0 us, after "
+           "the release freed it at 200.0 us, and no swap-in or recomputation brings it "
+           "back before that read");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -292,8 +325,9 @@ Test(verify, swap_in_ending_after_its_op_starts) {
     tsl_workload *w = chain("A", 0);
     tsl_device_profile d = profile(1);
     tsl_plan *p = PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), SI(X, F3, 95, B2));
-    EXPECT(w, p, &d, "event 2 swap_in 'x' (precede 'b2'): copy ends at 415.0 us, after the op starts "
-                     "at 400.0 us");
+    EXPECT(w, p, &d,
+           "event 2 swap_in 'x' (precede 'b2'): copy ends at 415.0 us, after the op starts "
+           "at 400.0 us");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -303,9 +337,10 @@ Test(verify, release_of_a_never_swapped_tensor_before_its_last_read) {
     tsl_workload *w = chain("A", 0);
     tsl_device_profile d = profile(1);
     tsl_plan *p = PLAN("A", 8110, 700, REL(X, F2));
-    EXPECT(w, p, &d, "event 0 release 'x' (trigger 'f2'): frees the tensor at 200.0 us before its read "
-                     "by op 'b2' at 400.0 us, but it has no host copy (never swapped out) and is not "
-                     "recomputed before that read");
+    EXPECT(w, p, &d,
+           "event 0 release 'x' (trigger 'f2'): frees the tensor at 200.0 us before its read "
+           "by op 'b2' at 400.0 us, but it has no host copy (never swapped out) and is not "
+           "recomputed before that read");
     /* a release after the last read is harmless (x dies at b2's end anyway:
      * here the release frees it at the same point, before gx's allocation) */
     tsl_plan *q = PLAN("A", 10110, 700, REL(X, B2));
@@ -319,9 +354,11 @@ Test(verify, two_transfers_overlapping_on_one_channel) {
     /* P1 plus a swap-out of `in` at 110..120, while x's copies 100..120 */
     tsl_workload *w = chain("A", 0);
     tsl_device_profile d = profile(1);
-    tsl_plan *p = PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), SI(X, F3, 50, B2), SO(IN, -1, 110));
-    EXPECT(w, p, &d, "event 3 swap_out 'in' (trigger 'start') copies over [110.0, 120.0) us on the D2H "
-                     "channel, overlapping event 0 swap_out 'x' (trigger 'f1') over [100.0, 120.0) us");
+    tsl_plan *p =
+        PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), SI(X, F3, 50, B2), SO(IN, -1, 110));
+    EXPECT(w, p, &d,
+           "event 3 swap_out 'in' (trigger 'start') copies over [110.0, 120.0) us on the D2H "
+           "channel, overlapping event 0 swap_out 'x' (trigger 'f1') over [100.0, 120.0) us");
     /* touching is not overlapping: in's copy at 120..130 */
     p->events[3].delay_us = 120;
     EXPECT_VALID(w, p, &d);
@@ -336,8 +373,9 @@ Test(verify, non_duplex_profile_shares_one_channel) {
     tsl_device_profile dd = profile(1), nd = profile(0);
     tsl_plan *p = PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), SI(X, F3, 50, B2), SO(IN, F3, 55));
     EXPECT_VALID(w, p, &dd);
-    EXPECT(w, p, &nd, "event 3 swap_out 'in' (trigger 'f3') copies over [355.0, 365.0) us on the shared "
-                      "copy channel, overlapping event 2 swap_in 'x' (precede 'b2') over [350.0, 370.0) us");
+    EXPECT(w, p, &nd,
+           "event 3 swap_out 'in' (trigger 'f3') copies over [355.0, 365.0) us on the shared "
+           "copy channel, overlapping event 2 swap_in 'x' (precede 'b2') over [350.0, 370.0) us");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -353,13 +391,15 @@ Test(verify, two_jobs_share_the_channels) {
     EXPECT_VALID(b, pb, &d);
     const tsl_workload *ws[2] = {a, b};
     const tsl_plan *ps[2] = {pa, pb};
-    const char *exp[] = {"job 'B': event 2 swap_in 'x' (precede 'b2') copies over [350.0, 370.0) us on "
-                         "the H2D channel, overlapping job 'A' event 2 swap_in 'x' (precede 'b2') over "
-                         "[350.0, 370.0) us"};
+    const char *exp[] = {
+        "job 'B': event 2 swap_in 'x' (precede 'b2') copies over [350.0, 370.0) us on "
+        "the H2D channel, overlapping job 'A' event 2 swap_in 'x' (precede 'b2') over "
+        "[350.0, 370.0) us"};
     expect_jobs(ws, ps, 2, &d, 1, exp);
     /* B's swap-in 10 us later still overlaps; 20 us later it does not */
     pb->events[2].delay_us = 60;
-    const char *exp2[] = {"~job 'B': event 2 swap_in 'x' (precede 'b2') copies over [360.0, 380.0) us"};
+    const char *exp2[] = {
+        "~job 'B': event 2 swap_in 'x' (precede 'b2') copies over [360.0, 380.0) us"};
     expect_jobs(ws, ps, 2, &d, 1, exp2);
     pb->events[2].delay_us = 70;
     expect_jobs(ws, ps, 2, &d, 0, NULL);
@@ -413,8 +453,9 @@ Test(verify, valid_recomputation_shifts_the_timeline) {
     tsl_plan *p = PLAN("R", 4700, 600, REL(R_A, OP_Q), RC(R_A, OP_S));
     EXPECT_VALID(w, p, &d);
     p->predicted_period_us = 500;
-    EXPECT(w, p, &d, "predicted_period_us 500.0 differs from the period the events imply, 600.0 us "
-                     "(1 recomputation adding 100.0 us)");
+    EXPECT(w, p, &d,
+           "predicted_period_us 500.0 differs from the period the events imply, 600.0 us "
+           "(1 recomputation adding 100.0 us)");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -427,12 +468,15 @@ Test(verify, recompute_with_a_non_resident_input) {
     tsl_workload *w = rc_workload();
     tsl_device_profile d = profile(1);
     tsl_plan *p = PLAN("R", 5200, 600, REL(R_B, OP_R), RC(R_B, OP_T));
-    EXPECT(w, p, &d, "event 1 recompute 'b' (precede 't'): input 'a' of its producer 'q' is not resident "
-                     "at 400.0 us (freed at 400.0 us after its last read by op 's')");
+    EXPECT(w, p, &d,
+           "event 1 recompute 'b' (precede 't'): input 'a' of its producer 'q' is not resident "
+           "at 400.0 us (freed at 400.0 us after its last read by op 's')");
     /* a recomputation of a tensor that is still resident */
     tsl_plan *q = PLAN("R", 5200, 600, RC(R_B, OP_T));
-    EXPECT(w, q, &d, "~event 0 recompute 'b' (precede 't'): 'b' is still resident at 400.0 us when the "
-                     "recomputation allocates it", "~input 'a' of its producer 'q' is not resident");
+    EXPECT(w, q, &d,
+           "~event 0 recompute 'b' (precede 't'): 'b' is still resident at 400.0 us when the "
+           "recomputation allocates it",
+           "~input 'a' of its producer 'q' is not resident");
     tsl_plan_free(p);
     tsl_plan_free(q);
     tsl_workload_free(w);
@@ -443,7 +487,8 @@ Test(verify, wrong_predicted_peak_and_period) {
     tsl_device_profile d = profile(1);
     tsl_plan *p = p1("A", 9000, 710);
     EXPECT(w, p, &d,
-           "predicted_peak_bytes 9000 differs from the peak the events imply, 9110 bytes (at 350.0 us, "
+           "predicted_peak_bytes 9000 differs from the peak the events imply, 9110 bytes (at 350.0 "
+           "us, "
            "after op 'f3' ends)",
            "predicted_period_us 710.0 differs from the period the events imply, 700.0 us (0 "
            "recomputations adding 0.0 us)");
@@ -461,34 +506,36 @@ Test(verify, events_naming_out_of_range_tensors_and_ops) {
     tsl_device_profile d = profile(1);
     tsl_plan *p = p1("A", 9110, 700);
     tsl_event bad[] = {
-        SO(99, F1, 0),                                    /* tensor out of range */
-        SO(Y, 7, 0),                                      /* trigger out of range */
-        SO(Y, -2, 0),                                     /* trigger out of range */
-        SI(X, F3, 10, 7),                                 /* precede out of range */
-        SI(X, F3, 10, -1),                                /* swap-in without precede */
-        {TSL_EV_RELEASE, Y, F3, 0.0, B3},                 /* precede on a release */
-        SO(Y, F2, -1.0),                                  /* negative delay */
-        SO(Y, F2, INFINITY),                              /* infinite delay */
-        {(tsl_event_type)9, X, F1, 0.0, -1},              /* unknown type */
-        SI(X, F3, 10, BW),                                /* bw does not read x */
-        RC(W, F2),                                        /* a parameter has no producer */
-        RC(IN, F1),                                       /* nor the input */
+        SO(99, F1, 0), /* tensor out of range */
+        SO(Y, 7, 0), /* trigger out of range */
+        SO(Y, -2, 0), /* trigger out of range */
+        SI(X, F3, 10, 7), /* precede out of range */
+        SI(X, F3, 10, -1), /* swap-in without precede */
+        {TSL_EV_RELEASE, Y, F3, 0.0, B3}, /* precede on a release */
+        SO(Y, F2, -1.0), /* negative delay */
+        SO(Y, F2, INFINITY), /* infinite delay */
+        {(tsl_event_type)9, X, F1, 0.0, -1}, /* unknown type */
+        SI(X, F3, 10, BW), /* bw does not read x */
+        RC(W, F2), /* a parameter has no producer */
+        RC(IN, F1), /* nor the input */
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) cr_assert_eq(tsl_plan_add(p, bad[i]), TSL_OK);
-    EXPECT(w, p, &d, "event 3 swap_out: tensor index 99 out of range [0, 8)",
-           "event 4 swap_out 'y': trigger op index 7 out of range [-1, 7)",
-           "event 5 swap_out 'y': trigger op index -2 out of range [-1, 7)",
-           "event 6 swap_in 'x': precede op index 7 out of range [0, 7)",
-           "event 7 swap_in 'x': precede op index -1 out of range [0, 7)",
-           "event 8 release 'y': precede must be -1 for a release, got 3",
-           "event 9 swap_out 'y' (trigger 'f2'): delay -1 us is negative or not finite",
-           "event 10 swap_out 'y' (trigger 'f2'): delay inf us is negative or not finite",
-           "event 11: unknown type 9",
-           "event 12 swap_in 'x' (precede 'bw'): op 'bw' does not read the tensor",
-           "event 13 recompute 'w' (precede 'f2'): the tensor (kind parameter) has no producer op in "
-           "the iteration to re-run",
-           "event 14 recompute 'in' (precede 'f1'): the tensor (kind input) has no producer op in the "
-           "iteration to re-run");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_eq(tsl_plan_add(p, bad[i]), TSL_OK);
+    EXPECT(
+        w, p, &d, "event 3 swap_out: tensor index 99 out of range [0, 8)",
+        "event 4 swap_out 'y': trigger op index 7 out of range [-1, 7)",
+        "event 5 swap_out 'y': trigger op index -2 out of range [-1, 7)",
+        "event 6 swap_in 'x': precede op index 7 out of range [0, 7)",
+        "event 7 swap_in 'x': precede op index -1 out of range [0, 7)",
+        "event 8 release 'y': precede must be -1 for a release, got 3",
+        "event 9 swap_out 'y' (trigger 'f2'): delay -1 us is negative or not finite",
+        "event 10 swap_out 'y' (trigger 'f2'): delay inf us is negative or not finite",
+        "event 11: unknown type 9",
+        "event 12 swap_in 'x' (precede 'bw'): op 'bw' does not read the tensor",
+        "event 13 recompute 'w' (precede 'f2'): the tensor (kind parameter) has no producer op in "
+        "the iteration to re-run",
+        "event 14 recompute 'in' (precede 'f1'): the tensor (kind input) has no producer op in the "
+        "iteration to re-run");
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -500,27 +547,36 @@ Test(verify, swap_out_rules) {
     tsl_device_profile d = profile(1);
     /* issued during f1, which generates x (x is allocated at 0, complete at 100) */
     tsl_plan *p = PLAN("A", 9110, 700, SO(X, -1, 50), REL(X, F2), SI(X, F3, 50, B2));
-    EXPECT(w, p, &d, "event 0 swap_out 'x' (trigger 'start'): starts at 50.0 us, before op 'f1' "
-                     "generating its value ends at 100.0 us",
-           "event 2 swap_in 'x' (precede 'b2'): there is no host copy of the value op 'f1' generated "
-           "(no valid swap-out of it before the swap-in at 350.0 us)");
+    EXPECT(
+        w, p, &d,
+        "event 0 swap_out 'x' (trigger 'start'): starts at 50.0 us, before op 'f1' "
+        "generating its value ends at 100.0 us",
+        "event 2 swap_in 'x' (precede 'b2'): there is no host copy of the value op 'f1' generated "
+        "(no valid swap-out of it before the swap-in at 350.0 us)");
     /* swap-out of an activation after its last read: it is already freed */
     tsl_plan *q = PLAN("A", 10110, 700, SO(Y, B3, 0));
-    EXPECT(w, q, &d, "event 0 swap_out 'y' (trigger 'b3'): the tensor is not resident at the swap-out's "
-                     "issue at 400.0 us (freed at 400.0 us after its last read by op 'b3')");
+    EXPECT(w, q, &d,
+           "event 0 swap_out 'y' (trigger 'b3'): the tensor is not resident at the swap-out's "
+           "issue at 400.0 us (freed at 400.0 us after its last read by op 'b3')");
     /* a copy still running when the tensor dies (y: 3000 bytes, 30 us,
      * issued 80 us into b3 which reads it last) */
     tsl_plan *r = PLAN("A", 10110, 700, SO(Y, F3, 80));
-    EXPECT(w, r, &d, "event 0 swap_out 'y' (trigger 'f3'): copy ends at 410.0 us, after the tensor is "
-                     "freed at 400.0 us (end of its last read by op 'b3')");
+    EXPECT(w, r, &d,
+           "event 0 swap_out 'y' (trigger 'f3'): copy ends at 410.0 us, after the tensor is "
+           "freed at 400.0 us (end of its last read by op 'b3')");
     /* a copy of w torn by its update (upd writes w from 600; copy 599.5..600.5) */
     tsl_plan *s = PLAN("A", 10110, 700, SO(W, B2, 99.5));
-    EXPECT(w, s, &d, "event 0 swap_out 'w' (trigger 'b2'): copy ends at 600.5 us, after op 'upd' starts "
-                     "writing the tensor at 600.0 us");
+    EXPECT(w, s, &d,
+           "event 0 swap_out 'w' (trigger 'b2'): copy ends at 600.5 us, after op 'upd' starts "
+           "writing the tensor at 600.0 us");
     /* and one issued during the update */
     s->events[0].trigger = BW;
-    EXPECT(w, s, &d, "event 0 swap_out 'w' (trigger 'bw'): starts at 699.5 us, before op 'upd' "
-                     "generating its value ends at 700.0 us");
+    EXPECT(
+        w, s, &d,
+        "event 0 swap_out 'w' (trigger 'bw'): starts at 699.5 us, before op 'upd' "
+        "generating its value ends at 700.0 us",
+        "event 0 swap_out 'w' (trigger 'bw'): copy ends at 700.5 us, after the iteration ends at "
+        "700.0 us (the next iteration would wait for it)");
     tsl_plan_free(p);
     tsl_plan_free(q);
     tsl_plan_free(r);
@@ -533,20 +589,23 @@ Test(verify, release_rules) {
     tsl_device_profile d = profile(1);
     /* a double release */
     tsl_plan *p = PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), REL(X, F3), SI(X, F3, 50, B2));
-    EXPECT(w, p, &d, "event 2 release 'x' (trigger 'f3'): the tensor is not resident when the release "
-                     "frees it at 300.0 us (freed at 200.0 us by event 1 release 'x' (trigger 'f2'))");
+    EXPECT(w, p, &d,
+           "event 2 release 'x' (trigger 'f3'): the tensor is not resident when the release "
+           "frees it at 300.0 us (freed at 200.0 us by event 1 release 'x' (trigger 'f2'))");
     /* a release waiting for a swap-out frees the tensor in the middle of a
      * read: y (read by f3 and b3) is swapped out at 200..230 and released
      * after f2, so it leaves at 230 while f3 (200..300) reads it; the swap-in
      * 260..290 brings it back for b3. Peak 10110 as f3 starts. */
     tsl_plan *q = PLAN("A", 10110, 700, SO(Y, F2, 0), REL(Y, F2), SI(Y, F2, 60, B3));
-    EXPECT(w, q, &d, "event 1 release 'y' (trigger 'f2'): frees the tensor at 230.0 us while op 'f3' "
-                     "reads it (until 300.0 us)");
+    EXPECT(w, q, &d,
+           "event 1 release 'y' (trigger 'f2'): frees the tensor at 230.0 us while op 'f3' "
+           "reads it (until 300.0 us)");
     /* a late swap-in is reported once, by the swap-in (not again as a read
      * of a released tensor by the op it precedes) */
     tsl_plan *r = PLAN("A", 8110, 700, SO(X, F1, 0), REL(X, F2), SI(X, B2, 0, B2));
-    EXPECT(w, r, &d, "event 2 swap_in 'x' (precede 'b2'): copy ends at 520.0 us, after the op starts at "
-                     "400.0 us");
+    EXPECT(w, r, &d,
+           "event 2 swap_in 'x' (precede 'b2'): copy ends at 520.0 us, after the op starts at "
+           "400.0 us");
     tsl_plan_free(r);
     tsl_plan_free(p);
     tsl_plan_free(q);
@@ -571,8 +630,8 @@ Test(verify, malformed_workload_or_profile_is_an_error_not_a_violation) {
     w->ops[2].in[0] = 42;
     cr_assert_eq(tsl_plan_verify(w, p, &d, &v, &n), TSL_ERR_INVALID);
     cr_assert(n == 0 && v == NULL);
-    cr_assert(strstr(tsl_last_error(), "ops[2] ('f3').in: tensor index 42 out of range [0, 8)"), "%s",
-              tsl_last_error());
+    cr_assert(strstr(tsl_last_error(), "ops[2] ('f3').in: tensor index 42 out of range [0, 8)"),
+              "%s", tsl_last_error());
     w->ops[2].in[0] = Y;
     d.h2d_bw = 0;
     cr_assert_eq(tsl_plan_verify(w, p, &d, &v, &n), TSL_ERR_INVALID);
@@ -623,9 +682,10 @@ static void check_model(const char *model, int batch) {
     int n = 0;
     tsl_status st = tsl_plan_verify(w, p, &d, &v, &n);
     if (st != TSL_OK)
-        fprintf(stderr, "%s: %d violations, first: %s (dry-run peak %zu)\n", model, n, n ? v[0].what : "",
-                r.peak_load);
-    cr_assert_eq(st, TSL_OK, "%s: the empty plan's peak differs from the dry run's %zu", model, r.peak_load);
+        fprintf(stderr, "%s: %d violations, first: %s (dry-run peak %zu)\n", model, n,
+                n ? v[0].what : "", r.peak_load);
+    cr_assert_eq(st, TSL_OK, "%s: the empty plan's peak differs from the dry run's %zu", model,
+                 r.peak_load);
     free(v);
     tsl_plan_free(p);
     tsl_workload_free(w);

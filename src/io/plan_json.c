@@ -40,9 +40,9 @@
 #include "tensile/sched.h"
 
 #define TSL__PLAN_MAX_BYTES ((json_int_t)1 << 56) /* a predicted peak */
-#define TSL__PLAN_MAX_US 1e12                     /* ~11.6 days: any larger time is absurd */
-#define TSL__PLAN_MAX_EVENTS (1 << 24)            /* per job */
-#define TSL__PLAN_MAX_FILE ((long)1 << 30)        /* bytes of a plan file */
+#define TSL__PLAN_MAX_US 1e12 /* ~11.6 days: any larger time is absurd */
+#define TSL__PLAN_MAX_EVENTS (1 << 24) /* per job */
+#define TSL__PLAN_MAX_FILE ((long)1 << 30) /* bytes of a plan file */
 
 static const char *const ev_names[] = {"swap_out", "swap_in", "release", "recompute"};
 
@@ -63,8 +63,10 @@ static const char *value_str(const json_t *v, char *buf, size_t n) {
         snprintf(buf, n, "?");
         return buf;
     }
-    if (strlen(s) > 60) snprintf(buf, n, "%.57s...", s);
-    else snprintf(buf, n, "%s", s);
+    if (strlen(s) > 60)
+        snprintf(buf, n, "%.57s...", s);
+    else
+        snprintf(buf, n, "%s", s);
     free(s);
     return buf;
 }
@@ -95,16 +97,21 @@ bad(const char *file, const char *path, const char *fmt, ...) {
 }
 
 /* Checks that object o at `path` has every key of req[0..nr) and no other.
- * `what` is appended to messages (" (for a release)"). */
+ * `what` is appended to messages (" (for a release)"); when it is not empty
+ * o is an event, and an event field of another type is "not allowed". */
 static tsl_status check_keys(const char *file, const char *path, json_t *o, const char *what,
                              const char *const *req, int nr) {
     for (int i = 0; i < nr; i++)
-        if (!json_object_get(o, req[i])) return bad(file, path, "missing field '%s'%s", req[i], what);
+        if (!json_object_get(o, req[i]))
+            return bad(file, path, "missing field '%s'%s", req[i], what);
     const char *k;
     json_t *v;
+    static const char *const event_keys[] = {"type", "tensor", "trigger", "delay_us", "precede"};
     json_object_foreach(o, k, v) {
-        int ok = 0;
+        int ok = 0, known = 0;
         for (int i = 0; i < nr && !ok; i++) ok = strcmp(k, req[i]) == 0;
+        for (int i = 0; i < 5 && what[0] && !ok; i++) known |= strcmp(k, event_keys[i]) == 0;
+        if (known) return bad(file, path, "field '%s' is not allowed%s", k, what);
         if (!ok) return bad(file, path, "unknown field '%s'%s", k, what);
     }
     return TSL_OK;
@@ -137,7 +144,8 @@ static tsl_status get_time(const char *file, const char *path, json_t *v, double
     if (!isfinite(x)) return bad(file, path, "%s is not finite", value_str(v, vb, sizeof vb));
     fmt_real(x, xb);
     if (x < 0) return bad(file, path, "%s is negative", xb);
-    if (x > TSL__PLAN_MAX_US) return bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
+    if (x > TSL__PLAN_MAX_US)
+        return bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
     *out = x == 0 ? 0.0 : x;
     return TSL_OK;
 }
@@ -229,8 +237,10 @@ static int event_representable(const tsl_workload *w, const tsl_event *e, char *
     if (e->type == TSL_EV_RECOMPUTE) {
         if (e->trigger != -1 || e->delay_us != 0.0) {
             snprintf(field, fl, "trigger");
-            snprintf(msg, ml, "a recompute runs right before its precede op and has no trigger "
-                     "(-1, delay 0), got trigger %d, delay %g", (int)e->trigger, e->delay_us);
+            snprintf(msg, ml,
+                     "a recompute runs right before its precede op and has no trigger "
+                     "(-1, delay 0), got trigger %d, delay %g",
+                     (int)e->trigger, e->delay_us);
             return 0;
         }
         return 1;
@@ -242,8 +252,10 @@ static int event_representable(const tsl_workload *w, const tsl_event *e, char *
     }
     if (e->trigger == -1 && e->type != TSL_EV_SWAP_IN && !resident_at_start(w, e->tensor)) {
         snprintf(field, fl, "trigger");
-        snprintf(msg, ml, "'start' is not allowed for a %s of '%s' (%s): it exists only once an op "
-                 "generates it", ty, w->tensors[e->tensor].name, tsl_kind_name(w->tensors[e->tensor].kind));
+        snprintf(msg, ml,
+                 "'start' is not allowed for a %s of '%s' (%s): it exists only once an op "
+                 "generates it",
+                 ty, w->tensors[e->tensor].name, tsl_kind_name(w->tensors[e->tensor].kind));
         return 0;
     }
     if (!isfinite(e->delay_us) || e->delay_us < 0 || e->delay_us > TSL__PLAN_MAX_US) {
@@ -264,7 +276,7 @@ static int event_representable(const tsl_workload *w, const tsl_event *e, char *
 
 typedef struct parser {
     const char *file;
-    const tsl_workload *w;   /* the job being parsed */
+    const tsl_workload *w; /* the job being parsed */
     name_index tix, oix;
 } parser;
 
@@ -275,17 +287,22 @@ static tsl_status get_op(parser *p, const char *path, json_t *v, int allow_start
     tsl_status st = get_str(p->file, path, v, TSL_NAME_MAX, &s);
     if (st != TSL_OK) return st;
     if (strcmp(s, "start") == 0) {
-        if (!allow_start) return bad(p->file, path, "'start' is not an op (only a trigger may be 'start')");
+        if (!allow_start)
+            return bad(p->file, path, "'start' is not an op (only a trigger may be 'start')");
         *out = -1;
         return TSL_OK;
     }
     int32_t i = index_find(&p->oix, s);
     if (i < 0)
-        return bad(p->file, path, "unknown op %s in job '%s'", value_str(v, vb, sizeof vb), p->w->job);
+        return bad(p->file, path, "unknown op %s in job '%s'", value_str(v, vb, sizeof vb),
+                   p->w->job);
     *out = i;
     return TSL_OK;
 }
 
+/* Parses jobs[jj].events[k] (object o) of workload p->w into *e: the fields
+ * its type requires and no other, names resolved, the event representable.
+ * TSL_ERR_FORMAT naming the field path and value otherwise. */
 static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event *e) {
     static const char *const k_out[] = {"type", "tensor", "trigger", "delay_us"};
     static const char *const k_in[] = {"type", "tensor", "trigger", "delay_us", "precede"};
@@ -294,7 +311,8 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     char path[96], vb[80], what[48];
     snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
     if (!json_is_object(o))
-        return bad(p->file, path, "expected an object, got %s %s", type_name(o), value_str(o, vb, sizeof vb));
+        return bad(p->file, path, "expected an object, got %s %s", type_name(o),
+                   value_str(o, vb, sizeof vb));
     const char *ty;
     snprintf(path, sizeof path, "jobs[%d].events[%d].type", jj, (int)k);
     json_t *tv = json_object_get(o, "type");
@@ -304,8 +322,10 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     int type = 0;
     while (type < 4 && strcmp(ty, ev_names[type]) != 0) type++;
     if (type == 4)
-        return bad(p->file, path, "'%s' is not an event type (expected swap_out, swap_in, release "
-                   "or recompute)", ty);
+        return bad(p->file, path,
+                   "'%s' is not an event type (expected swap_out, swap_in, release "
+                   "or recompute)",
+                   ty);
     memset(e, 0, sizeof *e);
     e->type = (tsl_event_type)type;
     snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
@@ -323,7 +343,8 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     if ((st = get_str(p->file, path, v, TSL_NAME_MAX, &tn))) return st;
     e->tensor = index_find(&p->tix, tn);
     if (e->tensor < 0)
-        return bad(p->file, path, "unknown tensor %s in job '%s'", value_str(v, vb, sizeof vb), p->w->job);
+        return bad(p->file, path, "unknown tensor %s in job '%s'", value_str(v, vb, sizeof vb),
+                   p->w->job);
     e->precede = -1;
     if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
         snprintf(path, sizeof path, "jobs[%d].events[%d].precede", jj, (int)k);
@@ -351,10 +372,11 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
 
 /* Parses jobs[jj] (object o) for workload w into a new plan *out. */
 static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
-    static const char *const keys[] = {"job", "predicted_peak_bytes", "predicted_period_us", "events"};
+    static const char *const keys[] = {"job", "predicted_peak_bytes", "predicted_period_us",
+                                       "events"};
     char path[64], vb[80];
-    tsl_status st = check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o, "",
-                               keys, 4);
+    tsl_status st =
+        check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o, "", keys, 4);
     if (st != TSL_OK) return st;
     const tsl_workload *w = p->w;
     int32_t dup;
@@ -365,21 +387,25 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
     json_t *pk = json_object_get(o, "predicted_peak_bytes");
     snprintf(path, sizeof path, "jobs[%d].predicted_peak_bytes", jj);
     if (!json_is_integer(pk))
-        return bad(p->file, path, "expected an integer, got %s %s", type_name(pk), value_str(pk, vb, sizeof vb));
+        return bad(p->file, path, "expected an integer, got %s %s", type_name(pk),
+                   value_str(pk, vb, sizeof vb));
     json_int_t peak = json_integer_value(pk);
     if (peak < 0 || peak > TSL__PLAN_MAX_BYTES)
         return bad(p->file, path, "%lld is %s (expected 0 to %lld)", (long long)peak,
                    peak < 0 ? "negative" : "absurd", (long long)TSL__PLAN_MAX_BYTES);
     double period;
     snprintf(path, sizeof path, "jobs[%d].predicted_period_us", jj);
-    if ((st = get_time(p->file, path, json_object_get(o, "predicted_period_us"), &period))) return st;
+    if ((st = get_time(p->file, path, json_object_get(o, "predicted_period_us"), &period)))
+        return st;
 
     json_t *ev = json_object_get(o, "events");
     snprintf(path, sizeof path, "jobs[%d].events", jj);
     if (!json_is_array(ev))
-        return bad(p->file, path, "expected an array, got %s %s", type_name(ev), value_str(ev, vb, sizeof vb));
+        return bad(p->file, path, "expected an array, got %s %s", type_name(ev),
+                   value_str(ev, vb, sizeof vb));
     if (json_array_size(ev) > TSL__PLAN_MAX_EVENTS)
-        return bad(p->file, path, "%zu events is absurd (limit %d)", json_array_size(ev), TSL__PLAN_MAX_EVENTS);
+        return bad(p->file, path, "%zu events is absurd (limit %d)", json_array_size(ev),
+                   TSL__PLAN_MAX_EVENTS);
 
     tsl_plan *pl = tsl_plan_new(w->job);
     if (!pl) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
@@ -403,13 +429,15 @@ static tsl_status parse_root(const char *file, json_t *root, const tsl_workload 
                              tsl_plan **plans) {
     char vb[80], path[64];
     if (!json_is_object(root))
-        return bad(file, "root", "expected an object, got %s %s", type_name(root), value_str(root, vb, sizeof vb));
+        return bad(file, "root", "expected an object, got %s %s", type_name(root),
+                   value_str(root, vb, sizeof vb));
     static const char *const keys[] = {"jobs"};
     tsl_status st = check_keys(file, "root", root, "", keys, 1);
     if (st != TSL_OK) return st;
     json_t *jobs = json_object_get(root, "jobs");
     if (!json_is_array(jobs))
-        return bad(file, "jobs", "expected an array, got %s %s", type_name(jobs), value_str(jobs, vb, sizeof vb));
+        return bad(file, "jobs", "expected an array, got %s %s", type_name(jobs),
+                   value_str(jobs, vb, sizeof vb));
     if (json_array_size(jobs) != (size_t)n)
         return bad(file, "jobs", "%zu jobs, but %d workload%s given", json_array_size(jobs), n,
                    n == 1 ? " is" : "s are");
@@ -421,7 +449,8 @@ static tsl_status parse_root(const char *file, json_t *root, const tsl_workload 
         json_t *o = json_array_get(jobs, (size_t)jj);
         snprintf(path, sizeof path, "jobs[%d]", jj);
         if (!json_is_object(o)) {
-            st = bad(file, path, "expected an object, got %s %s", type_name(o), value_str(o, vb, sizeof vb));
+            st = bad(file, path, "expected an object, got %s %s", type_name(o),
+                     value_str(o, vb, sizeof vb));
             break;
         }
         const char *name;
@@ -477,19 +506,32 @@ static tsl_status check_workloads(const tsl_workload *const *w, int n) {
         free(oi.slot);
         if (!ok1 || !ok2) return tsl_fail(TSL_ERR_OOM, "plan JSON: out of host memory");
         if (dt >= 0)
-            return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': tensors[%d] repeats the "
-                            "name '%s'", w[i]->job, (int)dt, w[i]->tensors[dt].name);
+            return tsl_fail(TSL_ERR_INVALID,
+                            "plan JSON: workload '%s': tensors[%d] repeats the "
+                            "name '%s'",
+                            w[i]->job, (int)dt, w[i]->tensors[dt].name);
         if (dop >= 0)
-            return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': ops[%d] repeats the name "
-                            "'%s'", w[i]->job, (int)dop, w[i]->ops[dop].name);
+            return tsl_fail(TSL_ERR_INVALID,
+                            "plan JSON: workload '%s': ops[%d] repeats the name "
+                            "'%s'",
+                            w[i]->job, (int)dop, w[i]->ops[dop].name);
         for (int32_t o = 0; o < w[i]->n_ops; o++)
             if (strcmp(w[i]->ops[o].name, "start") == 0)
-                return tsl_fail(TSL_ERR_INVALID, "plan JSON: workload '%s': ops[%d] is named "
-                                "'start', which names the iteration start", w[i]->job, (int)o);
+                return tsl_fail(TSL_ERR_INVALID,
+                                "plan JSON: workload '%s': ops[%d] is named "
+                                "'start', which names the iteration start",
+                                w[i]->job, (int)o);
     }
     return TSL_OK;
 }
 
+/* Parses the JSON form in text[0..len) into plans[0..n), plans[i] for the
+ * workload w[i] (jobs matched by name). `name` labels messages (a file
+ * name; NULL: "plan"). Returns TSL_OK with every plans[i] set (free each
+ * with tsl_plan_free); TSL_ERR_FORMAT naming the field path and value for
+ * anything malformed; TSL_ERR_INVALID if the workloads cannot be told apart
+ * (same job name, repeated tensor or op names, an op named "start");
+ * TSL_ERR_OOM. On failure plans[] is left untouched. */
 tsl_status tsl_plan_parse_json(const char *text, size_t len, const char *name,
                                const tsl_workload *const *w, int n, tsl_plan **plans) {
     TSL_ASSERT(plans && n >= 0 && (n == 0 || w));
@@ -502,7 +544,8 @@ tsl_status tsl_plan_parse_json(const char *text, size_t len, const char *name,
         return tsl_fail(TSL_ERR_FORMAT, "%s:%d:%d: not valid JSON: %s", file, err.line, err.column,
                         err.text);
     tsl_plan **tmp = calloc((size_t)(n ? n : 1), sizeof *tmp);
-    st = tmp ? parse_root(file, root, w, n, tmp) : tsl_fail(TSL_ERR_OOM, "%s: out of host memory", file);
+    st = tmp ? parse_root(file, root, w, n, tmp)
+             : tsl_fail(TSL_ERR_OOM, "%s: out of host memory", file);
     json_decref(root);
     if (st == TSL_OK)
         for (int i = 0; i < n; i++) plans[i] = tmp[i];
@@ -510,7 +553,11 @@ tsl_status tsl_plan_parse_json(const char *text, size_t len, const char *name,
     return st;
 }
 
-tsl_status tsl_plan_read_json(const char *path, const tsl_workload *const *w, int n, tsl_plan **plans) {
+/* Reads a plan file (at most TSL__PLAN_MAX_FILE bytes) and parses it as
+ * tsl_plan_parse_json does; TSL_ERR_IO naming the path if it cannot be
+ * read. */
+tsl_status tsl_plan_read_json(const char *path, const tsl_workload *const *w, int n,
+                              tsl_plan **plans) {
     TSL_ASSERT(path);
     FILE *f = fopen(path, "rb");
     if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open plan: %s", path, strerror(errno));
@@ -544,13 +591,17 @@ tsl_status tsl_plan_read_json(const char *path, const tsl_workload *const *w, in
 static void put_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
     }
     fputc('"', f);
 }
 
+/* Writes finite x in the shortest form that reads back to it (-0 as 0). */
 static void put_real(FILE *f, double x) {
     char b[32];
     fmt_real(x == 0 ? 0.0 : x, b);
@@ -561,17 +612,24 @@ static void put_real(FILE *f, double x) {
  * job, the event and the field otherwise. */
 static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
     if (strcmp(p->job, w->job) != 0)
-        return tsl_fail(TSL_ERR_INVALID, "plan JSON: plans[%d] is for job '%s' but its workload is "
-                        "job '%s'", i, p->job, w->job);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "plan JSON: plans[%d] is for job '%s' but its workload is "
+                        "job '%s'",
+                        i, p->job, w->job);
     if (p->n_events < 0 || (p->n_events > 0 && !p->events) || p->n_events > TSL__PLAN_MAX_EVENTS)
-        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': %d events", p->job, (int)p->n_events);
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': %d events", p->job,
+                        (int)p->n_events);
     if (p->predicted_peak > (size_t)TSL__PLAN_MAX_BYTES)
-        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': predicted_peak %zu bytes is absurd "
-                        "(limit %lld)", p->job, p->predicted_peak, (long long)TSL__PLAN_MAX_BYTES);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "plan JSON: job '%s': predicted_peak %zu bytes is absurd "
+                        "(limit %lld)",
+                        p->job, p->predicted_peak, (long long)TSL__PLAN_MAX_BYTES);
     double pr = p->predicted_period_us;
     if (!isfinite(pr) || pr < 0 || pr > TSL__PLAN_MAX_US)
-        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': predicted_period_us %g is negative, "
-                        "not finite or absurd", p->job, pr);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "plan JSON: job '%s': predicted_period_us %g is negative, "
+                        "not finite or absurd",
+                        p->job, pr);
     char field[32], msg[256];
     for (int32_t k = 0; k < p->n_events; k++)
         if (!event_representable(w, &p->events[k], field, sizeof field, msg, sizeof msg))
@@ -580,6 +638,8 @@ static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
     return TSL_OK;
 }
 
+/* Writes event e (representable for w) as one JSON object with the fields
+ * of its type. */
 static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
     fprintf(f, "{\"type\": \"%s\", \"tensor\": ", ev_names[e->type]);
     put_str(f, w->tensors[e->tensor].name);
@@ -598,6 +658,12 @@ static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
     fputc('}', f);
 }
 
+/* Writes plans[0..n) (plans[i] for workload w[i]) to `path` in the JSON
+ * form, one event per line, doubles in the shortest form that reads back to
+ * the same bits. TSL_ERR_INVALID naming the job, event and field for a plan
+ * the reader would reject (see event_representable) or workloads it could
+ * not tell apart; TSL_ERR_IO naming the path. Deterministic: the same plans
+ * give the same bytes. */
 tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
                                const char *path) {
     TSL_ASSERT(path && n >= 0 && (n == 0 || (plans && w)));

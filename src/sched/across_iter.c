@@ -19,9 +19,9 @@
  *  B. if A does not fit and the peak is before the first access: within the
  *     iteration, swap-out from time 0 (the value of the previous update),
  *     release once it is done, swap-in before the first access.
- * A swap-out for A needs the tensor resident, so if the tensor was already
- * swapped out within the iteration before its first access (an earlier
- * middle gap), A's swap-in must end before that swap-out starts.
+ * A swap-out for A needs the tensor resident. A tensor already swapped out
+ * within the iteration before its first access (an earlier middle gap) is
+ * left as it is (neither A nor B).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +30,8 @@
 #include "sched/planner_internal.h"
 
 /* Option B: within the iteration, before the first access op F. */
-static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, int32_t F) {
+static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, int32_t F,
+                             tsl__swap_draft *out) {
     const tsl__timeline *tl = &J->tl;
     double T = J->pk.time;
     size_t bytes = J->w->tensors[t].bytes;
@@ -42,7 +43,7 @@ static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t ga
         return 0;
     }
     tsl__swap_draft d = {.tensor = t, .has_out = 1, .so_trig = cx.trigger, .so_delay = cx.delay,
-                         .so_issue = x, .so_end = x + dur};
+                         .so_issue = x, .so_end = x + dur, .gap = gap};
     d.rel_trig = x <= 0 ? -1 : tsl__op_ending_from(tl, x);
     if (d.rel_trig >= F) {
         J->gap_fail_out[gap] = T;
@@ -64,12 +65,14 @@ static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t ga
     d.si_issue = y;
     d.si_end = y + din;
     d.si_precede = F;
-    if (!tsl__commit_swap(P, J, &d)) return 0;
-    J->gap_done[gap] = 1;
+    d.n_abs = 1;
+    d.abs_lo[0] = rel;
+    d.abs_hi[0] = y;
+    *out = d;
     return 1;
 }
 
-int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap) {
+int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *out) {
     const tsl__activity *a = &J->act;
     const tsl__timeline *tl = &J->tl;
     if (J->gap_done[gap]) return 0;
@@ -84,20 +87,32 @@ int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap) {
     int head = op < F, tail = op > L;
     if (!head && !tail) return 0;
     if (T <= J->gap_fail_out[gap] || T >= J->gap_fail_in[gap]) return 0;
+    /* swapped out before its first access already (an earlier middle gap,
+     * from time 0): a swap-in before that swap-out would be waited on by an
+     * executor that lets a swap-in wait for a swap-out of the same tensor
+     * already triggered. Leave the wrap gap alone. */
+    for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k])
+        if (J->plan->events[k].type == TSL_EV_SWAP_OUT && J->ev_time[k] < tl->s[F]) {
+            J->gap_done[gap] = 1;
+            return 0;
+        }
     int32_t wr = -1;
     for (int32_t k = gap; k >= first && wr < 0; k--)
         if (a->acc[k].writes) wr = k;
-    /* never written: the copy must still be made while it is resident */
-    double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : tl->s[F];
+    /* never written: the copy is made once its first access ran (the tensor
+     * is then on the device for sure) */
+    double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : tl->e[F];
     size_t bytes = J->w->tensors[t].bytes;
     double dur = tsl_copy_us(P->dev, bytes, 0), din = tsl_copy_us(P->dev, bytes, 1);
-    double D = head ? tl->period : T;
+    double D = head ? tl->period - tsl__margin(tl->period) : T;
     tsl__canon_ctx cx = {.tl = tl};
-    tsl__swap_draft d = {.tensor = t};
+    tsl__swap_draft d = {.tensor = t, .gap = gap};
     int ok = 1;
+    double rel = 0;
     if (tsl__find_swap_out(J, t, gen_end, tl->e[L]) >= 0) {
         d.rel_trig = L;
-        ok = tsl__release_time_with(J, t, L, -1, 0) <= D;
+        rel = tsl__release_time_with(J, t, L, -1, 0);
+        ok = rel <= D;
     } else {
         double x = tsl__chan_earliest(tsl__chan_of(P, 0), gen_end, dur, D, tsl__canon_tl, &cx);
         if (x < 0) ok = 0;
@@ -112,27 +127,26 @@ int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap) {
                 d.so_issue = x;
                 d.so_end = x + dur;
                 d.rel_trig = r;
-                ok = tsl__release_time_with(J, t, r, x, d.so_end) <= D;
+                rel = tsl__release_time_with(J, t, r, x, d.so_end);
+                ok = rel <= D;
             }
         }
     }
     if (ok) {
-        /* the swap-in must land before any swap-out of t issued before F */
-        double end_by = tl->s[F];
-        for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k])
-            if (J->plan->events[k].type == TSL_EV_SWAP_OUT && J->ev_time[k] < end_by)
-                end_by = J->ev_time[k];
         double lo = head ? nextafter(T, INFINITY) : 0.0;
-        double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, end_by, tsl__canon_tl, &cx);
+        double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[F], tsl__canon_tl, &cx);
         if (y >= 0) {
             d.si_trig = cx.trigger;
             d.si_delay = cx.delay;
             d.si_issue = y;
             d.si_end = y + din;
             d.si_precede = F;
-            if (!tsl__commit_swap(P, J, &d)) return 0;
-            TSL_ASSERT(J->absent0[t]);
-            J->gap_done[gap] = 1;
+            d.n_abs = 2;
+            d.abs_lo[0] = 0.0; /* absent from the iteration start */
+            d.abs_hi[0] = y;
+            d.abs_lo[1] = rel; /* and from the release to the end */
+            d.abs_hi[1] = INFINITY;
+            *out = d;
             return 1;
         }
         if (tail) {
@@ -143,5 +157,5 @@ int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap) {
         J->gap_fail_out[gap] = T;
         return 0;
     }
-    return head_in_iteration(P, J, t, gap, F);
+    return head_in_iteration(P, J, t, gap, F, out);
 }

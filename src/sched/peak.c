@@ -107,6 +107,7 @@ typedef struct sweep_state {
     tsl__sweep best;
     int64_t stop;
     int stopped;
+    tsl__profile *prof;
 } sweep_state;
 
 static inline void add_t(sweep_state *S, int32_t t) {
@@ -125,6 +126,11 @@ static inline void drop_t(sweep_state *S, int32_t t) {
 
 /* After an allocation: a check point. */
 static inline void check(sweep_state *S, double time) {
+    if (S->prof) {
+        TSL_ASSERT(S->prof->n < S->prof->cap);
+        S->prof->time[S->prof->n] = time;
+        S->prof->load[S->prof->n++] = S->load;
+    }
     if (S->load > S->best.peak || S->step == 0) {
         S->best.peak = S->load;
         S->best.time = time;
@@ -154,9 +160,11 @@ static inline void effects_until(sweep_state *S, const tsl__effect *eff, int32_t
 
 void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
                     const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
-                    uint8_t *resident, int64_t stop, tsl__sweep *out) {
+                    uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof) {
     int32_t nt = w->n_tensors, no = w->n_ops;
-    sweep_state S = {.w = w, .res = resident, .stop = stop, .cur_op = -1, .cur_rc = -1};
+    sweep_state S = {.w = w, .res = resident, .stop = stop, .cur_op = -1, .cur_rc = -1,
+                     .prof = prof};
+    if (prof) prof->n = 0;
     for (int32_t t = 0; t < nt; t++) {
         resident[t] = 0;
         if (a->persistent[t] && !absent0[t]) add_t(&S, t);
@@ -226,7 +234,7 @@ int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const ts
                          const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
                          uint8_t *resident, int64_t stop, int32_t *out) {
     tsl__sweep sw;
-    tsl__sweep_run(w, a, tl, eff, n_eff, absent0, resident, stop, &sw);
+    tsl__sweep_run(w, a, tl, eff, n_eff, absent0, resident, stop, &sw, NULL);
     int32_t n = 0;
     for (int32_t t = 0; t < w->n_tensors; t++)
         if (resident[t]) out[n++] = t;
@@ -321,7 +329,7 @@ tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
     if (st == TSL_OK) st = tsl__effects_build(w, &a, &tl, p, dev, &eff, &n_eff, absent0);
     if (st == TSL_OK) {
         tsl__sweep sw;
-        tsl__sweep_run(w, &a, &tl, eff, n_eff, absent0, res, -1, &sw);
+        tsl__sweep_run(w, &a, &tl, eff, n_eff, absent0, res, -1, &sw, NULL);
         int32_t n = tsl__resident_at(w, &a, &tl, eff, n_eff, absent0, res, sw.step, list);
         if (n < 0) st = TSL_ERR_OOM;
         else {

@@ -201,9 +201,24 @@ void tsl__job_pop_events(tsl__job *J, int n) {
     }
 }
 
-/* Peak of J under its plan: J->pk. */
+/* Peak of J under its plan: J->pk, and the load profile J->prof (which
+ * lacks if out of host memory: prof.n = -1). */
 void tsl__job_analyse(tsl__job *J) {
-    tsl__sweep_run(J->w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, -1, &J->pk);
+    int64_t need = 2 + (int64_t)J->w->n_ops + J->tl.n_rc + J->n_eff;
+    tsl__profile *pf = &J->prof;
+    if (pf->cap < need) {
+        int64_t cap = need + need / 2;
+        double *t = realloc(pf->time, (size_t)cap * sizeof *t);
+        if (t) pf->time = t;
+        size_t *l = t ? realloc(pf->load, (size_t)cap * sizeof *l) : NULL;
+        if (l) {
+            pf->load = l;
+            pf->cap = cap;
+        }
+    }
+    tsl__sweep_run(J->w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, -1, &J->pk,
+                   pf->cap >= need ? pf : NULL);
+    if (pf->cap < need) pf->n = -1;
     J->mpt_valid = 0;
 }
 
@@ -287,6 +302,8 @@ static void job_free(tsl__job *J) {
     free(J->resident);
     free(J->scratch);
     free(J->mpt);
+    free(J->prof.time);
+    free(J->prof.load);
     free(J->gap_done);
     free(J->gap_fail_out);
     free(J->gap_fail_in);
@@ -374,7 +391,8 @@ static void collect_mpt(tsl__planner *P, tsl__job *J) {
     if (J->mpt_valid) return;
     const tsl_workload *w = J->w;
     tsl__sweep sw;
-    tsl__sweep_run(w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw);
+    tsl__sweep_run(w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
+                   NULL);
     int32_t op = J->pk.op;
     /* the op running at the peak keeps its inputs and outputs; so does a
      * recomputation running there */
@@ -398,12 +416,55 @@ static void collect_mpt(tsl__planner *P, tsl__job *J) {
     J->mpt_valid = 1;
 }
 
-/* One swap over all jobs: the largest candidate that can be scheduled.
- * Returns the job index swapped in, or -1. */
-static int swap_step(tsl__planner *P) {
+/* An upper bound of J's peak if draft d were added: the load at every
+ * check point of the last analysis, less the tensor's bytes where it
+ * becomes absent (a check point at the swap-in's own time keeps it), and
+ * the load where the swap-in allocates (at most the check point before).
+ * *cover gets how many check points within NEAR of the current peak the
+ * draft lowers (how much of a plateau around the peak it takes down). */
+#define NEAR 0.02
+static size_t estimate_peak(const tsl__job *J, const tsl__swap_draft *d, int64_t *cover) {
+    const tsl__profile *pf = &J->prof;
+    size_t b = J->w->tensors[d->tensor].bytes, best = 0, before_si = 0;
+    size_t near = (size_t)((double)J->pk.peak * (1.0 - NEAR));
+    int64_t c = 0;
+    for (int64_t k = 0; k < pf->n; k++) {
+        double x = pf->time[k];
+        size_t v = pf->load[k];
+        if (x <= d->si_issue) before_si = v;
+        for (int i = 0; i < d->n_abs; i++)
+            if (x >= d->abs_lo[i] && x < d->abs_hi[i]) {
+                c += v >= near;
+                v = v >= b ? v - b : 0;
+                break;
+            }
+        if (v > best) best = v;
+    }
+    *cover = c;
+    return best > before_si ? best : before_si;
+}
+
+/* Candidates evaluated per iteration (drafts whose estimated peaks are
+ * compared before one is committed). */
+#define LOOKAHEAD 8
+
+/* One swap over all jobs. Walks the candidates (tensors resident at the
+ * jobs' peaks) largest first, drafts a swap for each until LOOKAHEAD
+ * drafts fit, and commits the one that lowers the sum of peaks most (by
+ * the profile estimate; ties: larger tensor, then candidate order). Jobs
+ * in the `skip` mask are left out. Returns the job index swapped in, or
+ * -1. */
+static int swap_step(tsl__planner *P, unsigned skip) {
     int32_t pos[16] = {0};
-    for (int j = 0; j < P->n_jobs; j++) collect_mpt(P, &P->jobs[j]);
-    for (;;) {
+    for (int j = 0; j < P->n_jobs; j++) {
+        collect_mpt(P, &P->jobs[j]);
+        if (skip >> j & 1u) pos[j] = P->jobs[j].n_mpt;
+    }
+    tsl__swap_draft best;
+    int best_j = -1, n_drafts = 0;
+    size_t best_gain = 0, best_bytes = 0;
+    int64_t best_cover = 0;
+    while (n_drafts < LOOKAHEAD && P->status == TSL_OK) {
         int bj = -1;
         size_t bb = 0;
         for (int j = 0; j < P->n_jobs; j++) {
@@ -416,29 +477,48 @@ static int swap_step(tsl__planner *P) {
                 bb = b;
             }
         }
-        if (bj < 0) return -1;
+        if (bj < 0) break;
         tsl__job *J = &P->jobs[bj];
         int32_t t = J->mpt[pos[bj]++];
-        int had = J->swapped[t];
-        size_t before = J->pk.peak;
-        int32_t n_ev = J->plan->n_events;
-        if (!tsl__try_swap(P, J, t)) continue;
-        tsl__job_analyse(J);
-        if (J->pk.peak > before) { /* never expected: undo */
-            for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
-                const tsl_event *e = &J->plan->events[k];
-                if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
-                    tsl__chan_unbook(tsl__chan_of(P, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
-                                     J->ev_end[k]);
-            }
-            tsl__job_pop_events(J, J->plan->n_events - n_ev);
-            tsl__job_analyse(J);
-            collect_mpt(P, J);
-            continue;
+        tsl__swap_draft d;
+        if (!tsl__try_swap(P, J, t, &d)) continue;
+        n_drafts++;
+        int64_t cover = 0;
+        size_t est = J->prof.n >= 0 ? estimate_peak(J, &d, &cover) : J->pk.peak;
+        size_t gain = est < J->pk.peak ? J->pk.peak - est : 0;
+        /* lower sum of peaks first; then more of the plateau; then larger */
+        double sc = (double)cover * (double)bb, bsc = (double)best_cover * (double)best_bytes;
+        if (best_j < 0 || gain > best_gain ||
+            (gain == best_gain && (sc > bsc || (sc == bsc && bb > best_bytes)))) {
+            best = d;
+            best_j = bj;
+            best_gain = gain;
+            best_bytes = bb;
+            best_cover = cover;
         }
-        if (!had && J->swapped[t]) P->total_swapped++;
-        return bj;
     }
+    if (best_j < 0) return -1;
+    tsl__job *J = &P->jobs[best_j];
+    int32_t t = best.tensor;
+    int had = J->swapped[t];
+    size_t before = J->pk.peak;
+    int32_t n_ev = J->plan->n_events;
+    if (!tsl__commit_swap(P, J, &best)) return -1;
+    J->gap_done[best.gap] = 1;
+    tsl__job_analyse(J);
+    if (J->pk.peak > before) { /* never expected: undo, and give the gap up */
+        for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
+            const tsl_event *e = &J->plan->events[k];
+            if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
+                tsl__chan_unbook(tsl__chan_of(P, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
+                                 J->ev_end[k]);
+        }
+        tsl__job_pop_events(J, J->plan->n_events - n_ev);
+        tsl__job_analyse(J);
+        return swap_step(P, skip);
+    }
+    if (!had && J->swapped[t]) P->total_swapped++;
+    return best_j;
 }
 
 static double now_ms(void) {
@@ -504,39 +584,44 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
         size_t budget = opts->budget ? opts->budget : dev->mem_bytes;
         int swap_ok = 1, rc_ok = opts->recompute != 0;
         int it = 0;
-        /* history of peaks for the paper's 0.05 % rule: per iteration, the
-         * job touched and the sum of peaks before it */
-        int touched[4] = {-1, -1, -1, -1};
+        /* history for the paper's 0.05 % rule: per iteration, the jobs it
+         * touched and every job's peak before it */
+        unsigned touched[4] = {0, 0, 0, 0};
         size_t hist[4][16];
         while ((swap_ok || rc_ok) && it < opts->max_iterations) {
             if (it > 100) {
                 /* jobs touched in the last 3 iterations: their average peak
                  * now against 3 iterations ago */
+                unsigned jobs = touched[(it - 1) & 3] | touched[(it - 2) & 3] | touched[(it - 3) & 3];
                 double then = 0, nowp = 0;
-                int cnt = 0;
-                uint16_t seen = 0;
-                for (int h = 1; h <= 3; h++) {
-                    int j = touched[(it - h) & 3];
-                    if (j < 0 || (seen >> j & 1)) continue;
-                    seen |= (uint16_t)(1u << j);
-                    then += (double)hist[(it - 3) & 3][j];
-                    nowp += (double)P.jobs[j].pk.peak;
-                    cnt++;
-                }
-                if (cnt && then - nowp < 0.0005 * then) break;
+                for (int j = 0; j < P.n_jobs; j++)
+                    if (jobs >> j & 1u) {
+                        then += (double)hist[(it - 3) & 3][j];
+                        nowp += (double)P.jobs[j].pk.peak;
+                    }
+                if (jobs && then - nowp < 0.0005 * then) break;
             }
             for (int j = 0; j < P.n_jobs; j++) hist[it & 3][j] = P.jobs[j].pk.peak;
-            int done = -1;
+            unsigned done = 0;
             if (swap_ok) {
-                done = swap_step(&P);
-                if (done < 0) swap_ok = 0;
+                /* Algorithm 2 once: at most one swap per job, largest first
+                 * across the jobs */
+                for (;;) {
+                    int j = swap_step(&P, done);
+                    if (j < 0) break;
+                    done |= 1u << j;
+                }
+                if (!done) swap_ok = 0;
             } else {
                 size_t sum = 0;
                 for (int j = 0; j < P.n_jobs; j++) sum += P.jobs[j].pk.peak;
                 if (sum <= budget) break;
-                done = tsl__try_recompute(&P);
-                if (done < 0) rc_ok = 0;
-                else swap_ok = 1;
+                int j = tsl__try_recompute(&P);
+                if (j < 0) rc_ok = 0;
+                else {
+                    done = 1u << j;
+                    swap_ok = 1;
+                }
             }
             touched[it & 3] = done;
             it++;

@@ -14,9 +14,19 @@
 #ifndef TSL_SCHED_PLANNER_INTERNAL_H
 #define TSL_SCHED_PLANNER_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tensile/sched.h"
+
+/* Slack the planner leaves where a planned time only has to come before
+ * another (copies end this much before the period; a recomputation's
+ * inputs have landed this much before it starts). Far above the rounding
+ * of an implementation that sums the same times in another order, far
+ * below anything measurable; it changes neither the peak nor the period.
+ * A swap-in may end exactly when its op starts: that is the doc's own
+ * comparison (copy end <= s_p) on the doc's own expressions. */
+static inline double tsl__margin(double x) { return 1e-9 * fabs(x) + 1e-9; }
 
 /* ---- plan.c ------------------------------------------------------------------ */
 /* Total order of events: (trigger, delay, type, tensor, precede). */
@@ -119,12 +129,21 @@ typedef struct tsl__sweep {
     int64_t step;      /* position in the sweep where the peak was reached */
 } tsl__sweep;
 
+/* The load after every allocation of a sweep (its check points), in sweep
+ * order (times non-decreasing). */
+typedef struct tsl__profile {
+    double *time;
+    size_t *load;
+    int64_t n, cap;    /* cap >= 2 + n_ops + recomputes + swap-ins */
+} tsl__profile;
+
 /* Plays the iteration's memory: returns the peak in *out. With stop >= 0,
  * stops right after step `stop` and leaves resident[] (n_tensors bytes,
- * scratch) describing the tensors resident there. */
+ * scratch) describing the tensors resident there. If prof is non-NULL, the
+ * check points are written to it. */
 void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
                     const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
-                    uint8_t *resident, int64_t stop, tsl__sweep *out);
+                    uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof);
 
 /* Tensors resident at step `stop`, largest first (ties: lower index): writes
  * them to out (n_tensors entries) and returns how many. */
@@ -184,6 +203,7 @@ typedef struct tsl__job {
     int32_t *mpt;          /* resident at the peak, candidates order */
     int32_t n_mpt;
     int mpt_valid;
+    tsl__profile prof;     /* check points of the last full analysis */
     /* per access op (index into act.acc): the gap after it (the wrap gap for
      * the last access op of a persistent tensor) */
     uint8_t *gap_done;     /* swapped, recomputed, or given up */
@@ -214,6 +234,9 @@ typedef struct tsl__swap_draft {
     int32_t rel_trig;
     int32_t si_trig, si_precede;
     double si_delay, si_issue, si_end;
+    int32_t gap;         /* index in act.acc of the gap it fills */
+    int n_abs;           /* the intervals [abs_lo, abs_hi) where the tensor */
+    double abs_lo[2], abs_hi[2]; /* becomes absent */
 } tsl__swap_draft;
 
 /* Books the draft's copies and adds its events to J. Returns 1, or 0 with
@@ -254,12 +277,12 @@ tsl_status tsl__job_retime(tsl__job *J, const tsl_device_profile *dev);
 double tsl__canon_tl(void *ctx, double x, int up);
 
 /* swap.c: Algorithm 2 for candidate t of job J at its current peak (the
- * gap of t around the peak). Returns 1 if a swap was added (channels
- * booked), 0 if not (P->status tells an error). */
-int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t);
+ * gap of t around the peak). Returns 1 and fills *d if a swap fits on the
+ * channels as they are (nothing is booked or added), 0 if not. */
+int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *d);
 /* across_iter.c: the wrap gap of persistent t (peak before its first or
- * after its last access op). 1 if added. */
-int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap);
+ * after its last access op), as tsl__try_swap. */
+int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *d);
 /* recompute.c: one recomputation over all jobs (largest MSPS). Returns the
  * index of the job it was added to, or -1. */
 int tsl__try_recompute(tsl__planner *P);

@@ -27,6 +27,21 @@
 #include "core/assert.h"
 #include "sched/planner_internal.h"
 
+/* 1 if every input of op q is resident at time `at` with its data landed
+ * (no swap-in of it still copying), under J's plan. */
+static int inputs_ready(const tsl__job *J, int32_t q, double at) {
+    const tsl_wl_op *o = &J->w->ops[q];
+    for (int i = 0; i < o->n_in; i++) {
+        int32_t x = o->in[i];
+        if (!tsl__job_resident_at(J, x, at)) return 0;
+        for (int32_t k = J->ev_head[x]; k >= 0; k = J->ev_next[k])
+            if (J->plan->events[k].type == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
+                !(J->ev_end[k] <= at - tsl__margin(at)))
+                return 0;
+    }
+    return 1;
+}
+
 /* 1 if the producer q of t can be re-run before op b: see above. */
 static int producer_ok(const tsl__job *J, int32_t t, int32_t q, int32_t b) {
     const tsl_workload *w = J->w;
@@ -39,9 +54,8 @@ static int producer_ok(const tsl__job *J, int32_t t, int32_t q, int32_t b) {
         if (x == t) return 0;
         for (int32_t k = a->acc_off[x]; k < a->acc_off[x + 1]; k++)
             if (a->acc[k].writes && a->acc[k].op > q && a->acc[k].op < b) return 0;
-        if (!tsl__job_resident_at(J, x, J->tl.s[b])) return 0;
     }
-    return 1;
+    return inputs_ready(J, q, J->tl.s[b]);
 }
 
 /* Moves every swap booking of J from its old times to its current ones.
@@ -119,7 +133,12 @@ static int apply(tsl__planner *P, tsl__job *J, int32_t t, int32_t prev, int32_t 
     int ok = st == TSL_OK && rebook(P, J, old);
     if (ok) {
         tsl__job_analyse(J);
-        if (J->pk.peak > before) {
+        /* events triggered at or after b moved later: the inputs must still
+         * be there when the recomputation starts */
+        double at = J->tl.s[b];
+        for (int32_t r = J->tl.rc_off[b]; r < J->tl.rc_off[b + 1]; r++)
+            if (J->tl.rc_tensor[r] == t) at = J->tl.rc_start[r];
+        if (J->pk.peak > before || !inputs_ready(J, J->w->tensors[t].producer, at)) {
             /* undo: bookings back to the old times */
             m = 0;
             for (int32_t k = 0; k < J->plan->n_events; k++) {
@@ -159,7 +178,7 @@ static void best_candidate(tsl__planner *P, int *bj_out, int32_t *bt_out, int32_
         const tsl_workload *w = J->w;
         const tsl__activity *a = &J->act;
         tsl__sweep sw;
-        tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw);
+        tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw, NULL);
         int32_t op = J->pk.op;
         if (op < 0) continue;
         for (int32_t t = 0; t < w->n_tensors; t++) {
@@ -198,7 +217,18 @@ int tsl__try_recompute(tsl__planner *P) {
         if (bj < 0) return -1;
         tsl__job *J = &P->jobs[bj];
         J->gap_done[bgap] = 1;
-        if (apply(P, J, bt, bprev, bnext)) return bj;
+        if (apply(P, J, bt, bprev, bnext)) {
+            /* the recomputation reads its producer's inputs: none of them may
+             * be swapped out across it later */
+            const tsl_wl_op *q = &J->w->ops[J->w->tensors[bt].producer];
+            for (int i = 0; i < q->n_in; i++) {
+                int32_t x = q->in[i], g = tsl__acc_before(&J->act, x, bnext);
+                if (g < 0 && J->act.acc_off[x + 1] > J->act.acc_off[x])
+                    g = J->act.acc_off[x + 1] - 1; /* the wrap gap */
+                if (g >= 0) J->gap_done[g] = 1;
+            }
+            return bj;
+        }
         if (P->status != TSL_OK) return -1;
     }
 }

@@ -18,6 +18,9 @@
  *    trigger's end), and must take effect by the peak;
  *  - if the tensor already has a host copy of its current value (swapped
  *    out in an earlier gap, not written since), no new swap-out is needed;
+ *    the copy a persistent tensor absent at time 0 came back from (made in
+ *    the previous iteration) is not relied on: the first iteration of a job
+ *    starts with every persistent tensor resident and no host copy;
  *  - the swap-in starts at the latest free moment whose copy ends by the
  *    next read's start and that lies strictly after the peak (a swap-in
  *    issued at the peak would allocate there). A later swap-out cannot help
@@ -101,7 +104,7 @@ static int32_t latest_write(const tsl__activity *a, int32_t lo, int32_t k) {
     return -1;
 }
 
-int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t) {
+int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *out) {
     const tsl__activity *a = &J->act;
     const tsl__timeline *tl = &J->tl;
     int32_t op = J->pk.op;
@@ -109,8 +112,9 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t) {
     int32_t kb = op < 0 ? -1 : tsl__acc_before(a, t, op);
     int32_t ka = tsl__acc_after(a, t, op);
     if (a->persistent[t] && (kb < 0 || ka < 0))
-        return a->acc_off[t + 1] > a->acc_off[t] ? tsl__try_across(P, J, t, a->acc_off[t + 1] - 1)
-                                                 : 0;
+        return a->acc_off[t + 1] > a->acc_off[t]
+                   ? tsl__try_across(P, J, t, a->acc_off[t + 1] - 1, out)
+                   : 0;
     if (kb < 0 || ka < 0) return 0;
     int32_t gap = kb;
     if (J->gap_done[gap]) return 0;
@@ -122,13 +126,15 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t) {
     int32_t prev_op = a->acc[kb].op, next_op = a->acc[ka].op;
     int32_t wr = latest_write(a, a->acc_off[t], kb);
     if (wr < 0 && !a->persistent[t]) return 0;
-    double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : 0.0;
+    /* the value's generation; for a tensor absent at time 0 and not written
+     * since, the end of its first access (its swap-in then has landed) */
+    double gen_end = wr >= 0 ? tl->e[a->acc[wr].op]
+                             : J->absent0[t] ? tl->e[a->acc[a->acc_off[t]].op] : 0.0;
     size_t bytes = J->w->tensors[t].bytes;
-    tsl__swap_draft d = {.tensor = t};
+    tsl__swap_draft d = {.tensor = t, .gap = gap};
     tsl__canon_ctx cx = {.tl = tl};
-    int periodic = a->persistent[t] && J->absent0[t] && wr < 0;
     double rel;
-    if (periodic || tsl__find_swap_out(J, t, gen_end, tl->e[prev_op]) >= 0) {
+    if (tsl__find_swap_out(J, t, gen_end, tl->e[prev_op]) >= 0) {
         d.rel_trig = prev_op;
         rel = tsl__release_time_with(J, t, prev_op, -1, 0);
     } else {
@@ -168,7 +174,9 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t) {
     d.si_issue = y;
     d.si_end = y + din;
     d.si_precede = next_op;
-    if (!tsl__commit_swap(P, J, &d)) return 0;
-    J->gap_done[gap] = 1;
+    d.n_abs = 1;
+    d.abs_lo[0] = rel;
+    d.abs_hi[0] = y;
+    *out = d;
     return 1;
 }

@@ -48,21 +48,31 @@ static tsl_status check_inputs(const tsl_workload *const *w, const tsl_plan *con
                                const tsl_device_profile *dev) {
     if (!(dev->h2d_bw > 0) || !(dev->d2h_bw > 0) || !isfinite(dev->h2d_bw) ||
         !isfinite(dev->d2h_bw) || !(dev->copy_latency_us >= 0) || !isfinite(dev->copy_latency_us))
-        return tsl_fail(TSL_ERR_INVALID, "verify: device profile '%s' has h2d_bw %g, d2h_bw %g, "
+        return tsl_fail(TSL_ERR_INVALID,
+                        "verify: device profile '%s' has h2d_bw %g, d2h_bw %g, "
                         "copy_latency_us %g (bandwidths must be positive, the latency >= 0)",
                         dev->name, dev->h2d_bw, dev->d2h_bw, dev->copy_latency_us);
     for (int jj = 0; jj < n_jobs; jj++) {
         if (!w[jj] || !p[jj])
-            return tsl_fail(TSL_ERR_INVALID, "verify: job %d has no %s", jj, !w[jj] ? "workload" : "plan");
+            return tsl_fail(TSL_ERR_INVALID, "verify: job %d has no %s", jj,
+                            !w[jj] ? "workload" : "plan");
         tsl_status st = tsl__vf_check_workload(w[jj]);
         if (st != TSL_OK) return st;
         if (p[jj]->n_events < 0 || (p[jj]->n_events > 0 && !p[jj]->events))
-            return tsl_fail(TSL_ERR_INVALID, "verify: plan of job '%s' has n_events %d without events",
-                            p[jj]->job, (int)p[jj]->n_events);
+            return tsl_fail(TSL_ERR_INVALID,
+                            "verify: plan of job '%s' has n_events %d without events", p[jj]->job,
+                            (int)p[jj]->n_events);
     }
     return TSL_OK;
 }
 
+/* See sched.h. Preconditions (bugs otherwise): v, n, dev non-NULL; w and p
+ * hold n_jobs entries. Returns TSL_OK with *v = NULL, *n = 0 for valid
+ * plans; TSL_ERR_INVALID with the violations in *v (malloc'd, the caller
+ * frees) and the first one in tsl_last_error(); TSL_ERR_INVALID with *n = 0
+ * when the inputs themselves are malformed (a workload's tensor index out of
+ * range, times not finite and ordered, a profile without positive copy
+ * bandwidths: the message names the field); TSL_ERR_OOM. */
 tsl_status tsl_plan_verify_jobs(const tsl_workload *const *w, const tsl_plan *const *p, int n_jobs,
                                 const tsl_device_profile *dev, tsl_violation **v, int *n) {
     TSL_ASSERT(v && n && dev && n_jobs >= 0 && (n_jobs == 0 || (w && p)));
@@ -107,6 +117,7 @@ tsl_status tsl_plan_verify_jobs(const tsl_workload *const *w, const tsl_plan *co
                     l.n == 1 ? "" : "s", l.v[0].what);
 }
 
+/* One job on its own channels: tsl_plan_verify_jobs with n_jobs = 1. */
 tsl_status tsl_plan_verify(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
                            tsl_violation **v, int *n) {
     TSL_ASSERT(w && p);

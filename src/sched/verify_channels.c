@@ -70,10 +70,12 @@ tsl_status tsl__vf_channels(tsl__vf_job *jobs, int n_jobs, tsl__vf_list *l) {
             const tsl__vf_job *ji = &jobs[c[i].job], *jo = &jobs[o->job];
             char li[400], lo[400], other_job[128] = "";
             if (n_jobs > 1) snprintf(other_job, sizeof other_job, "job '%s' ", jo->w->job);
-            tsl__vf_add(l, ji->prefix, "%s copies over [%.1f, %.1f) us on the %s, overlapping "
-                        "%s%s over [%.1f, %.1f) us", tsl__vf_ev_label(ji, c[i].ev, li, sizeof li),
-                        c[i].s, c[i].e, chan_name(c[i].chan), other_job,
-                        tsl__vf_ev_label(jo, o->ev, lo, sizeof lo), o->s, o->e);
+            tsl__vf_add(l, ji->prefix,
+                        "%s copies over [%.1f, %.1f) us on the %s, overlapping "
+                        "%s%s over [%.1f, %.1f) us",
+                        tsl__vf_ev_label(ji, c[i].ev, li, sizeof li), c[i].s, c[i].e,
+                        chan_name(c[i].chan), other_job, tsl__vf_ev_label(jo, o->ev, lo, sizeof lo),
+                        o->s, o->e);
         }
         act[na++] = i;
     }

@@ -8,7 +8,10 @@
  * where an inserted recomputation holds its producer's workspace while it
  * runs (it re-runs that op). The peak is the largest load, taken after the
  * allocations of each time point (frees come first, see verify_internal.h).
- * The period is the end of the last op with recomputations inserted.
+ * The period is the end of the last op with recomputations inserted; every
+ * transfer of the iteration must end by then, since the executor waits for
+ * an iteration's events before it starts the next one (the simulator does
+ * the same), so a later one would stretch the period.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,8 +35,10 @@ static const char *where(const tsl__vf_job *j, const tsl__vf_key *k, char *buf, 
     int64_t q = k->slot / 3;
     if (q >= j->n_pos) q = j->n_pos - 1;
     tsl__vf_pos_label(j, (int32_t)q, pb, sizeof pb);
-    if (k->slot % 3 == 0) snprintf(buf, len, "as %s starts", pb);
-    else snprintf(buf, len, "after %s ends", pb);
+    if (k->slot % 3 == 0)
+        snprintf(buf, len, "as %s starts", pb);
+    else
+        snprintf(buf, len, "after %s ends", pb);
     return buf;
 }
 
@@ -76,19 +81,36 @@ tsl_status tsl__vf_memory(tsl__vf_job *j, tsl__vf_list *l) {
     j->peak = peak;
     j->peak_at = at;
 
+    /* the executor starts the next iteration once this one's transfers are
+     * done: a copy past the period would stretch it */
+    for (int32_t k = 0; k < p->n_events; k++) {
+        tsl_event_type ty = p->events[k].type;
+        if (!j->ok[k] || (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN)) continue;
+        if (j->fin[k] > j->period + TSL__VF_EPS_US) {
+            char lb[400], b1[48], b2[48];
+            tsl__vf_times(j->fin[k], j->period, b1, b2, sizeof b1);
+            tsl__vf_add(l, j->prefix,
+                        "%s: copy ends at %s us, after the iteration ends at %s us "
+                        "(the next iteration would wait for it)",
+                        tsl__vf_ev_label(j, k, lb, sizeof lb), b1, b2);
+        }
+    }
     char wb[300];
     if (p->predicted_peak != peak)
-        tsl__vf_add(l, j->prefix, "predicted_peak_bytes %zu differs from the peak the events imply, "
-                    "%zu bytes (at %.1f us, %s)", p->predicted_peak, peak, at.t,
-                    where(j, &at, wb, sizeof wb));
+        tsl__vf_add(l, j->prefix,
+                    "predicted_peak_bytes %zu differs from the peak the events imply, "
+                    "%zu bytes (at %.1f us, %s)",
+                    p->predicted_peak, peak, at.t, where(j, &at, wb, sizeof wb));
     double per = j->period, pred = p->predicted_period_us;
     if (!isfinite(pred) || fabs(pred - per) > TSL__VF_EPS_US + 1e-9 * fabs(per)) {
         char b1[48], b2[48];
         int n_rc = j->n_pos - 1 - w->n_ops;
         tsl__vf_times(pred, per, b1, b2, sizeof b1);
-        tsl__vf_add(l, j->prefix, "predicted_period_us %s differs from the period the events "
-                    "imply, %s us (%d recomputation%s adding %.1f us)", b1, b2, n_rc,
-                    n_rc == 1 ? "" : "s", per - (w->n_ops ? w->ops[w->n_ops - 1].end_us : 0.0));
+        tsl__vf_add(l, j->prefix,
+                    "predicted_period_us %s differs from the period the events "
+                    "imply, %s us (%d recomputation%s adding %.1f us)",
+                    b1, b2, n_rc, n_rc == 1 ? "" : "s",
+                    per - (w->n_ops ? w->ops[w->n_ops - 1].end_us : 0.0));
     }
     return TSL_OK;
 }

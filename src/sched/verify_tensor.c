@@ -34,8 +34,8 @@
 /* One change of one tensor's residency, in key order. */
 typedef struct action {
     tsl__vf_key key;
-    int32_t src;   /* tsl__vf_src */
-    int32_t ref;   /* op or event */
+    int32_t src; /* tsl__vf_src */
+    int32_t ref; /* op or event */
 } action;
 
 static int cmp_action(const void *a, const void *b) {
@@ -69,7 +69,8 @@ static int collect(const tsl__vf_job *j, int32_t t, action *a) {
         if (z < 0 && j->gen_off[t + 1] > j->gen_off[t]) z = j->gen_ops[j->gen_off[t]];
         if (z >= 0) {
             int32_t q = j->op_pos[z];
-            a[n++] = (action){mk(j->pe[q], 3 * (int64_t)q + 1, TSL__VF_FREE, z), TSL__VF_SRC_IMPLICIT, z};
+            a[n++] = (action){mk(j->pe[q], 3 * (int64_t)q + 1, TSL__VF_FREE, z),
+                              TSL__VF_SRC_IMPLICIT, z};
         } else if (data) {
             a[n++] = (action){mk(0.0, 1, TSL__VF_FREE, -1), TSL__VF_SRC_IMPLICIT, -1};
         }
@@ -111,10 +112,12 @@ static int iv_push(iv_buf *b, tsl__vf_interval iv) {
 
 /* Describes how interval iv ended into buf ("freed at 12.0 us by event 3
  * release" ...). */
-static const char *free_cause(const tsl__vf_job *j, const tsl__vf_interval *iv, char *buf, size_t len) {
+static const char *free_cause(const tsl__vf_job *j, const tsl__vf_interval *iv, char *buf,
+                              size_t len) {
     char lb[400];
     if (iv->f_src == TSL__VF_SRC_RELEASE)
-        snprintf(buf, len, "freed at %.1f us by %s", iv->f.t, tsl__vf_ev_label(j, iv->f_ref, lb, sizeof lb));
+        snprintf(buf, len, "freed at %.1f us by %s", iv->f.t,
+                 tsl__vf_ev_label(j, iv->f_ref, lb, sizeof lb));
     else if (iv->f_ref >= 0)
         snprintf(buf, len, "freed at %.1f us after its last read by op '%s'", iv->f.t,
                  j->w->ops[iv->f_ref].name);
@@ -151,20 +154,25 @@ static int walk(tsl__vf_job *j, int32_t t, const action *a, int n, iv_buf *out, 
                  * reported at its first read instead; a release at the end of
                  * the last read only repeats the implicit one) */
                 if (have_last)
-                    tsl__vf_add(l, j->prefix, "%s: the tensor is not resident when the release frees "
-                                "it at %.1f us (%s)", tsl__vf_ev_label(j, x->ref, lb, sizeof lb),
-                                x->key.t, free_cause(j, &last, cb, sizeof cb));
+                    tsl__vf_add(l, j->prefix,
+                                "%s: the tensor is not resident when the release frees "
+                                "it at %.1f us (%s)",
+                                tsl__vf_ev_label(j, x->ref, lb, sizeof lb), x->key.t,
+                                free_cause(j, &last, cb, sizeof cb));
                 else
-                    tsl__vf_add(l, j->prefix, "%s: the tensor is not resident when the release frees "
-                                "it at %.1f us (%s)", tsl__vf_ev_label(j, x->ref, lb, sizeof lb),
-                                x->key.t, "not generated yet");
+                    tsl__vf_add(l, j->prefix,
+                                "%s: the tensor is not resident when the release frees "
+                                "it at %.1f us (%s)",
+                                tsl__vf_ev_label(j, x->ref, lb, sizeof lb), x->key.t,
+                                "not generated yet");
             }
             continue;
         }
         if (resident) {
             /* (a swap-in is reported by check_swap_in, which knows why) */
             if (out && x->src == TSL__VF_SRC_RECOMPUTE)
-                tsl__vf_add(l, j->prefix, "%s: '%s' is still resident at %.1f us when the "
+                tsl__vf_add(l, j->prefix,
+                            "%s: '%s' is still resident at %.1f us when the "
                             "recomputation allocates it (it must be absent)",
                             tsl__vf_ev_label(j, x->ref, lb, sizeof lb), tn, x->key.t);
             continue;
@@ -268,20 +276,26 @@ static void check_swap_out(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l
     int32_t i = iv_before(j, t, &X);
     if (i < 0 || tsl__vf_key_cmp(&j->iv[i].f, &X) <= 0) {
         if (i < 0)
-            tsl__vf_add(l, j->prefix, "%s: the tensor is not resident at the swap-out's issue at "
-                        "%.1f us (%s)", lb, x, j->absent0[t] ? "absent from the iteration start"
-                                                             : "not generated yet");
+            tsl__vf_add(l, j->prefix,
+                        "%s: the tensor is not resident at the swap-out's issue at "
+                        "%.1f us (%s)",
+                        lb, x,
+                        j->absent0[t] ? "absent from the iteration start" : "not generated yet");
         else
-            tsl__vf_add(l, j->prefix, "%s: the tensor is not resident at the swap-out's issue at "
-                        "%.1f us (%s)", lb, x, free_cause(j, &j->iv[i], cb, sizeof cb));
+            tsl__vf_add(l, j->prefix,
+                        "%s: the tensor is not resident at the swap-out's issue at "
+                        "%.1f us (%s)",
+                        lb, x, free_cause(j, &j->iv[i], cb, sizeof cb));
         return;
     }
     const tsl__vf_interval *iv = &j->iv[i];
     int good = 1;
     if (iv->valid > x + EPS && iv->a_src != TSL__VF_SRC_GEN) { /* (GEN: the next check) */
         tsl__vf_times(x, iv->valid, b1, b2, sizeof b1);
-        tsl__vf_add(l, j->prefix, "%s: starts at %s us, before the tensor's data is on the device "
-                    "at %s us", lb, b1, b2);
+        tsl__vf_add(l, j->prefix,
+                    "%s: starts at %s us, before the tensor's data is on the device "
+                    "at %s us",
+                    lb, b1, b2);
         good = 0;
     }
     for (int32_t g = j->gen_off[t]; g < j->gen_off[t + 1]; g++) {
@@ -290,13 +304,17 @@ static void check_swap_out(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l
         double gs = j->ps[j->op_pos[op]], ge = j->pe[j->op_pos[op]];
         if (tsl__vf_key_cmp(&gk, &X) < 0 && ge > x + EPS) {
             tsl__vf_times(x, ge, b1, b2, sizeof b1);
-            tsl__vf_add(l, j->prefix, "%s: starts at %s us, before op '%s' generating its value "
-                        "ends at %s us", lb, b1, j->w->ops[op].name, b2);
+            tsl__vf_add(l, j->prefix,
+                        "%s: starts at %s us, before op '%s' generating its value "
+                        "ends at %s us",
+                        lb, b1, j->w->ops[op].name, b2);
             good = 0;
         } else if (tsl__vf_key_cmp(&gk, &X) > 0 && gs < y - EPS) {
             tsl__vf_times(y, gs, b1, b2, sizeof b1);
-            tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after op '%s' starts writing the "
-                        "tensor at %s us", lb, b1, j->w->ops[op].name, b2);
+            tsl__vf_add(l, j->prefix,
+                        "%s: copy ends at %s us, after op '%s' starts writing the "
+                        "tensor at %s us",
+                        lb, b1, j->w->ops[op].name, b2);
             good = 0;
         }
     }
@@ -307,9 +325,10 @@ static void check_swap_out(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l
             tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after %s frees the tensor at %s us",
                         lb, b1, tsl__vf_ev_label(j, iv->f_ref, rb, sizeof rb), b2);
         } else {
-            tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after the tensor is freed at %s us "
-                        "(end of its last read by op '%s')", lb, b1, b2,
-                        tsl__vf_op_name(j, iv->f_ref));
+            tsl__vf_add(l, j->prefix,
+                        "%s: copy ends at %s us, after the tensor is freed at %s us "
+                        "(end of its last read by op '%s')",
+                        lb, b1, b2, tsl__vf_op_name(j, iv->f_ref));
         }
         good = 0;
     }
@@ -324,7 +343,8 @@ static void check_swap_in(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l)
     double sp = j->ps[j->op_pos[e->precede]];
     if (j->fin[k] > sp + EPS) {
         tsl__vf_times(j->fin[k], sp, b1, b2, sizeof b1);
-        tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after the op starts at %s us", lb, b1, b2);
+        tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after the op starts at %s us", lb, b1,
+                    b2);
     }
     tsl__vf_key X = mk(j->issue[k], tsl__vf_event_slot(j, j->issue[k]), TSL__VF_ALLOC, k);
     if (!j->opened[k]) {
@@ -340,12 +360,15 @@ static void check_swap_in(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l)
         if (pend >= 0) {
             char sb[400];
             tsl__vf_times(j->issue[k], j->fin[pend], b1, b2, sizeof b1);
-            tsl__vf_add(l, j->prefix, "%s: starts at %s us, before its swap-out (%s) ends at %s us "
-                        "(the tensor is still resident then)", lb, b1,
-                        tsl__vf_ev_label(j, pend, sb, sizeof sb), b2);
+            tsl__vf_add(l, j->prefix,
+                        "%s: starts at %s us, before its swap-out (%s) ends at %s us "
+                        "(the tensor is still resident then)",
+                        lb, b1, tsl__vf_ev_label(j, pend, sb, sizeof sb), b2);
         } else {
-            tsl__vf_add(l, j->prefix, "%s: '%s' is still resident at its issue at %.1f us (a "
-                        "swap-in needs it absent)", lb, j->w->tensors[t].name, j->issue[k]);
+            tsl__vf_add(l, j->prefix,
+                        "%s: '%s' is still resident at its issue at %.1f us (a "
+                        "swap-in needs it absent)",
+                        lb, j->w->tensors[t].name, j->issue[k]);
         }
         return;
     }
@@ -354,16 +377,21 @@ static void check_swap_in(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l)
     if (hc == 0) {
         int32_t lastw = j->gen_off[t + 1] > j->gen_off[t] ? j->gen_ops[j->gen_off[t + 1] - 1] : -1;
         if (writer >= 0)
-            tsl__vf_add(l, j->prefix, "%s: there is no host copy of the value op '%s' generated "
-                        "(no valid swap-out of it before the swap-in at %.1f us)", lb,
-                        j->w->ops[writer].name, j->issue[k]);
+            tsl__vf_add(l, j->prefix,
+                        "%s: there is no host copy of the value op '%s' generated "
+                        "(no valid swap-out of it before the swap-in at %.1f us)",
+                        lb, j->w->ops[writer].name, j->issue[k]);
         else if (j->absent0[t] && lastw >= 0)
-            tsl__vf_add(l, j->prefix, "%s: there is no host copy of the tensor (no valid swap-out "
+            tsl__vf_add(l, j->prefix,
+                        "%s: there is no host copy of the tensor (no valid swap-out "
                         "before the swap-in at %.1f us, nor after its last write by op '%s' in the "
-                        "previous iteration)", lb, j->issue[k], j->w->ops[lastw].name);
+                        "previous iteration)",
+                        lb, j->issue[k], j->w->ops[lastw].name);
         else
-            tsl__vf_add(l, j->prefix, "%s: there is no host copy of the tensor (no valid swap-out "
-                        "of it before the swap-in at %.1f us)", lb, j->issue[k]);
+            tsl__vf_add(l, j->prefix,
+                        "%s: there is no host copy of the tensor (no valid swap-out "
+                        "of it before the swap-in at %.1f us)",
+                        lb, j->issue[k]);
     } else if (hc == 1 && j->fin[src] > j->issue[k] + EPS) {
         char sb[400];
         tsl__vf_times(j->issue[k], j->fin[src], b1, b2, sizeof b1);
@@ -378,7 +406,8 @@ static int32_t last_release(const tsl__vf_job *j, int32_t t) {
     int32_t best = -1;
     for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++) {
         int32_t k = j->ev_idx[x];
-        if (j->p->events[k].type == TSL_EV_RELEASE && (best < 0 || j->fin[k] >= j->fin[best])) best = k;
+        if (j->p->events[k].type == TSL_EV_RELEASE && (best < 0 || j->fin[k] >= j->fin[best]))
+            best = k;
     }
     TSL_ASSERT(best >= 0);
     return best;
@@ -418,44 +447,53 @@ static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
                 } else if (rc >= 0) {
                     char sb[400];
                     tsl__vf_times(s, iv->valid, b1, b2, sizeof b1);
-                    tsl__vf_add(l, j->prefix, "%s: input '%s' of its producer '%s' is not resident "
+                    tsl__vf_add(l, j->prefix,
+                                "%s: input '%s' of its producer '%s' is not resident "
                                 "at %s us (%s copies it until %s us)",
                                 tsl__vf_ev_label(j, rc, lb, sizeof lb), tn, w->ops[j->pop[q]].name,
-                                b1, iv->a_src == TSL__VF_SRC_GEN
-                                        ? "its generating op"
-                                        : tsl__vf_ev_label(j, iv->a_ref, sb, sizeof sb), b2);
+                                b1,
+                                iv->a_src == TSL__VF_SRC_GEN
+                                    ? "its generating op"
+                                    : tsl__vf_ev_label(j, iv->a_ref, sb, sizeof sb),
+                                b2);
                 } else {
                     tsl__vf_times(s, iv->valid, b1, b2, sizeof b1);
                     if (iv->a_src == TSL__VF_SRC_SWAP_IN || iv->a_src == TSL__VF_SRC_RECOMPUTE)
-                        tsl__vf_add(l, j->prefix, "%s: %s reads it at %s us, before its data "
-                                    "arrives at %s us", tsl__vf_ev_label(j, iv->a_ref, lb, sizeof lb),
-                                    pb, b1, b2);
+                        tsl__vf_add(l, j->prefix,
+                                    "%s: %s reads it at %s us, before its data "
+                                    "arrives at %s us",
+                                    tsl__vf_ev_label(j, iv->a_ref, lb, sizeof lb), pb, b1, b2);
                     else
-                        tsl__vf_add(l, j->prefix, "%s reads '%s' at %s us, before its data is "
-                                    "generated at %s us", pb, tn, b1, b2);
+                        tsl__vf_add(l, j->prefix,
+                                    "%s reads '%s' at %s us, before its data is "
+                                    "generated at %s us",
+                                    pb, tn, b1, b2);
                 }
             }
             if (tsl__vf_key_cmp(&iv->f, &E) < 0) {
                 tsl__vf_times(iv->f.t, j->pe[q], b1, b2, sizeof b1);
                 if (iv->f_src == TSL__VF_SRC_RELEASE)
-                    tsl__vf_add(l, j->prefix, "%s: frees the tensor at %s us while %s reads it "
-                                "(until %s us)", tsl__vf_ev_label(j, iv->f_ref, lb, sizeof lb), b1,
-                                pb, b2);
+                    tsl__vf_add(l, j->prefix,
+                                "%s: frees the tensor at %s us while %s reads it "
+                                "(until %s us)",
+                                tsl__vf_ev_label(j, iv->f_ref, lb, sizeof lb), b1, pb, b2);
                 else
-                    tsl__vf_add(l, j->prefix, "%s reads '%s' until %s us, but it is freed at %s us "
-                                "(after its last read by op '%s')", pb, tn, b2, b1,
-                                tsl__vf_op_name(j, iv->f_ref));
+                    tsl__vf_add(l, j->prefix,
+                                "%s reads '%s' until %s us, but it is freed at %s us "
+                                "(after its last read by op '%s')",
+                                pb, tn, b2, b1, tsl__vf_op_name(j, iv->f_ref));
             }
             continue;
         }
         /* not resident when the read starts */
         if (rc >= 0) {
-            const char *why = i >= 0 ? free_cause(j, &j->iv[i], cb, sizeof cb)
+            const char *why = i >= 0          ? free_cause(j, &j->iv[i], cb, sizeof cb)
                               : j->absent0[t] ? "absent from the iteration start"
                                               : "not generated yet";
-            tsl__vf_add(l, j->prefix, "%s: input '%s' of its producer '%s' is not resident at "
-                        "%.1f us (%s)", tsl__vf_ev_label(j, rc, lb, sizeof lb), tn,
-                        w->ops[j->pop[q]].name, s, why);
+            tsl__vf_add(l, j->prefix,
+                        "%s: input '%s' of its producer '%s' is not resident at "
+                        "%.1f us (%s)",
+                        tsl__vf_ev_label(j, rc, lb, sizeof lb), tn, w->ops[j->pop[q]].name, s, why);
             continue;
         }
         if (i < 0) {
@@ -463,13 +501,14 @@ static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
             j->absent_reported[t] = 1;
             if (j->absent0[t]) {
                 /* the release at the end of the iteration made it absent */
-                tsl__vf_add(l, j->prefix, "%s: %s reads the tensor at %.1f us, but it is absent "
+                tsl__vf_add(l, j->prefix,
+                            "%s: %s reads the tensor at %.1f us, but it is absent "
                             "from the iteration start (released after its last access) and "
                             "nothing brings it back before that read",
                             tsl__vf_ev_label(j, last_release(j, t), lb, sizeof lb), pb, s);
             } else {
-                tsl__vf_add(l, j->prefix, "%s reads '%s' at %.1f us before it is generated", pb,
-                            tn, s);
+                tsl__vf_add(l, j->prefix, "%s reads '%s' at %.1f us before it is generated", pb, tn,
+                            s);
             }
             continue;
         }
@@ -491,14 +530,17 @@ static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
         for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++)
             n_so += j->p->events[j->ev_idx[x]].type == TSL_EV_SWAP_OUT;
         if (hc == 1 && j->fin[src] <= j->fin[k] + EPS)
-            tsl__vf_add(l, j->prefix, "%s: %s reads the tensor at %s us, after the release freed "
+            tsl__vf_add(l, j->prefix,
+                        "%s: %s reads the tensor at %s us, after the release freed "
                         "it at %s us, and no swap-in or recomputation brings it back before that "
-                        "read", lb, pb, b2, b1);
+                        "read",
+                        lb, pb, b2, b1);
         else
-            tsl__vf_add(l, j->prefix, "%s: frees the tensor at %s us before its read by %s at %s us, "
-                        "but it has no host copy (%s) and is not recomputed before that read", lb,
-                        b1, pb, b2, n_so == 0 ? "never swapped out"
-                                              : "no valid swap-out of its current value");
+            tsl__vf_add(l, j->prefix,
+                        "%s: frees the tensor at %s us before its read by %s at %s us, "
+                        "but it has no host copy (%s) and is not recomputed before that read",
+                        lb, b1, pb, b2,
+                        n_so == 0 ? "never swapped out" : "no valid swap-out of its current value");
     }
 }
 
@@ -540,10 +582,12 @@ tsl_status tsl__vf_tensors(tsl__vf_job *j, tsl__vf_list *l) {
     const tsl_plan *p = j->p;
     for (int32_t t = 0; t < nt; t++)
         for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++)
-            if (p->events[j->ev_idx[x]].type == TSL_EV_SWAP_OUT) check_swap_out(j, t, j->ev_idx[x], l);
+            if (p->events[j->ev_idx[x]].type == TSL_EV_SWAP_OUT)
+                check_swap_out(j, t, j->ev_idx[x], l);
     for (int32_t t = 0; t < nt; t++)
         for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++)
-            if (p->events[j->ev_idx[x]].type == TSL_EV_SWAP_IN) check_swap_in(j, t, j->ev_idx[x], l);
+            if (p->events[j->ev_idx[x]].type == TSL_EV_SWAP_IN)
+                check_swap_in(j, t, j->ev_idx[x], l);
     for (int32_t t = 0; t < nt; t++) check_reads(j, t, l);
     return TSL_OK;
 }

@@ -61,10 +61,10 @@ const char *tsl__vf_ev_label(const tsl__vf_job *j, int32_t k, char *buf, size_t 
     case TSL_EV_SWAP_OUT:
     case TSL_EV_RELEASE:
         snprintf(buf, len, "event %d %s '%s' (trigger '%s')", (int)k,
-                 tsl__vf_event_type_name(e->type), tn, trig_ok ? tsl__vf_op_name(j, e->trigger) : "?");
+                 tsl__vf_event_type_name(e->type), tn,
+                 trig_ok ? tsl__vf_op_name(j, e->trigger) : "?");
         break;
-    default:
-        snprintf(buf, len, "event %d (type %d)", (int)k, (int)e->type);
+    default: snprintf(buf, len, "event %d (type %d)", (int)k, (int)e->type);
     }
     return buf;
 }
@@ -103,8 +103,10 @@ int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t) {
     if (!(t >= j->pe[0])) return 2;
     while (lo < hi) {
         int32_t mid = lo + (hi - lo + 1) / 2;
-        if (j->pe[mid] <= t) lo = mid;
-        else hi = mid - 1;
+        if (j->pe[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     return 3 * (int64_t)lo + 2;
 }
@@ -114,26 +116,35 @@ int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t) {
 tsl_status tsl__vf_check_workload(const tsl_workload *w) {
     if (w->n_tensors < 0 || w->n_ops < 0 || (w->n_tensors > 0 && !w->tensors) ||
         (w->n_ops > 0 && !w->ops))
-        return tsl_fail(TSL_ERR_INVALID, "verify: workload '%s' has n_tensors %d, n_ops %d "
-                        "without arrays", w->job, (int)w->n_tensors, (int)w->n_ops);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "verify: workload '%s' has n_tensors %d, n_ops %d "
+                        "without arrays",
+                        w->job, (int)w->n_tensors, (int)w->n_ops);
     double prev_end = 0.0;
     for (int32_t i = 0; i < w->n_ops; i++) {
         const tsl_wl_op *op = &w->ops[i];
-        if (op->n_in < 0 || op->n_out < 0 || (op->n_in > 0 && !op->in) || (op->n_out > 0 && !op->out))
-            return tsl_fail(TSL_ERR_INVALID, "verify: workload '%s' ops[%d] ('%s'): n_in %d, n_out %d "
-                            "without arrays", w->job, (int)i, op->name, op->n_in, op->n_out);
+        if (op->n_in < 0 || op->n_out < 0 || (op->n_in > 0 && !op->in) ||
+            (op->n_out > 0 && !op->out))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "verify: workload '%s' ops[%d] ('%s'): n_in %d, n_out %d "
+                            "without arrays",
+                            w->job, (int)i, op->name, op->n_in, op->n_out);
         for (int k = 0; k < op->n_in + op->n_out; k++) {
             int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
             if (t < 0 || t >= w->n_tensors)
-                return tsl_fail(TSL_ERR_INVALID, "verify: workload '%s' ops[%d] ('%s').%s: tensor "
-                                "index %d out of range [0, %d)", w->job, (int)i, op->name,
-                                k < op->n_in ? "in" : "out", (int)t, (int)w->n_tensors);
+                return tsl_fail(TSL_ERR_INVALID,
+                                "verify: workload '%s' ops[%d] ('%s').%s: tensor "
+                                "index %d out of range [0, %d)",
+                                w->job, (int)i, op->name, k < op->n_in ? "in" : "out", (int)t,
+                                (int)w->n_tensors);
         }
         if (!isfinite(op->start_us) || !isfinite(op->end_us) || op->start_us < prev_end ||
             op->end_us < op->start_us)
-            return tsl_fail(TSL_ERR_INVALID, "verify: workload '%s' ops[%d] ('%s'): times [%.17g, "
-                            "%.17g] us are not finite, ordered and after the previous op's end %.17g",
-                            w->job, (int)i, op->name, op->start_us, op->end_us, prev_end);
+            return tsl_fail(
+                TSL_ERR_INVALID,
+                "verify: workload '%s' ops[%d] ('%s'): times [%.17g, "
+                "%.17g] us are not finite, ordered and after the previous op's end %.17g",
+                w->job, (int)i, op->name, op->start_us, op->end_us, prev_end);
         prev_end = op->end_us;
     }
     return TSL_OK;
@@ -190,8 +201,10 @@ static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
     }
     if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0)
         /* analysed further as if it were 0 (a release acts at its trigger's end) */
-        tsl__vf_add(l, j->prefix, "%s: delay %g us must be 0 (a release acts at the end of its "
-                    "trigger)", tsl__vf_ev_label(j, k, lb, sizeof lb), e->delay_us);
+        tsl__vf_add(l, j->prefix,
+                    "%s: delay %g us must be 0 (a release acts at the end of its "
+                    "trigger)",
+                    tsl__vf_ev_label(j, k, lb, sizeof lb), e->delay_us);
     if (needs_precede && !op_reads(&w->ops[e->precede], e->tensor)) {
         tsl__vf_add(l, j->prefix, "%s: op '%s' does not read the tensor",
                     tsl__vf_ev_label(j, k, lb, sizeof lb), w->ops[e->precede].name);
@@ -200,18 +213,22 @@ static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
     if (e->type == TSL_EV_RECOMPUTE) {
         if (e->trigger != -1 || e->delay_us != 0.0)
             /* analysed further: a recomputation's time follows from precede */
-            tsl__vf_add(l, j->prefix, "%s: trigger %d and delay %g us must be -1 and 0 (a "
+            tsl__vf_add(l, j->prefix,
+                        "%s: trigger %d and delay %g us must be -1 and 0 (a "
                         "recomputation runs right before the op it precedes)",
                         tsl__vf_ev_label(j, k, lb, sizeof lb), (int)e->trigger, e->delay_us);
         int32_t g = j->producer[e->tensor];
         if (g < 0) {
-            tsl__vf_add(l, j->prefix, "%s: the tensor (kind %s) has no producer op in the "
-                        "iteration to re-run", tsl__vf_ev_label(j, k, lb, sizeof lb),
+            tsl__vf_add(l, j->prefix,
+                        "%s: the tensor (kind %s) has no producer op in the "
+                        "iteration to re-run",
+                        tsl__vf_ev_label(j, k, lb, sizeof lb),
                         tsl_kind_name(w->tensors[e->tensor].kind));
             return 0;
         }
         if (g >= e->precede) {
-            tsl__vf_add(l, j->prefix, "%s: its producer '%s' does not run before the op it precedes",
+            tsl__vf_add(l, j->prefix,
+                        "%s: its producer '%s' does not run before the op it precedes",
                         tsl__vf_ev_label(j, k, lb, sizeof lb), w->ops[g].name);
             return 0;
         }
@@ -271,10 +288,10 @@ static tsl_status build_writes(tsl__vf_job *j) {
     for (int32_t t = 0; t < nt; t++) {
         tsl_tensor_kind kd = w->tensors[t].kind;
         int has = j->gen_off[t + 1] > j->gen_off[t];
-        j->producer[t] = has && !tsl_kind_is_persistent(kd) && kd != TSL_KIND_INPUT &&
-                                 kd != TSL_KIND_LABEL
-                             ? j->gen_ops[j->gen_off[t]]
-                             : -1;
+        j->producer[t] =
+            has && !tsl_kind_is_persistent(kd) && kd != TSL_KIND_INPUT && kd != TSL_KIND_LABEL
+                ? j->gen_ops[j->gen_off[t]]
+                : -1;
         j->last_read[t] = -1;
     }
     for (int32_t i = 0; i < w->n_ops; i++)
@@ -382,14 +399,16 @@ static void event_times(tsl__vf_job *j) {
     }
 }
 
-/* Reading positions per tensor: ops, then the producer inputs of each
- * recomputation, sorted by position. */
+/* (tensor, position) pairs, by tensor then position. */
 static int cmp_pair(const void *a, const void *b) {
     const int32_t *x = a, *y = b;
     if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
     return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* Reading positions per tensor (rd_off, rd_pos): the ops reading it, and
+ * the recomputations whose producer reads it, in position order; an op
+ * listing a tensor twice reads it once. TSL_ERR_OOM. */
 static tsl_status build_reads(tsl__vf_job *j) {
     const tsl_workload *w = j->w;
     size_t n = 0;
@@ -431,7 +450,8 @@ static tsl_status build_reads(tsl__vf_job *j) {
 tsl_status tsl__vf_build(tsl__vf_job *j, tsl__vf_list *l) {
     const tsl_workload *w = j->w;
     const tsl_plan *p = j->p;
-    size_t ne = (size_t)(p->n_events ? p->n_events : 1), nt = (size_t)(w->n_tensors ? w->n_tensors : 1);
+    size_t ne = (size_t)(p->n_events ? p->n_events : 1),
+           nt = (size_t)(w->n_tensors ? w->n_tensors : 1);
     j->ok = calloc(ne, 1);
     j->issue = calloc(ne, sizeof *j->issue);
     j->fin = calloc(ne, sizeof *j->fin);

@@ -11,7 +11,7 @@
  * no busy channel or compute resource), the simulated times are therefore
  * bit-equal to the planned ones, and so is the order of frees and
  * allocations that decides the peak. A job that waited continues from the
- * later time (its "lag").
+ * later time (its "lag"); a wait under TSL__SIM_EPS_US is no wait.
  *
  * The timeline (tsl__sim_log) is what the Chrome trace is written from and
  * what the tests read to check a hand-computed schedule: every op and
@@ -23,6 +23,11 @@
 
 #include <stdint.h>
 #include "tensile/sched.h"
+
+/* Data that arrives at most this long after an op is due (a copy whose end
+ * rounds a few ulps past the op's start) counts as on time: the op starts at
+ * its due time and no stall is counted. The verifier's tolerance. */
+#define TSL__SIM_EPS_US 1e-6
 
 /* Iterations a job that finished its counted iterations may keep running
  * (uncounted "filler" iterations) while slower jobs are still running. */

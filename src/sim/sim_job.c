@@ -5,45 +5,39 @@
 #include "core/assert.h"
 #include "sim/sim_job.h"
 
-/* The planner's event order: trigger, delay, type, tensor, precede; the
- * index last, so that the order is total even on duplicate events. */
-static int ev_before(const tsl_plan *p, int32_t x, int32_t y) {
-    const tsl_event *a = &p->events[x], *b = &p->events[y];
-    if (a->trigger != b->trigger) return a->trigger < b->trigger;
-    if (a->delay_us != b->delay_us) return a->delay_us < b->delay_us;
-    if (a->type != b->type) return a->type < b->type;
-    if (a->tensor != b->tensor) return a->tensor < b->tensor;
-    if (a->precede != b->precede) return a->precede < b->precede;
-    return x < y;
-}
+/* An event with its index, for sorting. */
+typedef struct ev_ix {
+    tsl_event ev;
+    int32_t ix;
+} ev_ix;
 
-/* Sorts v[0..n) (event indices) by ev_before; insertion sort: the groups
- * sorted here (events of one trigger, recomputations of one op) are small. */
-static void sort_events(const tsl_plan *p, int32_t *v, int32_t n) {
-    for (int32_t a = 1; a < n; a++)
-        for (int32_t b = a; b > 0 && ev_before(p, v[b], v[b - 1]); b--) {
-            int32_t x = v[b];
-            v[b] = v[b - 1];
-            v[b - 1] = x;
-        }
+/* The planner's event order: trigger, delay, type, tensor, precede; then
+ * the index, so that the order is total even on duplicate events. For
+ * recomputations the precede op comes first (they are grouped by it). */
+static int cmp_ev_ix(const void *x, const void *y) {
+    const ev_ix *a = x, *b = y;
+    int rc = a->ev.type == TSL_EV_RECOMPUTE && b->ev.type == TSL_EV_RECOMPUTE;
+    if (rc && a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
+    if (a->ev.trigger != b->ev.trigger) return a->ev.trigger < b->ev.trigger ? -1 : 1;
+    if (a->ev.delay_us != b->ev.delay_us) return a->ev.delay_us < b->ev.delay_us ? -1 : 1;
+    if (a->ev.type != b->ev.type) return a->ev.type < b->ev.type ? -1 : 1;
+    if (a->ev.tensor != b->ev.tensor) return a->ev.tensor < b->ev.tensor ? -1 : 1;
+    if (a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
+    return (a->ix > b->ix) - (a->ix < b->ix);
 }
 
 /* Fills the executed sequence and its nominal times (sim_job.h) from the
- * op times s[], e[]. rc is scratch for n_ev indices. */
-static void build_items(tsl__sim_job *j, const double *s, const double *e, int32_t *rc) {
+ * op times s[], e[]; rc[0..n_rc) are the recomputations sorted by
+ * cmp_ev_ix (grouped by the op they precede). */
+static void build_items(tsl__sim_job *j, const double *s, const double *e, const ev_ix *rc,
+                        int32_t n_rc) {
     const tsl_workload *w = j->w;
-    int32_t k = 0;
+    int32_t k = 0, r = 0;
     double shift = 0.0;
     for (int32_t i = 0; i < w->n_ops; i++) {
-        int32_t n = 0;
-        for (int32_t x = 0; x < j->n_ev; x++)
-            if (j->p->events[x].type == TSL_EV_RECOMPUTE && j->p->events[x].precede == i)
-                rc[n++] = x;
-        sort_events(j->p, rc, n);
-        for (int32_t r = 0; r < n; r++) {
-            const tsl_event *ev = &j->p->events[rc[r]];
-            int32_t g = w->tensors[ev->tensor].producer;
-            j->items[k] = (tsl__sim_item){g, ev->tensor, rc[r], s[i] + shift, 0.0};
+        for (; r < n_rc && rc[r].ev.precede == i; r++) {
+            int32_t g = w->tensors[rc[r].ev.tensor].producer;
+            j->items[k] = (tsl__sim_item){g, rc[r].ev.tensor, rc[r].ix, s[i] + shift, 0.0};
             shift += e[g] - s[g];
             j->items[k].ne = s[i] + shift;
             k++;
@@ -51,28 +45,53 @@ static void build_items(tsl__sim_job *j, const double *s, const double *e, int32
         j->items[k] = (tsl__sim_item){i, -1, -1, s[i] + shift, e[i] + shift};
         k++;
     }
-    TSL_ASSERT(k == j->n_items);
+    TSL_ASSERT(k == j->n_items && r == n_rc);
 }
 
-/* Groups the timed events (everything but recomputations) by trigger + 1,
- * keeping plan order inside a group. */
-static void build_triggers(tsl__sim_job *j) {
+/* Groups the timed events (everything but recomputations; tm[0..n) sorted
+ * by cmp_ev_ix, so by trigger) by trigger + 1. */
+static void build_triggers(tsl__sim_job *j, const ev_ix *tm, int32_t n) {
     int32_t no = j->w->n_ops;
-    for (int32_t e = 0; e < j->n_ev; e++) {
-        const tsl_event *ev = &j->p->events[e];
-        if (ev->type != TSL_EV_RECOMPUTE) j->trig_start[ev->trigger + 2]++;
+    for (int32_t k = 0; k < n; k++) {
+        j->trig_list[k] = tm[k].ix;
+        j->trig_start[tm[k].ev.trigger + 2]++;
     }
+    /* group g (trigger g-1) spans [trig_start[g], trig_start[g+1]) */
     for (int32_t i = 1; i < no + 3; i++) j->trig_start[i] += j->trig_start[i - 1];
-    /* trig_start[g] is now the start of group g: fill it as a cursor */
-    for (int32_t e = 0; e < j->n_ev; e++) {
-        const tsl_event *ev = &j->p->events[e];
-        if (ev->type != TSL_EV_RECOMPUTE) j->trig_list[j->trig_start[ev->trigger + 1]++] = e;
+}
+
+/* Planned end of every op: the workload's times with the recomputations
+ * inserted (e'_i = end_us + shift, the planner's arithmetic); rc[0..n_rc)
+ * sorted by cmp_ev_ix. */
+static void planned_ends(const tsl_workload *w, const ev_ix *rc, int32_t n_rc, double *pe) {
+    double shift = 0.0;
+    int32_t r = 0;
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        for (; r < n_rc && rc[r].ev.precede == i; r++) {
+            const tsl_wl_op *g = &w->ops[w->tensors[rc[r].ev.tensor].producer];
+            shift += g->end_us - g->start_us;
+        }
+        pe[i] = w->ops[i].end_us + shift;
     }
-    /* shift back: group g (trigger g-1) spans [trig_start[g], trig_start[g+1]) */
-    for (int32_t i = no + 2; i > 0; i--) j->trig_start[i] = j->trig_start[i - 1];
-    j->trig_start[0] = 0;
-    for (int32_t g = 0; g <= no; g++)
-        sort_events(j->p, j->trig_list + j->trig_start[g], j->trig_start[g + 1] - j->trig_start[g]);
+}
+
+/* Planned times of the timed events tm[0..n) (sorted by cmp_ev_ix) and
+ * their lists per tensor, in that order. */
+static void build_tensor_events(tsl__sim_job *j, const ev_ix *tm, int32_t n, const double *pe) {
+    int32_t nt = j->w->n_tensors;
+    for (int32_t k = 0; k < n; k++) {
+        const tsl_event *ev = &tm[k].ev;
+        double te = ev->trigger < 0 ? 0.0 : pe[ev->trigger];
+        j->ev_plan[tm[k].ix] = ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+        j->tev_start[ev->tensor + 1]++;
+    }
+    for (int32_t t = 0; t < nt; t++) j->tev_start[t + 1] += j->tev_start[t];
+    for (int32_t k = 0; k < n; k++) { /* fill, using tev_start[t] as cursor */
+        int32_t t = tm[k].ev.tensor;
+        j->tev_list[j->tev_start[t]++] = tm[k].ix;
+    }
+    for (int32_t t = nt; t > 0; t--) j->tev_start[t] = j->tev_start[t - 1];
+    j->tev_start[0] = 0;
 }
 
 /* The op after which activity analysis frees tensor t: its last reading op,
@@ -122,7 +141,7 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->n_timed = ne - n_rc;
 
     double *s = malloc(sno * sizeof *s), *e = malloc(sno * sizeof *e);
-    int32_t *rc = malloc(sne * sizeof *rc);
+    ev_ix *sorted = malloc(sne * sizeof *sorted);
     j->items = malloc(((size_t)j->n_items + 1) * sizeof *j->items);
     j->trig_start = calloc(sno + 2, sizeof *j->trig_start);
     j->trig_list = malloc(sne * sizeof *j->trig_list);
@@ -134,19 +153,22 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->readable = calloc(snt, 1);
     j->gen = calloc(snt, sizeof *j->gen);
     j->host_gen = malloc(snt * sizeof *j->host_gen);
-    j->so_unissued = calloc(snt, sizeof *j->so_unissued);
-    j->so_inflight = calloc(snt, sizeof *j->so_inflight);
-    j->rel_pending = calloc(snt, sizeof *j->rel_pending);
-    j->deferred_in = malloc(snt * sizeof *j->deferred_in);
+    j->incoming = malloc(snt * sizeof *j->incoming);
+    j->ev_state = calloc(sne, 1);
+    j->ev_plan = calloc(sne, sizeof *j->ev_plan);
+    j->tev_start = calloc(snt + 1, sizeof *j->tev_start);
+    j->tev_list = malloc(sne * sizeof *j->tev_list);
+    double *pe = malloc(sno * sizeof *pe);
     int32_t *last_read = malloc(snt * sizeof *last_read);
-    if (!s || !e || !rc || !j->items || !j->trig_start || !j->trig_list || !j->death_start ||
+    if (!s || !e || !sorted || !j->items || !j->trig_start || !j->trig_list || !j->death_start ||
         !j->death_list || !j->data || !j->ev_copy || !j->alloc ||
-        !j->readable || !j->gen || !j->host_gen || !j->so_unissued || !j->so_inflight ||
-        !j->rel_pending || !j->deferred_in || !last_read) {
+        !j->readable || !j->gen || !j->host_gen || !j->incoming || !j->ev_state ||
+        !j->ev_plan || !j->tev_start || !j->tev_list || !pe || !last_read) {
         free(last_read);
+        free(pe);
         free(s);
         free(e);
-        free(rc);
+        free(sorted);
         return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory for job '%s'", w->job);
     }
 
@@ -157,13 +179,24 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     }
     j->vanilla = at; /* e_{n-1}: the period without a plan */
 
-    build_items(j, s, e, rc);
-    build_triggers(j);
+    /* recomputations first (grouped by precede), then the timed events */
+    int32_t a = 0, b = n_rc;
+    for (int32_t x = 0; x < ne; x++) {
+        int rcx = p->events[x].type == TSL_EV_RECOMPUTE;
+        sorted[rcx ? a++ : b++] = (ev_ix){p->events[x], x};
+    }
+    if (n_rc > 1) qsort(sorted, (size_t)n_rc, sizeof *sorted, cmp_ev_ix);
+    if (ne - n_rc > 1) qsort(sorted + n_rc, (size_t)(ne - n_rc), sizeof *sorted, cmp_ev_ix);
+    build_items(j, s, e, sorted, n_rc);
+    build_triggers(j, sorted + n_rc, ne - n_rc);
+    planned_ends(w, sorted, n_rc, pe);
+    build_tensor_events(j, sorted + n_rc, ne - n_rc, pe);
+    free(pe);
     build_deaths(j, last_read);
     free(last_read);
     free(s);
     free(e);
-    free(rc);
+    free(sorted);
 
     for (int32_t x = 0; x < ne; x++) {
         const tsl_event *ev = &p->events[x];
@@ -175,7 +208,7 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     for (int32_t t = 0; t < nt; t++) {
         const tsl_wl_tensor *tt = &w->tensors[t];
         j->host_gen[t] = UINT32_MAX;
-        j->deferred_in[t] = -1;
+        j->incoming[t] = -1;
         if (tsl_kind_is_persistent(tt->kind)) { /* cold start: all resident */
             j->alloc[t] = j->readable[t] = 1;
             j->persistent += tt->bytes;
@@ -197,9 +230,10 @@ void tsl__sim_job_free(tsl__sim_job *j) {
     free(j->readable);
     free(j->gen);
     free(j->host_gen);
-    free(j->so_unissued);
-    free(j->so_inflight);
-    free(j->rel_pending);
-    free(j->deferred_in);
+    free(j->incoming);
+    free(j->ev_state);
+    free(j->ev_plan);
+    free(j->tev_start);
+    free(j->tev_list);
     memset(j, 0, sizeof *j);
 }

@@ -12,6 +12,14 @@
  * g. s_i, e_i are the workload's times, or, with actual latencies a_i, s_0 =
  * 0, e_i = s_i + a_i, s_{i+1} = e_i. Recomputations before one op run in the
  * planner's event order (trigger, delay, type, tensor, precede).
+ *
+ * Which swap-outs a release or a swap-in depends on is decided on the
+ * planned timeline (the workload's times, whatever the actual latencies):
+ * a release of t frees t once the swap-outs of t planned at or before it
+ * have ended (docs/SCHEDULING.md: "max(e_trigger, end of t's latest
+ * swap-out issued at or before e_trigger)"), and a swap-in of t waits for
+ * the swap-outs of t planned at or before it. Under exact latencies that is
+ * the doc's rule; under drift or contention the dependency is kept.
  */
 #ifndef TSL_SIM_SIM_JOB_H
 #define TSL_SIM_SIM_JOB_H
@@ -19,6 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sim/sim_internal.h"
+
+/* State of a timed event in the current iteration. */
+enum { TSL__EV_IDLE = 0, TSL__EV_SCHED, TSL__EV_WAIT, TSL__EV_RUN, TSL__EV_DONE };
 
 /* One entry of the executed sequence. */
 typedef struct tsl__sim_item {
@@ -46,6 +57,10 @@ typedef struct tsl__sim_job {
     int32_t n_data;
     int32_t n_timed;        /* swap-out, swap-in and release events: completed per iteration */
     double *ev_copy;        /* per event: tsl_copy_us of a swap (0 otherwise) */
+    double *ev_plan;        /* per event: its planned time (issue of a swap, trigger end of
+                               a release) on the workload's timeline with recomputations */
+    int32_t *tev_start;     /* CSR over tensors: the timed events of each tensor, */
+    int32_t *tev_list;      /*   in the planner's event order */
     size_t persistent;      /* bytes of PARAM, BUFFER, OPT_STATE */
 
     /* ---- per tensor, run time */
@@ -53,10 +68,9 @@ typedef struct tsl__sim_job {
     uint8_t *readable;      /* allocated and its value is there (no copy in, generated) */
     uint32_t *gen;          /* value generation: bumped at every write */
     uint32_t *host_gen;     /* generation held by the host copy; UINT32_MAX: none */
-    int32_t *so_unissued;   /* swap-outs triggered, not issued yet */
-    int32_t *so_inflight;   /* swap-outs issued (waiting for or on the channel) */
-    int32_t *rel_pending;   /* releases waiting for those swap-outs */
-    int32_t *deferred_in;   /* a swap-in waiting for those swap-outs; -1 none */
+    int64_t *incoming;      /* the transfer copying it in (allocated, not readable yet); -1 */
+    /* ---- per event, run time (this iteration) */
+    uint8_t *ev_state;      /* TSL__EV_IDLE .. TSL__EV_DONE */
 } tsl__sim_job;
 
 /* Prepares job `index` (w, p already validated by tsl_simulate; p may be

@@ -26,8 +26,8 @@
 
 #include "sim/sim_internal.h"
 
-/* Checks one workload: ops and tensor indices in range, times finite and
- * non-decreasing. */
+/* Checks one workload: ops and tensor indices in range, times finite, each
+ * op's start at or before its end, ends non-decreasing. */
 static tsl_status check_workload(const tsl_workload *w, int jx) {
     if (!w) return tsl_fail(TSL_ERR_INVALID, "simulate: workload %d is NULL", jx);
     if (w->n_ops < 1 || w->n_tensors < 0 || !w->ops || (w->n_tensors > 0 && !w->tensors))
@@ -41,6 +41,11 @@ static tsl_status check_workload(const tsl_workload *w, int jx) {
                         w->job, w->ops[0].name, prev);
     for (int32_t i = 0; i < w->n_ops; i++) {
         const tsl_wl_op *op = &w->ops[i];
+        if (!isfinite(op->start_us) || op->start_us < 0 || op->start_us > op->end_us)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "simulate: workload '%s': op %d ('%s'): start_us %g is not a finite "
+                            "value in [0, end_us %g]",
+                            w->job, i, op->name, op->start_us, op->end_us);
         if (!isfinite(op->end_us) || op->end_us < prev || op->end_us > 1e12)
             return tsl_fail(TSL_ERR_INVALID,
                             "simulate: workload '%s': op %d ('%s'): end_us %g is not finite, "
@@ -164,7 +169,7 @@ tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
         if (st == TSL_OK && opts && opts->actual) st = check_actual(&opts->actual[jx], w[jx], jx);
     }
     if (st != TSL_OK) return st;
-    const char *trace = opts ? opts->trace_path : NULL;
+    const char *trace = opts ? opts->trace_path : NULL; /* iterations 0: the default */
     tsl__sim_log log = {0};
     tsl_sim_result r;
     st = tsl__sim_run(w, plans, n_jobs, dev, iterations, opts ? opts->actual : NULL,

@@ -1,0 +1,859 @@
+/*
+ * test_planner.c - the TENSILE planner (src/sched/: peak analysis, swap
+ * scheduling, across-iteration swapping, recomputation, Algorithm 3 over
+ * several jobs) on hand-made workloads with known answers, and on real
+ * graphs (cnn, resnet18) against the vanilla executor's dry run.
+ *
+ * Hand-made workloads use a test profile whose copies take bytes / 1000 µs
+ * exactly (1 GB/s, no latency) and integer op latencies, so every time in
+ * them is exact. Every plan is also checked by the independent verifier.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "helpers.h"
+#include "sched/planner_internal.h"
+#include "tensile/models.h"
+#include "tensile/sched.h"
+#include "tensile/session.h"
+
+/* ---- hand-made workloads ------------------------------------------------------ */
+
+#define WL_CAP 64
+
+/* An empty workload laid out as tsl_workload_free expects. */
+static tsl_workload *wl_new(const char *job) {
+    tsl_workload *w = calloc(1, sizeof *w);
+    cr_assert(w);
+    snprintf(w->job, sizeof w->job, "%s", job);
+    w->tensors = calloc(WL_CAP, sizeof *w->tensors);
+    w->ops = calloc(WL_CAP, sizeof *w->ops);
+    cr_assert(w->tensors && w->ops);
+    w->optimizer_begin = -1;
+    return w;
+}
+
+static int32_t wl_tensor(tsl_workload *w, const char *name, size_t bytes, tsl_tensor_kind k) {
+    cr_assert(w->n_tensors < WL_CAP);
+    tsl_wl_tensor *t = &w->tensors[w->n_tensors];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->bytes = bytes;
+    t->kind = k;
+    t->producer = -1;
+    return w->n_tensors++;
+}
+
+/* Appends an op of latency `lat` µs right after the previous one. */
+static int32_t wl_op(tsl_workload *w, const char *name, double lat, size_t ws,
+                     const int32_t *in, int n_in, const int32_t *out, int n_out) {
+    cr_assert(w->n_ops < WL_CAP);
+    int32_t i = w->n_ops;
+    tsl_wl_op *op = &w->ops[i];
+    snprintf(op->name, sizeof op->name, "%s", name);
+    op->start_us = i ? w->ops[i - 1].end_us : 0.0;
+    op->end_us = op->start_us + lat;
+    op->workspace = ws;
+    op->n_in = n_in;
+    op->n_out = n_out;
+    op->in = n_in ? malloc(sizeof(int32_t) * (size_t)n_in) : NULL;
+    op->out = malloc(sizeof(int32_t) * (size_t)n_out);
+    if (n_in) memcpy(op->in, in, sizeof(int32_t) * (size_t)n_in);
+    memcpy(op->out, out, sizeof(int32_t) * (size_t)n_out);
+    for (int j = 0; j < n_out; j++) {
+        tsl_wl_tensor *t = &w->tensors[out[j]];
+        if (!tsl_kind_is_persistent(t->kind) && t->producer < 0) t->producer = i;
+    }
+    w->n_ops++;
+    w->period_us = op->end_us;
+    return i;
+}
+
+static void wl_mark_optimizer(tsl_workload *w) { w->optimizer_begin = w->n_ops; }
+
+static tsl_workload *wl_end(tsl_workload *w) {
+    if (w->optimizer_begin < 0) w->optimizer_begin = w->n_ops;
+    return w;
+}
+
+#define IN(...) (int32_t[]){__VA_ARGS__}, (int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+
+/* Copies take bytes / 1000 µs; nothing else matters to the planner. */
+static tsl_device_profile test_dev(void) {
+    tsl_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "test");
+    d.flops = 1e12;
+    d.mem_bw = 1e11;
+    d.mem_bytes = (size_t)1 << 40;
+    d.h2d_bw = d.d2h_bw = 1e9;
+    d.duplex = 1;
+    return d;
+}
+
+/* Plans, checks the plan against the verifier, and the predicted peak and
+ * period against tsl_peak_analysis. */
+static void plan_checked(tsl_workload **w, int n, const tsl_device_profile *dev,
+                         const tsl_plan_opts *o, tsl_plan **p, tsl_plan_report *rep) {
+    cr_assert_eq(tsl_plan_jobs(w, n, dev, o, p, rep), TSL_OK, "plan: %s", tsl_last_error());
+    tsl_violation *v = NULL;
+    int nv = 0;
+    tsl_status st = tsl_plan_verify_jobs((const tsl_workload *const *)w, (const tsl_plan *const *)p,
+                                         n, dev, &v, &nv);
+    if (nv) fprintf(stderr, "first violation: %s\n", v[0].what);
+    cr_assert(st == TSL_OK && nv == 0, "the verifier rejects the plan (%d violations)", nv);
+    free(v);
+    for (int j = 0; j < n; j++) {
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w[j], p[j], dev, &pi), TSL_OK);
+        cr_assert_eq(pi.peak, p[j]->predicted_peak, "job %d: predicted %zu, analysis %zu", j,
+                     p[j]->predicted_peak, pi.peak);
+        cr_assert_eq(pi.period_us, p[j]->predicted_period_us);
+        cr_assert_eq(rep->planned_peak[j], p[j]->predicted_peak);
+        cr_assert_leq(rep->planned_peak[j], rep->vanilla_peak[j], "job %d: planned %zu > vanilla %zu",
+                      j, rep->planned_peak[j], rep->vanilla_peak[j]);
+        tsl_peak_info_free(&pi);
+        /* events are sorted */
+        for (int32_t k = 1; k < p[j]->n_events; k++)
+            cr_assert_lt(tsl__event_cmp(&p[j]->events[k - 1], &p[j]->events[k]), 0);
+    }
+}
+
+static void print_plan(const tsl_workload *w, const tsl_plan *p) {
+    static const char *ty[] = {"swap_out", "swap_in", "release", "recompute"};
+    fprintf(stderr, "plan '%s' (%d events, peak %zu, period %.17g):\n", p->job, p->n_events,
+            p->predicted_peak, p->predicted_period_us);
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        fprintf(stderr, "  %-9s %-6s trigger %d delay %.17g precede %d\n", ty[e->type],
+                w->tensors[e->tensor].name, e->trigger, e->delay_us, e->precede);
+    }
+}
+
+/* Index of the first event of type ty on tensor t, or -1. */
+static int find_ev(const tsl_plan *p, tsl_event_type ty, int32_t t) {
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (p->events[k].type == ty && p->events[k].tensor == t) return k;
+    return -1;
+}
+
+/* ---- the chain where exactly one swap fits -------------------------------------- */
+
+/* x -> a -> (b, h) -> c -> d -> e -> f; a and h are read again by the last
+ * op. The vanilla peak is at op3 (t = 60): a b h c d = 105000 bytes. h
+ * (45000) is the largest candidate but its swap-out (45 µs from t = 20)
+ * cannot end by the peak; a (10000) can: out over [10, 20] after its TGA,
+ * released after op1 (its last access before the peak), back in over
+ * [120, 130) right before op5 needs it. */
+static tsl_workload *chain(const char *job, int32_t *ta, int32_t *th) {
+    tsl_workload *w = wl_new(job);
+    int32_t x = wl_tensor(w, "x", 1000, TSL_KIND_INPUT);
+    int32_t a = wl_tensor(w, "a", 10000, TSL_KIND_ACTIVATION);
+    int32_t b = wl_tensor(w, "b", 10000, TSL_KIND_ACTIVATION);
+    int32_t h = wl_tensor(w, "h", 45000, TSL_KIND_ACTIVATION);
+    int32_t c = wl_tensor(w, "c", 20000, TSL_KIND_ACTIVATION);
+    int32_t d = wl_tensor(w, "d", 20000, TSL_KIND_GRADIENT);
+    int32_t e = wl_tensor(w, "e", 10000, TSL_KIND_GRADIENT);
+    int32_t f = wl_tensor(w, "f", 1000, TSL_KIND_GRADIENT);
+    wl_op(w, "op0", 10, 0, IN(x), IN(a));
+    wl_op(w, "op1", 10, 0, IN(a), IN(b, h));
+    wl_op(w, "op2", 40, 0, IN(b), IN(c));
+    wl_op(w, "op3", 40, 0, IN(c, b), IN(d));
+    wl_op(w, "op4", 30, 0, IN(d), IN(e));
+    wl_op(w, "op5", 10, 0, IN(e, a, h), IN(f));
+    if (ta) *ta = a;
+    if (th) *th = h;
+    return wl_end(w);
+}
+
+Test(planner, chain_exactly_one_swap) {
+    int32_t a, h;
+    tsl_workload *w = chain("chain", &a, &h);
+    tsl_device_profile dev = test_dev();
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, NULL, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 105000u);
+    cr_assert_eq(pi.peak_op, 3);
+    cr_assert_eq(pi.peak_time_us, 60.0);
+    cr_assert_eq(pi.n_resident, 5);
+    cr_assert_eq(pi.resident[0], h, "largest first");
+    tsl_peak_info_free(&pi);
+
+    tsl_plan *p;
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    print_plan(w, p);
+    cr_assert_eq(p->n_events, 3);
+    int so = find_ev(p, TSL_EV_SWAP_OUT, a), rl = find_ev(p, TSL_EV_RELEASE, a),
+        si = find_ev(p, TSL_EV_SWAP_IN, a);
+    cr_assert(so >= 0 && rl >= 0 && si >= 0, "a is swapped out, released and swapped in");
+    /* out right after its TGA (op0 ends at 10) */
+    cr_assert_eq(p->events[so].trigger, 0);
+    cr_assert_eq(p->events[so].delay_us, 0.0);
+    /* released at the end of op1, its last access before the peak */
+    cr_assert_eq(p->events[rl].trigger, 1);
+    cr_assert_eq(p->events[rl].delay_us, 0.0);
+    /* in as late as possible: its copy ends just before op5 starts at 130 */
+    const tsl_event *e = &p->events[si];
+    cr_assert_eq(e->precede, 5);
+    cr_assert_eq(e->trigger, 3, "the last op ending before the start (op3 ends at 100)");
+    double issue = w->ops[3].end_us + e->delay_us;
+    cr_assert(issue + 10.0 <= 130.0 && issue + 10.0 > 130.0 - 1e-6, "swap-in ends at %.17g",
+              issue + 10.0);
+    cr_assert_eq(p->predicted_peak, 95000u);
+    cr_assert_eq(p->predicted_period_us, 140.0);
+    cr_assert_eq(rep.vanilla_peak[0], 105000u);
+    cr_assert_eq(rep.swaps[0], 1);
+    cr_assert_eq(rep.recomputes[0], 0);
+    cr_assert_eq(rep.bytes_d2h[0], 10000u);
+    cr_assert_eq(rep.bytes_h2d[0], 10000u);
+    cr_assert_gt(rep.iterations, 0);
+    cr_assert_geq(rep.planning_ms, 0.0);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+/* ---- across iterations ----------------------------------------------------------- */
+
+/* P (40000) is first read by op2 (late in the forward) and updated by op5;
+ * the optimizer phase ends with an update that needs a 100000-byte
+ * workspace, which makes the peak (at op7, t = 145). P can only leave
+ * after its update: out over [95, 135] after op5, released, absent at the
+ * start of the next iteration, and back in before op2 (copy over [20, 60)). */
+static tsl_workload *across(int32_t *tp) {
+    tsl_workload *w = wl_new("across");
+    int32_t x = wl_tensor(w, "x", 1000, TSL_KIND_INPUT);
+    int32_t P = wl_tensor(w, "P", 40000, TSL_KIND_PARAM);
+    int32_t Q = wl_tensor(w, "Q", 2000, TSL_KIND_PARAM);
+    int32_t R = wl_tensor(w, "R", 1000, TSL_KIND_PARAM);
+    int32_t y = wl_tensor(w, "y", 5000, TSL_KIND_ACTIVATION);
+    int32_t z = wl_tensor(w, "z", 5000, TSL_KIND_ACTIVATION);
+    int32_t l = wl_tensor(w, "l", 1000, TSL_KIND_ACTIVATION);
+    int32_t gP = wl_tensor(w, "gP", 40000, TSL_KIND_GRADIENT);
+    int32_t gQ = wl_tensor(w, "gQ", 2000, TSL_KIND_GRADIENT);
+    int32_t gR = wl_tensor(w, "gR", 1000, TSL_KIND_GRADIENT);
+    wl_op(w, "f0", 10, 0, IN(x, Q, R), IN(y));
+    wl_op(w, "f1", 50, 0, IN(y), IN(z));
+    wl_op(w, "f2", 10, 0, IN(z, P), IN(l));
+    wl_op(w, "b2", 10, 0, IN(l, z), IN(gP, gR));
+    wl_op(w, "b0", 10, 0, IN(y), IN(gQ));
+    wl_mark_optimizer(w);
+    wl_op(w, "upd_P", 5, 0, IN(P, gP), IN(P));
+    wl_op(w, "upd_Q", 50, 0, IN(Q, gQ), IN(Q));
+    wl_op(w, "upd_R", 5, 100000, IN(R, gR), IN(R));
+    *tp = P;
+    return wl_end(w);
+}
+
+Test(planner, across_iteration_updated_parameter) {
+    int32_t P;
+    tsl_workload *w = across(&P);
+    tsl_device_profile dev = test_dev();
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, NULL, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 144000u, "P Q R gR + the workspace");
+    cr_assert_eq(pi.peak_op, 7);
+    cr_assert_geq(pi.peak_op, w->optimizer_begin, "the peak is in the optimizer phase");
+    tsl_peak_info_free(&pi);
+
+    tsl_plan *p;
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    print_plan(w, p);
+    cr_assert_eq(p->n_events, 3);
+    int so = find_ev(p, TSL_EV_SWAP_OUT, P), rl = find_ev(p, TSL_EV_RELEASE, P),
+        si = find_ev(p, TSL_EV_SWAP_IN, P);
+    cr_assert(so >= 0 && rl >= 0 && si >= 0);
+    cr_assert_eq(p->events[so].trigger, 5, "out after the update");
+    cr_assert_eq(p->events[so].delay_us, 0.0);
+    cr_assert_geq(p->events[rl].trigger, 5, "released after the last access");
+    cr_assert_eq(p->events[si].precede, 2, "in before the first read of the next iteration");
+    cr_assert_eq(p->events[si].trigger, 0, "triggered within the iteration");
+    double end = w->ops[0].end_us + p->events[si].delay_us + 40.0;
+    cr_assert(end <= w->ops[2].start_us && end > w->ops[2].start_us - 1e-6);
+    /* the optimizer-phase peak fell by P's bytes */
+    cr_assert_eq(p->predicted_peak, 104000u);
+    cr_assert(tsl_peak_analysis(w, p, &dev, &pi) == TSL_OK);
+    cr_assert_eq(pi.peak_op, 7);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+/* ---- recomputation --------------------------------------------------------------- */
+
+/* No copy fits (a 1 B/s link), and the budget is below the vanilla peak.
+ * At the peak (op4, t = 145: x a b c d e = 106000) a (30000 B, producer
+ * latency 30: MSPS 1000) and b (20000 B, latency 5: MSPS 4000) can both be
+ * recomputed (x, a are alive until the end); b is chosen: released after
+ * op2, gone over [135, 155), regenerated before op5. The peak becomes the
+ * op2 point (x a b c = 91000), under the budget, so nothing else is done. */
+Test(planner, recompute_max_msps) {
+    tsl_workload *w = wl_new("rc");
+    int32_t x = wl_tensor(w, "x", 1000, TSL_KIND_INPUT);
+    int32_t a = wl_tensor(w, "a", 30000, TSL_KIND_ACTIVATION);
+    int32_t b = wl_tensor(w, "b", 20000, TSL_KIND_ACTIVATION);
+    int32_t c = wl_tensor(w, "c", 40000, TSL_KIND_ACTIVATION);
+    int32_t d = wl_tensor(w, "d", 10000, TSL_KIND_ACTIVATION);
+    int32_t e = wl_tensor(w, "e", 5000, TSL_KIND_GRADIENT);
+    int32_t f = wl_tensor(w, "f", 5000, TSL_KIND_GRADIENT);
+    int32_t g = wl_tensor(w, "g", 1000, TSL_KIND_GRADIENT);
+    wl_op(w, "f0", 30, 0, IN(x), IN(a));
+    wl_op(w, "f1", 5, 0, IN(a), IN(b));
+    wl_op(w, "f2", 100, 0, IN(b), IN(c));
+    wl_op(w, "f3", 10, 0, IN(c), IN(d));
+    wl_op(w, "g3", 10, 0, IN(d, c), IN(e));
+    wl_op(w, "g2", 10, 0, IN(e, b), IN(f));
+    wl_op(w, "g1", 10, 0, IN(f, a, x), IN(g));
+    wl_end(w);
+    tsl_device_profile dev = test_dev();
+    dev.h2d_bw = dev.d2h_bw = 1.0;
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, NULL, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 106000u);
+    cr_assert_eq(pi.peak_op, 4);
+    tsl_peak_info_free(&pi);
+
+    tsl_plan *p;
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.budget = 95000;
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    print_plan(w, p);
+    cr_assert_eq(rep.swaps[0], 0);
+    cr_assert_eq(rep.recomputes[0], 1);
+    cr_assert_eq(p->n_events, 2);
+    int rc = find_ev(p, TSL_EV_RECOMPUTE, b), rl = find_ev(p, TSL_EV_RELEASE, b);
+    cr_assert(rc >= 0 && rl >= 0, "b (MSPS 4000) is recomputed, not a (MSPS 1000, larger)");
+    cr_assert_eq(p->events[rc].precede, 5, "right before its next read");
+    cr_assert_eq(p->events[rc].trigger, -1);
+    cr_assert_eq(p->events[rl].trigger, 2, "released after its access before the peak");
+    cr_assert_eq(p->predicted_period_us, w->period_us + 5.0, "the period grows by f1's latency");
+    cr_assert_eq(p->predicted_peak, 91000u);
+    cr_assert_leq(p->predicted_peak, o.budget);
+    /* with recomputation switched off nothing can be done */
+    tsl_plan_free(p);
+    o.recompute = 0;
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    cr_assert_eq(p->n_events, 0);
+    cr_assert_eq(p->predicted_peak, 106000u);
+    tsl_plan_free(p);
+    (void)a;
+    tsl_workload_free(w);
+}
+
+/* ---- two jobs, one channel ------------------------------------------------------- */
+
+/* a1 and a2 are swappable in this job (the peak is at op4, t = 130). */
+static tsl_workload *wide(const char *job) {
+    tsl_workload *w = wl_new(job);
+    int32_t x = wl_tensor(w, "x", 1000, TSL_KIND_INPUT);
+    int32_t a1 = wl_tensor(w, "a1", 10000, TSL_KIND_ACTIVATION);
+    int32_t a2 = wl_tensor(w, "a2", 8000, TSL_KIND_ACTIVATION);
+    int32_t a3 = wl_tensor(w, "a3", 6000, TSL_KIND_ACTIVATION);
+    int32_t c = wl_tensor(w, "c", 50000, TSL_KIND_ACTIVATION);
+    int32_t d = wl_tensor(w, "d", 1000, TSL_KIND_GRADIENT);
+    int32_t e = wl_tensor(w, "e", 1000, TSL_KIND_GRADIENT);
+    int32_t h = wl_tensor(w, "h", 1000, TSL_KIND_GRADIENT);
+    wl_op(w, "f0", 10, 0, IN(x), IN(a1));
+    wl_op(w, "f1", 10, 0, IN(a1), IN(a2));
+    wl_op(w, "f2", 10, 0, IN(a2), IN(a3));
+    wl_op(w, "f3", 100, 0, IN(a3), IN(c));
+    wl_op(w, "g3", 10, 0, IN(c, a3), IN(d));
+    wl_op(w, "g2", 10, 0, IN(d, a2), IN(e));
+    wl_op(w, "g1", 10, 0, IN(e, a1), IN(h));
+    return wl_end(w);
+}
+
+/* 1 if no two bookings of direction `in` (1: swap-ins) overlap, over every
+ * job, with times from the events (one time axis). */
+static int channel_disjoint(tsl_workload **w, tsl_plan **p, int n, const tsl_device_profile *dev,
+                            int dir_in) {
+    static double s[2048], e[2048];
+    int m = 0;
+    for (int j = 0; j < n; j++)
+        for (int32_t k = 0; k < p[j]->n_events; k++) {
+            const tsl_event *ev = &p[j]->events[k];
+            if (ev->type != (dir_in ? TSL_EV_SWAP_IN : TSL_EV_SWAP_OUT)) continue;
+            cr_assert_lt(m, 2048);
+            s[m] = (ev->trigger < 0 ? 0.0 : w[j]->ops[ev->trigger].end_us) + ev->delay_us;
+            e[m] = s[m] + tsl_copy_us(dev, w[j]->tensors[ev->tensor].bytes, dir_in);
+            m++;
+        }
+    for (int i = 0; i < m; i++)
+        for (int k = i + 1; k < m; k++)
+            if (s[i] < e[k] && s[k] < e[i]) {
+                fprintf(stderr, "overlap: [%g, %g) and [%g, %g)\n", s[i], e[i], s[k], e[k]);
+                return 0;
+            }
+    return 1;
+}
+
+Test(planner, two_jobs_share_the_channels) {
+    tsl_workload *w[2] = {wide("wide"), chain("chain", NULL, NULL)};
+    tsl_device_profile dev = test_dev();
+    tsl_plan *p[2];
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    plan_checked(w, 2, &dev, &o, p, &rep);
+    print_plan(w[0], p[0]);
+    print_plan(w[1], p[1]);
+    cr_assert_eq(rep.swaps[0], 2, "a1 and a2");
+    cr_assert_eq(rep.swaps[1], 1, "a");
+    cr_assert(channel_disjoint(w, p, 2, &dev, 0), "device-to-host bookings overlap");
+    cr_assert(channel_disjoint(w, p, 2, &dev, 1), "host-to-device bookings overlap");
+    /* both jobs want the D2H channel over [10, 20]: one of them waits */
+    int s0 = find_ev(p[0], TSL_EV_SWAP_OUT, 1), s1 = find_ev(p[1], TSL_EV_SWAP_OUT, 1);
+    cr_assert(s0 >= 0 && s1 >= 0);
+    double i0 = w[0]->ops[p[0]->events[s0].trigger].end_us + p[0]->events[s0].delay_us;
+    double i1 = w[1]->ops[p[1]->events[s1].trigger].end_us + p[1]->events[s1].delay_us;
+    cr_assert(i0 != i1, "both swap-outs issued at %g", i0);
+    for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+
+    /* job 0 may hold at most half of the swapped tensors */
+    o.max_swap_rate[0] = 0.5;
+    plan_checked(w, 2, &dev, &o, p, &rep);
+    cr_assert_eq(rep.swaps[1], 1);
+    cr_assert_eq(rep.swaps[0], 1, "limited from 2 to 1 by the max swapping rate");
+    cr_assert_leq(rep.swaps[0], 0.5 * (rep.swaps[0] + rep.swaps[1]));
+    cr_assert(channel_disjoint(w, p, 2, &dev, 0) && channel_disjoint(w, p, 2, &dev, 1));
+    for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+
+    /* rate 0: job 0 is never swapped */
+    o.max_swap_rate[0] = 0.0;
+    plan_checked(w, 2, &dev, &o, p, &rep);
+    cr_assert_eq(rep.swaps[0], 0);
+    cr_assert_eq(p[0]->n_events, 0);
+    for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+
+    /* a profile with one shared channel: the two directions never overlap */
+    dev.duplex = 0;
+    o = tsl_plan_opts_default();
+    plan_checked(w, 2, &dev, &o, p, &rep);
+    double s[256], e[256];
+    int m = 0;
+    for (int j = 0; j < 2; j++)
+        for (int32_t k = 0; k < p[j]->n_events; k++) {
+            const tsl_event *ev = &p[j]->events[k];
+            if (ev->type != TSL_EV_SWAP_OUT && ev->type != TSL_EV_SWAP_IN) continue;
+            s[m] = (ev->trigger < 0 ? 0.0 : w[j]->ops[ev->trigger].end_us) + ev->delay_us;
+            e[m] = s[m] + tsl_copy_us(&dev, w[j]->tensors[ev->tensor].bytes,
+                                      ev->type == TSL_EV_SWAP_IN);
+            m++;
+        }
+    cr_assert_gt(m, 0);
+    for (int i = 0; i < m; i++)
+        for (int k = i + 1; k < m; k++)
+            cr_assert(!(s[i] < e[k] && s[k] < e[i]), "shared channel: [%g,%g) and [%g,%g)", s[i],
+                      e[i], s[k], e[k]);
+    for (int j = 0; j < 2; j++) {
+        tsl_plan_free(p[j]);
+        tsl_workload_free(w[j]);
+    }
+}
+
+/* ---- the vanilla policy, errors ------------------------------------------------------ */
+
+Test(planner, vanilla_policy_gives_empty_plans) {
+    tsl_workload *w = chain("chain", NULL, NULL);
+    tsl_device_profile dev = test_dev();
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.policy = TSL_POLICY_VANILLA;
+    tsl_plan *p;
+    tsl_plan_report rep;
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    cr_assert_eq(p->n_events, 0);
+    cr_assert_eq(p->predicted_peak, 105000u);
+    cr_assert_eq(rep.vanilla_peak[0], 105000u);
+    cr_assert_eq(rep.iterations, 0);
+    cr_assert_str_eq(p->job, "chain");
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+Test(planner, bad_arguments_are_reported) {
+    tsl_workload *w = chain("chain", NULL, NULL);
+    tsl_device_profile dev = test_dev();
+    tsl_plan *p[17];
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 0, &dev, NULL, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "n_jobs 0"), "%s", tsl_last_error());
+    tsl_workload *many[17];
+    for (int i = 0; i < 17; i++) many[i] = w;
+    cr_assert_eq(tsl_plan_jobs(many, 17, &dev, NULL, p, &rep), TSL_ERR_INVALID);
+    tsl_workload *none = NULL;
+    cr_assert_eq(tsl_plan_jobs(&none, 1, &dev, NULL, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "workload 0 is NULL"), "%s", tsl_last_error());
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.max_swap_rate[0] = 1.5;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "max_swap_rate[0] = 1.5"), "%s", tsl_last_error());
+    tsl_device_profile bad = dev;
+    bad.h2d_bw = 0;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &bad, NULL, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "h2d_bw 0"), "%s", tsl_last_error());
+    w->ops[2].in[0] = 99;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, NULL, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "op 2 ('op2')") && strstr(tsl_last_error(), "99"), "%s",
+              tsl_last_error());
+    w->ops[2].in[0] = 2;
+
+    /* the peak analysis checks events */
+    tsl_plan *q = tsl_plan_new("chain");
+    cr_assert_eq(tsl_plan_add(q, (tsl_event){TSL_EV_RELEASE, 42, 1, 0.0, -1}), TSL_OK);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, q, &dev, &pi), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "event 0: tensor 42"), "%s", tsl_last_error());
+    q->events[0] = (tsl_event){TSL_EV_SWAP_IN, 1, 2, -1.0, 4};
+    cr_assert_eq(tsl_peak_analysis(w, q, &dev, &pi), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "delay_us -1"), "%s", tsl_last_error());
+    q->events[0] = (tsl_event){TSL_EV_SWAP_IN, 1, 2, 0.0, 6};
+    cr_assert_eq(tsl_peak_analysis(w, q, &dev, &pi), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "precede 6"), "%s", tsl_last_error());
+    q->events[0] = (tsl_event){TSL_EV_RECOMPUTE, 0, -1, 0.0, 1};
+    cr_assert_eq(tsl_peak_analysis(w, q, &dev, &pi), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "no producer"), "%s", tsl_last_error());
+    tsl_plan_free(q);
+    tsl_workload_free(w);
+}
+
+/* ---- the shared accounting ---------------------------------------------------------- */
+
+/* The load after every allocation (the sweep's check points) of chain()
+ * under plan p. */
+static int64_t profile_of(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
+                          double *time, size_t *load) {
+    tsl__activity act;
+    tsl__timeline tl;
+    cr_assert_eq(tsl__activity_build(w, &act), TSL_OK);
+    cr_assert_eq(tsl__timeline_build(w, p, &tl), TSL_OK);
+    tsl__effect *eff;
+    int32_t ne;
+    uint8_t ab[WL_CAP], res[WL_CAP];
+    cr_assert_eq(tsl__effects_build(w, &act, &tl, p, dev, &eff, &ne, ab), TSL_OK);
+    tsl__profile pf = {time, load, 0, 32};
+    tsl__sweep sw;
+    tsl__sweep_run(w, &act, &tl, eff, ne, ab, res, -1, &sw, &pf);
+    free(eff);
+    tsl__timeline_free(&tl);
+    tsl__activity_free(&act);
+    return pf.n;
+}
+
+/* A swap pair, a recomputation, and the across-iteration rule, by hand. */
+Test(planner, peak_analysis_by_hand) {
+    int32_t a, h;
+    tsl_workload *w = chain("chain", &a, &h);
+    tsl_device_profile dev = test_dev();
+    /* h (45000 B, 45 us per copy) out from op1's end (20) over [20, 65);
+     * released after op2 (60): the release waits for the copy, h is gone
+     * at 65; in from op2's end + 25 (85) over [85, 130) for op5. */
+    tsl_plan *p = tsl_plan_new("chain");
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_OUT, h, 1, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_RELEASE, h, 2, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_IN, h, 2, 25.0, 5});
+    double tm[32];
+    size_t ld[32];
+    int64_t n = profile_of(w, p, &dev, tm, ld);
+    /* data load (x); op0 (+a); op1 at 10 (x freed, +b +h); op2 at 20 (+c);
+     * op3 at 60 (+d, h still there); the swap-in at 85 (h freed at 65);
+     * op4 at 100 (b, c freed, +e); op5 at 130 (d freed, +f) */
+    const double et[8] = {0, 0, 10, 20, 60, 85, 100, 130};
+    const size_t el[8] = {1000, 11000, 65000, 85000, 105000, 105000, 85000, 66000};
+    cr_assert_eq(n, 8);
+    for (int k = 0; k < 8; k++)
+        cr_assert(tm[k] == et[k] && ld[k] == el[k], "check point %d: %g us %zu B, expected %g %zu",
+                  k, tm[k], ld[k], et[k], el[k]);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 105000u);
+    cr_assert_eq(pi.peak_time_us, 60.0, "the first time the peak is reached");
+    cr_assert_eq(pi.peak_op, 3);
+    cr_assert_eq(pi.last_input_op, 2, "op2 read b, still resident at 60");
+    tsl_peak_info_free(&pi);
+    /* the swap-out issued at time 0 instead ends at 45: h is freed at the
+     * release (60) and back at 85, during op3: the peak is the swap-in */
+    p->events[0].trigger = -1;
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 105000u);
+    cr_assert_eq(pi.peak_time_us, 85.0);
+    cr_assert_eq(pi.peak_op, 3);
+    tsl_peak_info_free(&pi);
+    /* a swap-in at op3's end (100) allocates after op4's outputs: a d e h */
+    p->events[2].trigger = 3;
+    p->events[2].delay_us = 0.0;
+    n = profile_of(w, p, &dev, tm, ld);
+    cr_assert_eq(n, 8);
+    cr_assert(tm[5] == 100 && ld[5] == 40000 && tm[6] == 100 && ld[6] == 85000,
+              "op4 then the swap-in at 100: %g %zu, %g %zu", tm[5], ld[5], tm[6], ld[6]);
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 85000u);
+    cr_assert_eq(pi.peak_time_us, 20.0);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+
+    /* a recomputation of c (producer op2, 40 us) before op3: op3 and later
+     * move by 40 us; c is released after op2 and allocated again at 60 */
+    p = tsl_plan_new("chain");
+    tsl_plan_add(p, (tsl_event){TSL_EV_RELEASE, 4, 2, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_RECOMPUTE, 4, -1, 0.0, 3});
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.period_us, 180.0);
+    cr_assert_eq(pi.peak, 105000u);
+    cr_assert_eq(pi.peak_time_us, 100.0, "op3 starts at 60 + 40");
+    cr_assert_eq(pi.peak_op, 3);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+
+    /* across iterations: P released after its update with no swap-in after
+     * it is absent at time 0; the swap-in brings it back */
+    int32_t P;
+    w = across(&P);
+    p = tsl_plan_new("across");
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_OUT, P, 5, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_RELEASE, P, 5, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_IN, P, -1, 0.0, 2});
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    /* the release waits for the copy [95, 135): gone before op7 at 145 */
+    cr_assert_eq(pi.peak, 104000u);
+    tsl_peak_info_free(&pi);
+    /* load at time 0: Q R x (P absent) + y allocated by op0 -> 9000; with
+     * the swap-in at 0 P is back at once */
+    tsl__activity act;
+    tsl__timeline tl;
+    cr_assert_eq(tsl__activity_build(w, &act), TSL_OK);
+    cr_assert_eq(tsl__timeline_build(w, p, &tl), TSL_OK);
+    tsl__effect *eff;
+    int32_t ne;
+    uint8_t ab[WL_CAP], res[WL_CAP];
+    cr_assert_eq(tsl__effects_build(w, &act, &tl, p, &dev, &eff, &ne, ab), TSL_OK);
+    cr_assert_eq(ab[P], 1, "P absent at time 0");
+    cr_assert_eq(ab[1 + 1], 0, "Q resident");
+    tsl__sweep sw;
+    tsl__sweep_run(w, &act, &tl, eff, ne, ab, res, 0, &sw, NULL); /* the data load */
+    cr_assert_eq(res[P], 0);
+    cr_assert_eq(sw.peak, 4000u, "x Q R");
+    free(eff);
+    tsl__timeline_free(&tl);
+    tsl__activity_free(&act);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+Test(planner, channel_queries) {
+    tsl__chan c = {0};
+    tsl__timeline tl = {0};
+    double e[1] = {1000.0}, s[1] = {0.0};
+    tl.n_ops = 1;
+    tl.s = s;
+    tl.e = e;
+    tsl__canon_ctx cx = {.tl = &tl};
+    cr_assert_eq(tsl__chan_earliest(&c, 5, 10, 100, tsl__canon_tl, &cx), 5.0);
+    cr_assert_eq(tsl__chan_latest(&c, 0, 10, 100, tsl__canon_tl, &cx), 90.0);
+    cr_assert_eq(tsl__chan_book(&c, 10, 20), TSL_OK);
+    cr_assert_eq(tsl__chan_book(&c, 30, 50), TSL_OK);
+    cr_assert_eq(tsl__chan_book(&c, 0, 5), TSL_OK);
+    cr_assert_eq(c.n, 3);
+    cr_assert(c.s[0] == 0 && c.s[1] == 10 && c.s[2] == 30, "sorted");
+    /* earliest start >= 2 of length 8: [5, 10) is too short (5), [20, 30) fits */
+    cr_assert_eq(tsl__chan_earliest(&c, 2, 8, 100, tsl__canon_tl, &cx), 20.0);
+    cr_assert_eq(tsl__chan_earliest(&c, 2, 5, 100, tsl__canon_tl, &cx), 5.0);
+    cr_assert_eq(tsl__chan_earliest(&c, 2, 25, 100, tsl__canon_tl, &cx), 50.0);
+    cr_assert_eq(tsl__chan_earliest(&c, 2, 25, 74, tsl__canon_tl, &cx), -1.0, "deadline");
+    /* latest start of length 8 ending by 45: [20, 28) */
+    cr_assert_eq(tsl__chan_latest(&c, 0, 8, 45, tsl__canon_tl, &cx), 22.0);
+    cr_assert_eq(tsl__chan_latest(&c, 0, 8, 60, tsl__canon_tl, &cx), 52.0);
+    cr_assert_eq(tsl__chan_latest(&c, 23, 8, 45, tsl__canon_tl, &cx), -1.0, "lower bound");
+    cr_assert_eq(tsl__chan_latest(&c, 0, 11, 30, tsl__canon_tl, &cx), -1.0, "no gap of 11");
+    cr_assert(tsl__chan_is_free(&c, 20, 30));
+    cr_assert(!tsl__chan_is_free(&c, 19, 21));
+    tsl__chan_unbook(&c, 10, 20);
+    cr_assert_eq(tsl__chan_latest(&c, 0, 11, 30, tsl__canon_tl, &cx), 19.0);
+    tsl__chan_free(&c);
+}
+
+Test(planner, anchors_reproduce_their_time) {
+    /* times that are not sums of nice numbers */
+    double s[3] = {0.0, 0.1, 0.30000000000000004}, e[3] = {0.1, 0.30000000000000004, 1.7};
+    tsl__timeline tl = {.n_ops = 3, .s = s, .e = e};
+    uint64_t st = 7;
+    for (int i = 0; i < 1000; i++) {
+        double x = th_uniform(&st, 0.0, 2.0);
+        int32_t tr;
+        double d;
+        double c = tsl__anchor(&tl, x, 1, &tr, &d);
+        cr_assert(c >= x && c == tsl__issue(&tl, tr, d) && d >= 0);
+        cr_assert(tr == -1 || e[tr] <= x);
+        c = tsl__anchor(&tl, x, 0, &tr, &d);
+        cr_assert(c <= x && c == tsl__issue(&tl, tr, d) && d >= 0);
+    }
+}
+
+Test(planner, plan_sort_is_a_total_order) {
+    tsl_plan *a = tsl_plan_new("j"), *b = tsl_plan_new("j");
+    tsl_event ev[5] = {{TSL_EV_SWAP_IN, 3, 2, 1.5, 7}, {TSL_EV_SWAP_OUT, 3, 2, 1.5, -1},
+                       {TSL_EV_RELEASE, 1, -1, 0.0, -1}, {TSL_EV_RECOMPUTE, 2, -1, 0.0, 4},
+                       {TSL_EV_SWAP_OUT, 0, 2, 0.5, -1}};
+    for (int i = 0; i < 5; i++) tsl_plan_add(a, ev[i]);
+    for (int i = 4; i >= 0; i--) tsl_plan_add(b, ev[i]);
+    tsl_plan_sort(a);
+    tsl_plan_sort(b);
+    cr_assert_eq(memcmp(a->events, b->events, 5 * sizeof *a->events), 0);
+    cr_assert_eq(a->events[0].type, TSL_EV_RELEASE);   /* trigger -1 first, type order */
+    cr_assert_eq(a->events[1].type, TSL_EV_RECOMPUTE);
+    cr_assert_eq(a->events[2].delay_us, 0.5);
+    cr_assert_eq(a->events[3].type, TSL_EV_SWAP_OUT);
+    cr_assert_eq(a->events[4].type, TSL_EV_SWAP_IN);
+    tsl_plan_free(a);
+    tsl_plan_free(b);
+}
+
+/* ---- real graphs ---------------------------------------------------------------------- */
+
+static tsl_graph *model_graph(const char *m, int batch) {
+    tsl_model_cfg cfg = tsl_model_cfg_default(m);
+    cfg.batch = batch;
+    tsl_graph *g = tsl_graph_new(m);
+    tsl_tid loss;
+    tsl_optimizer_cfg o = tsl_adam_default(1e-3f);
+    cr_assert(g);
+    cr_assert_eq(tsl_model_build(g, m, &cfg, &loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    return g;
+}
+
+static tsl_device_profile a6000(void) {
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    return dev;
+}
+
+Test(planner, empty_plan_peak_equals_the_dry_run) {
+    tsl_device_profile dev = a6000();
+    const char *models[] = {"cnn", "resnet18"};
+    int n = th_quick() ? 1 : 2;
+    for (int m = 0; m < n; m++) {
+        tsl_graph *g = model_graph(models[m], models[m][0] == 'c' ? 32 : 4);
+        tsl_workload *w;
+        cr_assert_eq(tsl_workload_from_graph(g, models[m], NULL, &dev, &w), TSL_OK, "%s",
+                     tsl_last_error());
+        tsl_mem_report r;
+        cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 40, &r), TSL_OK, "%s", tsl_last_error());
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w, NULL, &dev, &pi), TSL_OK);
+        cr_assert_eq(pi.peak, r.peak_load, "%s: analysis %zu, dry run %zu", models[m], pi.peak,
+                     r.peak_load);
+        cr_assert_eq(pi.peak_op, r.peak_op, "%s: peak op %d vs %d", models[m], pi.peak_op,
+                     r.peak_op);
+        cr_assert_eq(pi.period_us, w->period_us);
+        /* the resident set adds up to the peak less the peak op's workspace */
+        size_t sum = 0;
+        for (int32_t k = 0; k < pi.n_resident; k++) {
+            sum += w->tensors[pi.resident[k]].bytes;
+            if (k) cr_assert_geq(w->tensors[pi.resident[k - 1]].bytes, w->tensors[pi.resident[k]].bytes);
+        }
+        cr_assert_eq(sum + w->ops[pi.peak_op].workspace, pi.peak);
+        tsl_peak_info_free(&pi);
+        tsl_workload_free(w);
+        tsl_graph_free(g);
+    }
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Plans resnet18 (and cnn) alone and together: verified, never above
+ * vanilla, MSR > 0, deterministic to the bit. */
+Test(planner, real_graphs_deterministic_and_verified) {
+    tsl_device_profile dev = a6000();
+    tsl_graph *g0 = model_graph("resnet18", th_quick() ? 2 : 16);
+    tsl_graph *g1 = model_graph("cnn", 64);
+    tsl_workload *w[2];
+    cr_assert_eq(tsl_workload_from_graph(g0, "resnet18", NULL, &dev, &w[0]), TSL_OK);
+    cr_assert_eq(tsl_workload_from_graph(g1, "cnn", NULL, &dev, &w[1]), TSL_OK);
+    for (int n = 1; n <= 2; n++) {
+        tsl_plan *p[2], *q[2];
+        tsl_plan_report rep, rep2;
+        tsl_plan_opts o = tsl_plan_opts_default();
+        double t0 = now_ms();
+        plan_checked(w, n, &dev, &o, p, &rep);
+        double t1 = now_ms();
+        plan_checked(w, n, &dev, &o, q, &rep2);
+        cr_assert(channel_disjoint(w, p, n, &dev, 0) && channel_disjoint(w, p, n, &dev, 1));
+        for (int j = 0; j < n; j++) {
+            double msr = 1.0 - (double)rep.planned_peak[j] / (double)rep.vanilla_peak[j];
+            fprintf(stderr, "%d job(s): %s: vanilla %zu, planned %zu (MSR %.3f), %d swaps, "
+                    "%d recomputes; planning %.2f ms, %d iterations\n",
+                    n, w[j]->job, rep.vanilla_peak[j], rep.planned_peak[j], msr, rep.swaps[j],
+                    rep.recomputes[j], t1 - t0, rep.iterations);
+            if (n == 1) cr_assert_gt(msr, 0.0, "%s: nothing saved", w[j]->job);
+            cr_assert_eq(p[j]->n_events, q[j]->n_events);
+            cr_assert_eq(memcmp(p[j]->events, q[j]->events,
+                                (size_t)p[j]->n_events * sizeof *p[j]->events), 0,
+                         "%s: two plans of the same inputs differ", w[j]->job);
+            cr_assert_eq(p[j]->predicted_peak, q[j]->predicted_peak);
+            cr_assert_eq(memcmp(&p[j]->predicted_period_us, &q[j]->predicted_period_us,
+                                sizeof(double)), 0);
+            cr_assert_str_eq(p[j]->job, q[j]->job);
+            cr_assert_eq(rep.swaps[j], rep2.swaps[j]);
+            cr_assert_eq(rep.bytes_h2d[j], rep2.bytes_h2d[j]);
+            cr_assert_eq(rep.bytes_d2h[j], rep2.bytes_d2h[j]);
+            /* no copy runs past the job's iteration */
+            for (int32_t k = 0; k < p[j]->n_events; k++) {
+                const tsl_event *e = &p[j]->events[k];
+                if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
+                double is = (e->trigger < 0 ? 0.0 : w[j]->ops[e->trigger].end_us) + e->delay_us;
+                cr_assert_leq(is + tsl_copy_us(&dev, w[j]->tensors[e->tensor].bytes,
+                                               e->type == TSL_EV_SWAP_IN),
+                              p[j]->predicted_period_us);
+            }
+            tsl_plan_free(p[j]);
+            tsl_plan_free(q[j]);
+        }
+        cr_assert_eq(rep.iterations, rep2.iterations);
+    }
+    tsl_workload_free(w[0]);
+    tsl_workload_free(w[1]);
+    tsl_graph_free(g0);
+    tsl_graph_free(g1);
+}
+
+/* A tight budget on a real graph makes the planner recompute; the plan
+ * still verifies and recomputations only add their producers' latency. */
+Test(planner, real_graph_under_a_tight_budget) {
+    tsl_device_profile dev = a6000();
+    tsl_graph *g = model_graph("resnet18", 2);
+    tsl_workload *w;
+    cr_assert_eq(tsl_workload_from_graph(g, "resnet18", NULL, &dev, &w), TSL_OK);
+    tsl_plan *p;
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.budget = 1; /* below anything reachable: recompute what can be */
+    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    fprintf(stderr, "resnet18 under budget: vanilla %zu, planned %zu, %d swaps, %d recomputes, "
+            "period %.1f -> %.1f us\n", rep.vanilla_peak[0], rep.planned_peak[0], rep.swaps[0],
+            rep.recomputes[0], w->period_us, p->predicted_period_us);
+    cr_assert_gt(rep.recomputes[0], 0);
+    double added = 0;
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RECOMPUTE) {
+            const tsl_wl_op *q = &w->ops[w->tensors[p->events[k].tensor].producer];
+            added += q->end_us - q->start_us;
+        }
+    cr_assert(fabs(p->predicted_period_us - (w->period_us + added)) <= 1e-9 * w->period_us,
+              "period %.17g, expected %.17g", p->predicted_period_us, w->period_us + added);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+    tsl_graph_free(g);
+}
