@@ -200,21 +200,24 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
 
 /* ---- the simulator ---------------------------------------------------------- */
 typedef struct tsl_sim_job {
-    double iter_us;            /* the last simulated iteration's time */
+    double iter_us;            /* the last simulated iteration's time, including the
+                                  wait for that iteration's copies at its end */
     double stall_us;           /* compute waiting for a copy, last iteration */
-    size_t peak;               /* this job's peak load, steady state */
-    double vanilla_iter_us;    /* the workload's own period (no plan) */
+    size_t peak;               /* this job's peak load over iterations 2..N (steady state) */
+    double vanilla_iter_us;    /* ops back to back at the simulated latencies (the
+                                  workload's period when `actual` is NULL) */
 } tsl_sim_job;
 
 typedef struct tsl_sim_result {
     int n_jobs;
     tsl_sim_job job[16];
-    size_t global_peak;        /* all jobs together, steady state */
+    size_t global_peak;        /* all jobs together, from the moment every job has
+                                  started its second iteration */
     int iterations;            /* simulated per job */
 } tsl_sim_result;
 
 typedef struct tsl_sim_opts {
-    int iterations;            /* default 3; the last one is reported */
+    int iterations;            /* 0 means the default, 3; the last one is reported */
     const char *trace_path;    /* Chrome trace JSON, or NULL */
     /* optional actual latencies differing from the workload's (drift): NULL = exact */
     const tsl_latency_table *actual; /* n_jobs tables, or NULL */
