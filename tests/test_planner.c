@@ -441,6 +441,7 @@ Test(planner, two_jobs_share_the_channels) {
         for (int32_t k = 0; k < p[j]->n_events; k++) {
             const tsl_event *ev = &p[j]->events[k];
             if (ev->type != TSL_EV_SWAP_OUT && ev->type != TSL_EV_SWAP_IN) continue;
+            cr_assert_lt(m, 256);
             s[m] = (ev->trigger < 0 ? 0.0 : w[j]->ops[ev->trigger].end_us) + ev->delay_us;
             e[m] = s[m] + tsl_copy_us(&dev, w[j]->tensors[ev->tensor].bytes,
                                       ev->type == TSL_EV_SWAP_IN);

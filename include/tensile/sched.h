@@ -117,7 +117,8 @@ typedef struct tsl_event {
     int32_t tensor;        /* workload tensor index */
     int32_t trigger;       /* op whose end triggers the event; -1: iteration start (time 0) */
     double delay_us;       /* after the trigger's end (>= 0) */
-    int32_t precede;       /* SWAP_IN, RECOMPUTE: the op that reads the tensor next; else -1 */
+    int32_t precede;       /* SWAP_IN, RECOMPUTE: the op that reads the tensor next; else -1.
+                              A RELEASE has delay 0; a RECOMPUTE has trigger -1 and delay 0 */
 } tsl_event;
 
 typedef struct tsl_plan {
@@ -165,7 +166,8 @@ typedef struct tsl_violation {
 } tsl_violation;
 /* Checks DESIGN.md invariant 2 for one job's plan on its own channels.
  * Returns TSL_OK and *n = 0 when the plan is valid; TSL_ERR_INVALID and every
- * violation otherwise (caller frees *v). */
+ * violation otherwise (caller frees *v); TSL_ERR_INVALID with *n == 0 when
+ * the workload or the profile itself is malformed (the message names it). */
 tsl_status tsl_plan_verify(const tsl_workload *w, const tsl_plan *p,
                            const tsl_device_profile *dev, tsl_violation **v, int *n);
 /* Same, for several jobs sharing the device's channels. */

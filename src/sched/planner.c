@@ -4,14 +4,20 @@
  * analysis (peak.c), swap scheduling (swap.c, across_iter.c) and, while the
  * jobs do not fit the budget, recomputation (recompute.c).
  *
- * Each iteration of the loop re-analyses only the job its last change
- * touched, takes the tensors resident at every job's peak (MPT) largest
- * first (ties: job index, then tensor index) and schedules the first one
- * that can be swapped without any compute waiting for a copy. Departures
- * from the paper:
- *  - one swap per iteration (the paper's Algorithm 2 walks every MPT tensor
- *    against one peak analysis): after a swap the peak may move, and the
- *    PCIe time left is better spent at the new peak;
+ * The peak analysis of a job is re-run only after its plan changed. An
+ * iteration of the loop is one pass of Algorithm 2: the tensors resident at
+ * every job's peak (MPT), largest first (ties: job index, then tensor
+ * index), are drafted as swaps (swap.c, across_iter.c) without any compute
+ * waiting for a copy; among the first LOOKAHEAD drafts that fit, the one
+ * that lowers the sum of the jobs' peaks most is committed; then the same
+ * for the jobs not swapped yet in this iteration. Departures from the
+ * paper:
+ *  - at most one swap per job and iteration, chosen among several drafts by
+ *    its effect on the peak (the paper's Algorithm 2 swaps every MPT tensor
+ *    that fits against one peak analysis, largest first): after a swap the
+ *    peak may move, and the PCIe time left is better spent at the new peak;
+ *    a swap-in allocates as it starts, and a large one can make a new peak
+ *    right where it lands, which the estimate sees;
  *  - a swap that fails is remembered per gap with the peak time at which
  *    its swap-out (or swap-in) did not fit, and retried only at a peak time
  *    where it could fit (channels only fill up);
@@ -69,21 +75,6 @@ static void update_absent0(tsl__job *J, int32_t t) {
     J->absent0[t] = rel > -INFINITY && si < rel;
 }
 
-/* Effect time of release event k: max(e'_trigger, end of the latest
- * swap-out of its tensor issued by then). */
-static double release_time(const tsl__job *J, int32_t k) {
-    const tsl_event *r = &J->plan->events[k];
-    double te = tsl__trig_end(&J->tl, r->trigger), best = -INFINITY, end = te;
-    for (int32_t o = J->ev_head[r->tensor]; o >= 0; o = J->ev_next[o]) {
-        if (J->plan->events[o].type != TSL_EV_SWAP_OUT) continue;
-        if (J->ev_time[o] <= te && J->ev_time[o] > best) {
-            best = J->ev_time[o];
-            end = J->ev_end[o];
-        }
-    }
-    return end > te ? end : te;
-}
-
 static tsl_status eff_insert(tsl__job *J, tsl__effect f) {
     if (J->n_eff == J->cap_eff) {
         int32_t cap = J->cap_eff ? 2 * J->cap_eff : 64;
@@ -126,11 +117,13 @@ static void event_times(tsl__job *J, const tsl_device_profile *dev, int32_t k) {
         J->ev_time[k] = tsl__issue(&J->tl, e->trigger, e->delay_us);
         J->ev_end[k] = J->ev_time[k] + tsl_copy_us(dev, bytes, e->type == TSL_EV_SWAP_IN);
         break;
-    case TSL_EV_RELEASE:
-        J->ev_time[k] = J->ev_end[k] = release_time(J, k);
+    case TSL_EV_RELEASE: /* max(e'_trigger, end of the latest swap-out issued by then) */
+        J->ev_time[k] = J->ev_end[k] = tsl__release_time_with(J, e->tensor, e->trigger, -1, 0);
         break;
-    case TSL_EV_RECOMPUTE:
+    case TSL_EV_RECOMPUTE: /* its start once the timeline holds it, else the op's */
         J->ev_time[k] = J->ev_end[k] = J->tl.s[e->precede];
+        for (int32_t r = J->tl.rc_off[e->precede]; r < J->tl.rc_off[e->precede + 1]; r++)
+            if (J->tl.rc_ev[r] == k) J->ev_time[k] = J->ev_end[k] = J->tl.rc_start[r];
         break;
     }
 }
@@ -300,7 +293,6 @@ static void job_free(tsl__job *J) {
     free(J->eff);
     free(J->absent0);
     free(J->resident);
-    free(J->scratch);
     free(J->mpt);
     free(J->prof.time);
     free(J->prof.load);
@@ -324,14 +316,13 @@ static tsl_status job_init(tsl__job *J, const tsl_workload *w, int index, tsl_pl
     J->ev_head = malloc(nt * sizeof *J->ev_head);
     J->absent0 = calloc(nt, 1);
     J->resident = calloc(nt, 1);
-    J->scratch = malloc(nt * sizeof *J->scratch);
     J->mpt = malloc(nt * sizeof *J->mpt);
     J->gap_done = calloc(na, 1);
     J->gap_fail_out = malloc(na * sizeof *J->gap_fail_out);
     J->gap_fail_in = malloc(na * sizeof *J->gap_fail_in);
     J->swapped = calloc(nt, 1);
     J->recomputed = calloc(nt, 1);
-    if (!J->ev_head || !J->absent0 || !J->resident || !J->scratch || !J->mpt || !J->gap_done ||
+    if (!J->ev_head || !J->absent0 || !J->resident || !J->mpt || !J->gap_done ||
         !J->gap_fail_out || !J->gap_fail_in || !J->swapped || !J->recomputed)
         return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for job '%s'", w->job);
     for (size_t t = 0; t < nt; t++) J->ev_head[t] = -1;

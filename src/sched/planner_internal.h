@@ -198,7 +198,6 @@ typedef struct tsl__job {
     int32_t n_eff, cap_eff;
     uint8_t *absent0;
     uint8_t *resident;     /* scratch */
-    int32_t *scratch;      /* n_tensors */
     tsl__sweep pk;
     int32_t *mpt;          /* resident at the peak, candidates order */
     int32_t n_mpt;
