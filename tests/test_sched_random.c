@@ -582,13 +582,14 @@ Test(sched_random, single_jobs, .timeout = 600) {
     uint64_t seed;
     if (one_seed(&seed)) {
         run_case(seed, 1, &s, &t);
+        remove_tmpdir();
         tally_check(&t, 1, "single job");
         return;
     }
     int n = th_quick() ? 150 : 6000;
     for (int i = 0; i < n; i++) run_case(1000 + (uint64_t)i, 1, &s, &t);
     /* seeds that once exposed a disagreement, kept as regressions */
-    static const uint64_t regress[] = {1029, 2191, 2009483, 2012082, 2022535, 2022926};
+    static const uint64_t regress[] = {1029, 2191, 2009483, 2012082, 2022535, 2022926, 4004524};
     for (size_t i = 0; i < sizeof regress / sizeof *regress; i++) run_case(regress[i], 1, &s, &t);
     n += (int)(sizeof regress / sizeof *regress);
     print_stats("single jobs", &s);
@@ -607,6 +608,7 @@ Test(sched_random, multi_jobs, .timeout = 600) {
     uint64_t seed;
     if (one_seed(&seed)) {
         run_case(seed, 2 + (int)(seed % 3), &s, &t);
+        remove_tmpdir();
         tally_check(&t, 1, "multi jobs");
         return;
     }

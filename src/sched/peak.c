@@ -169,15 +169,16 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
         resident[t] = 0;
         if (a->persistent[t] && !absent0[t]) add_t(&S, t);
     }
-    /* the data load at time 0 */
+    /* the data load at time 0, after the plan's frees at time 0 (a release
+     * triggered by the iteration start); unread data dies right after it,
+     * as in the vanilla executor */
+    int32_t k = 0;
+    effects_until(&S, eff, n_eff, &k, 0.0);
     for (int32_t t = 0; t < nt; t++)
         if (a->data[t]) add_t(&S, t);
     check(&S, 0.0);
-    int32_t k = 0;
-    if (!S.stopped) {
-        effects_until(&S, eff, n_eff, &k, 0.0);
+    if (!S.stopped)
         for (int32_t f = a->free_off[0]; f < a->free_off[1]; f++) drop_t(&S, a->free_list[f]);
-    }
     for (int32_t i = 0; i < no && !S.stopped; i++) {
         const tsl_wl_op *op = &w->ops[i];
         for (int32_t r = tl->rc_off[i]; r < tl->rc_off[i + 1] && !S.stopped; r++) {

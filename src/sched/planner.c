@@ -283,6 +283,7 @@ int tsl__job_resident_at(const tsl__job *J, int32_t t, double x) {
 
 /* ---- jobs ------------------------------------------------------------------------- */
 
+/* Frees everything job_init allocated (the plan stays: the caller owns it). */
 static void job_free(tsl__job *J) {
     tsl__activity_free(&J->act);
     tsl__timeline_free(&J->tl);
@@ -303,6 +304,9 @@ static void job_free(tsl__job *J) {
     free(J->recomputed);
 }
 
+/* The planner's state of job `index` over workload w (checked by
+ * check_workload) with its empty plan, and its vanilla peak analysis in
+ * J->pk. TSL_ERR_OOM (J is then partly built: job_free it). */
 static tsl_status job_init(tsl__job *J, const tsl_workload *w, int index, tsl_plan *plan) {
     memset(J, 0, sizeof *J);
     J->w = w;
@@ -336,6 +340,9 @@ static tsl_status job_init(tsl__job *J, const tsl_workload *w, int index, tsl_pl
 
 /* ---- input checks ------------------------------------------------------------------- */
 
+/* What the planner indexes with: op times, tensor indices, producers.
+ * TSL_OK, or TSL_ERR_INVALID naming the workload, the op or tensor and the
+ * value. (Full validation is the workload reader's job.) */
 static tsl_status check_workload(const tsl_workload *w, int j) {
     if (!w) return tsl_fail(TSL_ERR_INVALID, "planner: workload %d is NULL", j);
     if (w->n_tensors < 0 || w->n_ops < 0 || (w->n_tensors && !w->tensors) || (w->n_ops && !w->ops))
@@ -512,12 +519,14 @@ static int swap_step(tsl__planner *P, unsigned skip) {
     return best_j;
 }
 
+/* Monotonic wall clock, ms: only for the report's planning time. */
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* Frees the jobs' states and the channels (not the plans). */
 static void planner_free(tsl__planner *P) {
     for (int j = 0; j < P->n_jobs; j++) job_free(&P->jobs[j]);
     free(P->jobs);
