@@ -27,17 +27,24 @@
 #include "core/assert.h"
 #include "sched/planner_internal.h"
 
-/* 1 if every input of op q is resident at time `at` with its data landed
- * (no swap-in of it still copying), under J's plan. */
+/* 1 if every input of op q is resident while a recomputation by q runs
+ * from `at` to `at` + its latency, under J's plan: resident at `at` with
+ * its data landed (no swap-in of it still copying), and no release of it
+ * taking effect before the end (a release waiting for a swap-out may). */
 static int inputs_ready(const tsl__job *J, int32_t q, double at) {
     const tsl_wl_op *o = &J->w->ops[q];
+    double end = at + (o->end_us - o->start_us);
     for (int i = 0; i < o->n_in; i++) {
         int32_t x = o->in[i];
         if (!tsl__job_resident_at(J, x, at)) return 0;
-        for (int32_t k = J->ev_head[x]; k >= 0; k = J->ev_next[k])
-            if (J->plan->events[k].type == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
+        for (int32_t k = J->ev_head[x]; k >= 0; k = J->ev_next[k]) {
+            tsl_event_type ty = J->plan->events[k].type;
+            if (ty == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
                 !(J->ev_end[k] <= at - tsl__margin(at)))
                 return 0;
+            if (ty == TSL_EV_RELEASE && J->ev_time[k] >= at && J->ev_time[k] <= end + tsl__margin(end))
+                return 0;
+        }
     }
     return 1;
 }
