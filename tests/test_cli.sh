@@ -52,5 +52,37 @@ check "same seed, same parameter checksum" "$(python3 -c "import json,sys; print
 expect_exit 3 "device too small" "$bin" train --model cnn --batch 64 --train-examples 640 --test-examples 640 --device-memory 8MiB --quiet
 check "OOM message names the tensor and the capacity: $out" "$(grep -q "device out of memory" <<<"$out" && grep -q "cannot allocate" <<<"$out" && grep -q "8388608 bytes" <<<"$out" && echo 1 || echo 0)"
 
+# tensile plan
+expect_exit 0 "tensile plan --help" "$bin" plan --help
+expect_exit 2 "plan without a job" "$bin" plan
+expect_exit 2 "plan with an unknown profile" "$bin" plan --model cnn --profile nosuchgpu
+check "unknown profile message: $out" "$(grep -q "nosuchgpu" <<<"$out" && echo 1 || echo 0)"
+expect_exit 2 "plan with a malformed --jobs" "$bin" plan --jobs resnet18
+check "malformed jobs message: $out" "$(grep -q "model:batch" <<<"$out" && echo 1 || echo 0)"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+json=$("$bin" plan --jobs cnn:16,mlp:32 --profile a6000 --out "$tmp/plan.json" --trace "$tmp/trace.json" --json 2>/dev/null); rc=$?
+check "plan of two jobs exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "plan --json has jobs[].{model,batch,vanilla_peak_bytes,planned_peak_bytes,msr,eor,swaps,recomputes,bytes_h2d,bytes_d2h}, global and planning_ms" \
+  "$(python3 -c "
+import json,sys
+d=json.loads(sys.argv[1])
+job=['model','batch','vanilla_peak_bytes','planned_peak_bytes','msr','eor','swaps','recomputes','bytes_h2d','bytes_d2h']
+glo=['vanilla_peak_bytes','planned_peak_bytes','simulated_peak_bytes','msr','eor']
+ok=len(d['jobs'])==2 and all(k in j for j in d['jobs'] for k in job) and all(k in d['global'] for k in glo) and 'planning_ms' in d
+ok=ok and all(j['planned_peak_bytes']<=j['vanilla_peak_bytes'] for j in d['jobs'])
+print(1 if ok else 0)" "$json" 2>/dev/null || echo 0)"
+check "plan --out wrote two jobs' plans" "$(python3 -c "import json,sys; print(1 if len(json.load(open(sys.argv[1]))['jobs'])==2 else 0)" "$tmp/plan.json" 2>/dev/null || echo 0)"
+check "plan --trace wrote a Chrome trace" "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print(1 if any(e.get('ph')=='C' for e in ev) and any(e.get('ph')=='X' for e in ev) else 0)" "$tmp/trace.json" 2>/dev/null || echo 0)"
+printf '{"job": "j", "period_us": 3, "optimizer_begin": 2, "tensors": [' > "$tmp/w.json"
+printf '{"name": "x", "bytes": 1000, "kind": "input"}, {"name": "a", "bytes": 4000, "kind": "activation"},' >> "$tmp/w.json"
+printf '{"name": "b", "bytes": 4000, "kind": "activation"}], "ops": [' >> "$tmp/w.json"
+printf '{"name": "f", "start_us": 0, "end_us": 1, "workspace": 0, "inputs": ["x"], "outputs": ["a"]},' >> "$tmp/w.json"
+printf '{"name": "g", "start_us": 1, "end_us": 2, "workspace": 0, "inputs": ["a"], "outputs": ["b"]},' >> "$tmp/w.json"
+printf '{"name": "h", "start_us": 2, "end_us": 3, "workspace": 0, "inputs": ["b", "a"], "outputs": ["x2"]}]}' >> "$tmp/w.json"
+expect_exit 1 "a workload naming an unknown tensor" "$bin" plan --workload "$tmp/w.json"
+check "workload error names the file and field: $out" "$(grep -q "w.json" <<<"$out" && grep -q "ops\[2\].outputs\[0\]" <<<"$out" && echo 1 || echo 0)"
+sed -i 's/"outputs": \["x2"\]/"outputs": ["b2"]/; s/"kind": "activation"}\], "ops"/"kind": "activation"}, {"name": "b2", "bytes": 8, "kind": "activation"}], "ops"/' "$tmp/w.json"
+expect_exit 0 "a valid workload file plans" "$bin" plan --workload "$tmp/w.json" --json
+
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]
