@@ -113,8 +113,9 @@ static void plan_checked(tsl_workload **w, int n, const tsl_device_profile *dev,
                      p[j]->predicted_peak, pi.peak);
         cr_assert_eq(pi.period_us, p[j]->predicted_period_us);
         cr_assert_eq(rep->planned_peak[j], p[j]->predicted_peak);
-        cr_assert_leq(rep->planned_peak[j], rep->vanilla_peak[j], "job %d: planned %zu > vanilla %zu",
-                      j, rep->planned_peak[j], rep->vanilla_peak[j]);
+        cr_assert_leq(rep->planned_peak[j], rep->vanilla_peak[j],
+                      "job %d: planned %zu > vanilla %zu", j, rep->planned_peak[j],
+                      rep->vanilla_peak[j]);
         tsl_peak_info_free(&pi);
         /* events are sorted */
         for (int32_t k = 1; k < p[j]->n_events; k++)
@@ -759,7 +760,9 @@ Test(planner, empty_plan_peak_equals_the_dry_run) {
         size_t sum = 0;
         for (int32_t k = 0; k < pi.n_resident; k++) {
             sum += w->tensors[pi.resident[k]].bytes;
-            if (k) cr_assert_geq(w->tensors[pi.resident[k - 1]].bytes, w->tensors[pi.resident[k]].bytes);
+            if (k)
+                cr_assert_geq(w->tensors[pi.resident[k - 1]].bytes,
+                              w->tensors[pi.resident[k]].bytes);
         }
         cr_assert_eq(sum + w->ops[pi.peak_op].workspace, pi.peak);
         tsl_peak_info_free(&pi);

@@ -269,7 +269,8 @@ static tsl_status check_inputs(const tsl_workload *w, const tsl_plan *p,
                             p->job, k, (int)e->type);
         if (e->tensor < 0 || e->tensor >= w->n_tensors)
             return tsl_fail(TSL_ERR_INVALID,
-                            "peak analysis: plan '%s': event %d: tensor %d out of range (%d tensors)",
+                            "peak analysis: plan '%s': event %d: tensor %d out of range "
+                            "(%d tensors)",
                             p->job, k, e->tensor, w->n_tensors);
         if (e->trigger < -1 || e->trigger >= w->n_ops)
             return tsl_fail(TSL_ERR_INVALID,
@@ -277,7 +278,8 @@ static tsl_status check_inputs(const tsl_workload *w, const tsl_plan *p,
                             p->job, k, e->trigger, w->n_ops);
         if (!(e->delay_us >= 0) || !isfinite(e->delay_us))
             return tsl_fail(TSL_ERR_INVALID,
-                            "peak analysis: plan '%s': event %d: delay_us %g must be finite and >= 0",
+                            "peak analysis: plan '%s': event %d: delay_us %g must be finite "
+                            "and >= 0",
                             p->job, k, e->delay_us);
         int needs_precede = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE;
         if (needs_precede && (e->precede < 0 || e->precede >= w->n_ops))

@@ -592,7 +592,8 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
             if (it > 100) {
                 /* jobs touched in the last 3 iterations: their average peak
                  * now against 3 iterations ago */
-                unsigned jobs = touched[(it - 1) & 3] | touched[(it - 2) & 3] | touched[(it - 3) & 3];
+                unsigned jobs =
+                    touched[(it - 1) & 3] | touched[(it - 2) & 3] | touched[(it - 3) & 3];
                 double then = 0, nowp = 0;
                 for (int j = 0; j < P.n_jobs; j++)
                     if (jobs >> j & 1u) {

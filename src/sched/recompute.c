@@ -42,7 +42,8 @@ static int inputs_ready(const tsl__job *J, int32_t q, double at) {
             if (ty == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
                 !(J->ev_end[k] <= at - tsl__margin(at)))
                 return 0;
-            if (ty == TSL_EV_RELEASE && J->ev_time[k] >= at && J->ev_time[k] <= end + tsl__margin(end))
+            if (ty == TSL_EV_RELEASE && J->ev_time[k] >= at &&
+                J->ev_time[k] <= end + tsl__margin(end))
                 return 0;
         }
     }
@@ -151,7 +152,8 @@ static int apply(tsl__planner *P, tsl__job *J, int32_t t, int32_t prev, int32_t 
             for (int32_t k = 0; k < J->plan->n_events; k++) {
                 tsl_event_type ty = J->plan->events[k].type;
                 if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-                tsl__chan_unbook(tsl__chan_of(P, ty == TSL_EV_SWAP_IN), J->ev_time[k], J->ev_end[k]);
+                tsl__chan_unbook(tsl__chan_of(P, ty == TSL_EV_SWAP_IN), J->ev_time[k],
+                                 J->ev_end[k]);
             }
             for (int32_t k = 0; k < J->plan->n_events; k++) {
                 tsl_event_type ty = J->plan->events[k].type;
@@ -185,7 +187,8 @@ static void best_candidate(tsl__planner *P, int *bj_out, int32_t *bt_out, int32_
         const tsl_workload *w = J->w;
         const tsl__activity *a = &J->act;
         tsl__sweep sw;
-        tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw, NULL);
+        tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
+                       NULL);
         int32_t op = J->pk.op;
         if (op < 0) continue;
         for (int32_t t = 0; t < w->n_tensors; t++) {

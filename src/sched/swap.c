@@ -74,8 +74,8 @@ int tsl__commit_swap(tsl__planner *P, tsl__job *J, const tsl__swap_draft *d) {
         booked_in = st == TSL_OK;
     }
     if (st == TSL_OK && d->has_out)
-        st = tsl__job_add_event(J, P->dev,
-                                (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
+        st = tsl__job_add_event(
+            J, P->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
     if (st == TSL_OK)
         st = tsl__job_add_event(J, P->dev,
                                 (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig, 0.0, -1});
