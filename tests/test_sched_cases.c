@@ -533,3 +533,49 @@ Test(sched_cases, resnet18_with_the_a6000_profile) {
     else
         real_graph("resnet18", 16, 0);
 }
+
+/* The peak falls inside a recomputation whose producer holds a workspace:
+ * planner (tsl_peak_analysis), verifier and simulator count it alike.
+ * w (param 100) -f[ws 3000]-> a (1000) -g-> b (1000) -h-> c (1000);
+ * q reads a and c. Plan: release a after g, recompute a before q.
+ * At the recomputation: w 100 + c 1000 + a 1000 + workspace 3000 = 5100
+ * (during f itself: 100 + 1000 + 3000 = 4100). */
+Test(sched_cases, recomputation_holds_its_producers_workspace) {
+    rw_builder *b = rw_build_begin("rcws");
+    int32_t w = rw_build_tensor(b, "w", 100, TSL_KIND_PARAM);
+    int32_t a = rw_build_tensor(b, "a", 1000, TSL_KIND_ACTIVATION);
+    int32_t bb = rw_build_tensor(b, "b", 1000, TSL_KIND_ACTIVATION);
+    int32_t c = rw_build_tensor(b, "c", 1000, TSL_KIND_ACTIVATION);
+    int32_t d = rw_build_tensor(b, "d", 10, TSL_KIND_ACTIVATION);
+    int32_t f = rw_build_op(b, "f", 2.0, 3000, &w, 1, &a, 1);
+    int32_t g = rw_build_op(b, "g", 1.0, 0, &a, 1, &bb, 1);
+    rw_build_op(b, "h", 1.0, 0, &bb, 1, &c, 1);
+    int32_t q_in[2] = {a, c};
+    int32_t q = rw_build_op(b, "q", 1.0, 0, q_in, 2, &d, 1);
+    tsl_workload *wl = rw_build_end(b);
+    cr_assert_not_null(wl);
+    cr_assert_eq(f, 0);
+    tsl_device_profile dev = rw_profile(1);
+    tsl_plan *p = tsl_plan_new("rcws");
+    cr_assert_eq(tsl_plan_add(p, (tsl_event){TSL_EV_RELEASE, a, g, 0.0, -1}), TSL_OK);
+    cr_assert_eq(tsl_plan_add(p, (tsl_event){TSL_EV_RECOMPUTE, a, -1, 0.0, q}), TSL_OK);
+    tsl_plan_sort(p);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(wl, p, &dev, &pi), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(pi.peak, 5100, "planner peak %zu, want 5100 (workspace of the recomputation)", pi.peak);
+    cr_assert_float_eq(pi.period_us, 7.0, 1e-9);
+    p->predicted_peak = pi.peak;
+    p->predicted_period_us = pi.period_us;
+    tsl_peak_info_free(&pi);
+    tsl_violation *v = NULL;
+    int nv = 0;
+    tsl_plan_verify(wl, p, &dev, &v, &nv);
+    cr_assert_eq(nv, 0, "verifier: %s", nv ? v[0].what : "");
+    free(v);
+    tsl_sim_result sr;
+    tsl_sim_opts so = {.iterations = 3};
+    cr_assert_eq(tsl_simulate(&wl, &p, 1, &dev, &so, &sr), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(sr.job[0].peak, 5100, "simulated peak %zu", sr.job[0].peak);
+    tsl_plan_free(p);
+    rw_free(wl);
+}

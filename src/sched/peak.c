@@ -187,7 +187,16 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
             S.cur_op = i;
             S.cur_rc = r;
             add_t(&S, tl->rc_tensor[r]);
+            /* a recomputation re-runs its producer, workspace included, until
+             * the next recomputation or the op it precedes starts */
+            int32_t prod = w->tensors[tl->rc_tensor[r]].producer;
+            size_t ws = prod >= 0 ? w->ops[prod].workspace : 0;
+            double rc_end = r + 1 < tl->rc_off[i + 1] ? tl->rc_start[r + 1] : tl->s[i];
+            S.load += ws;
             check(&S, tl->rc_start[r]);
+            if (S.stopped) break;
+            effects_until(&S, eff, n_eff, &k, rc_end);
+            S.load -= ws;
         }
         if (S.stopped) break;
         effects_until(&S, eff, n_eff, &k, tl->s[i]);
