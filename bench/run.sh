@@ -3,3 +3,4 @@
 set -euo pipefail
 build=${1:-build}
 "$build/bench_train" "${@:2}"
+"$build/bench_plan" --reps 5
