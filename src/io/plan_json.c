@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/sched.h"
 
@@ -56,45 +57,6 @@ static void fmt_real(double x, char buf[32]) {
     }
 }
 
-/* A JSON value for messages: compact, cut to ~60 characters. */
-static const char *value_str(const json_t *v, char *buf, size_t n) {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!s) {
-        snprintf(buf, n, "?");
-        return buf;
-    }
-    if (strlen(s) > 60)
-        snprintf(buf, n, "%.57s...", s);
-    else
-        snprintf(buf, n, "%s", s);
-    free(s);
-    return buf;
-}
-
-static const char *type_name(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
-/* Records "FILE: PATH: MESSAGE" as a TSL_ERR_FORMAT and returns it. */
-static tsl_status __attribute__((format(printf, 3, 4)))
-bad(const char *file, const char *path, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tsl_fail(TSL_ERR_FORMAT, "%s: %s: %s", file, path, msg);
-}
 
 /* Checks that object o at `path` has every key of req[0..nr) and no other.
  * `what` is appended to messages (" (for a release)"); when it is not empty
@@ -103,7 +65,7 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o, cons
                              const char *const *req, int nr) {
     for (int i = 0; i < nr; i++)
         if (!json_object_get(o, req[i]))
-            return bad(file, path, "missing field '%s'%s", req[i], what);
+            return tsl__json_bad(file, path, "missing field '%s'%s", req[i], what);
     const char *k;
     json_t *v;
     static const char *const event_keys[] = {"type", "tensor", "trigger", "delay_us", "precede"};
@@ -111,8 +73,8 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o, cons
         int ok = 0, known = 0;
         for (int i = 0; i < nr && !ok; i++) ok = strcmp(k, req[i]) == 0;
         for (int i = 0; i < 5 && what[0] && !ok; i++) known |= strcmp(k, event_keys[i]) == 0;
-        if (known) return bad(file, path, "field '%s' is not allowed%s", k, what);
-        if (!ok) return bad(file, path, "unknown field '%s'%s", k, what);
+        if (known) return tsl__json_bad(file, path, "field '%s' is not allowed%s", k, what);
+        if (!ok) return tsl__json_bad(file, path, "unknown field '%s'%s", k, what);
     }
     return TSL_OK;
 }
@@ -122,14 +84,14 @@ static tsl_status get_str(const char *file, const char *path, json_t *v, size_t 
                           const char **out) {
     char vb[80];
     if (!json_is_string(v))
-        return bad(file, path, "expected a string, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected a string, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     size_t len = json_string_length(v);
     if (len == 0 || len >= maxlen)
-        return bad(file, path, "%s has %zu characters (expected 1 to %zu)",
-                   value_str(v, vb, sizeof vb), len, maxlen - 1);
+        return tsl__json_bad(file, path, "%s has %zu characters (expected 1 to %zu)",
+                   tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
     if (strlen(json_string_value(v)) != len)
-        return bad(file, path, "%s contains a NUL character", value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "%s contains a NUL character", tsl__json_value_str(v, vb, sizeof vb));
     *out = json_string_value(v);
     return TSL_OK;
 }
@@ -138,14 +100,14 @@ static tsl_status get_str(const char *file, const char *path, json_t *v, size_t 
 static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
     char vb[80], xb[32];
     if (!json_is_number(v))
-        return bad(file, path, "expected a number, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected a number, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     double x = json_number_value(v);
-    if (!isfinite(x)) return bad(file, path, "%s is not finite", value_str(v, vb, sizeof vb));
+    if (!isfinite(x)) return tsl__json_bad(file, path, "%s is not finite", tsl__json_value_str(v, vb, sizeof vb));
     fmt_real(x, xb);
-    if (x < 0) return bad(file, path, "%s is negative", xb);
+    if (x < 0) return tsl__json_bad(file, path, "%s is negative", xb);
     if (x > TSL__PLAN_MAX_US)
-        return bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
+        return tsl__json_bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
     *out = x == 0 ? 0.0 : x;
     return TSL_OK;
 }
@@ -288,13 +250,13 @@ static tsl_status get_op(parser *p, const char *path, json_t *v, int allow_start
     if (st != TSL_OK) return st;
     if (strcmp(s, "start") == 0) {
         if (!allow_start)
-            return bad(p->file, path, "'start' is not an op (only a trigger may be 'start')");
+            return tsl__json_bad(p->file, path, "'start' is not an op (only a trigger may be 'start')");
         *out = -1;
         return TSL_OK;
     }
     int32_t i = index_find(&p->oix, s);
     if (i < 0)
-        return bad(p->file, path, "unknown op %s in job '%s'", value_str(v, vb, sizeof vb),
+        return tsl__json_bad(p->file, path, "unknown op %s in job '%s'", tsl__json_value_str(v, vb, sizeof vb),
                    p->w->job);
     *out = i;
     return TSL_OK;
@@ -311,18 +273,18 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     char path[96], vb[80], what[48];
     snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
     if (!json_is_object(o))
-        return bad(p->file, path, "expected an object, got %s %s", type_name(o),
-                   value_str(o, vb, sizeof vb));
+        return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(o),
+                   tsl__json_value_str(o, vb, sizeof vb));
     const char *ty;
     snprintf(path, sizeof path, "jobs[%d].events[%d].type", jj, (int)k);
     json_t *tv = json_object_get(o, "type");
-    if (!tv) return bad(p->file, path, "missing");
+    if (!tv) return tsl__json_bad(p->file, path, "missing");
     tsl_status st = get_str(p->file, path, tv, 32, &ty);
     if (st != TSL_OK) return st;
     int type = 0;
     while (type < 4 && strcmp(ty, ev_names[type]) != 0) type++;
     if (type == 4)
-        return bad(p->file, path,
+        return tsl__json_bad(p->file, path,
                    "'%s' is not an event type (expected swap_out, swap_in, release "
                    "or recompute)",
                    ty);
@@ -343,7 +305,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     if ((st = get_str(p->file, path, v, TSL_NAME_MAX, &tn))) return st;
     e->tensor = index_find(&p->tix, tn);
     if (e->tensor < 0)
-        return bad(p->file, path, "unknown tensor %s in job '%s'", value_str(v, vb, sizeof vb),
+        return tsl__json_bad(p->file, path, "unknown tensor %s in job '%s'", tsl__json_value_str(v, vb, sizeof vb),
                    p->w->job);
     e->precede = -1;
     if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
@@ -365,7 +327,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     char field[32], msg[256];
     if (!event_representable(p->w, e, field, sizeof field, msg, sizeof msg)) {
         snprintf(path, sizeof path, "jobs[%d].events[%d].%s", jj, (int)k, field);
-        return bad(p->file, path, "%s", msg);
+        return tsl__json_bad(p->file, path, "%s", msg);
     }
     return TSL_OK;
 }
@@ -387,11 +349,11 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
     json_t *pk = json_object_get(o, "predicted_peak_bytes");
     snprintf(path, sizeof path, "jobs[%d].predicted_peak_bytes", jj);
     if (!json_is_integer(pk))
-        return bad(p->file, path, "expected an integer, got %s %s", type_name(pk),
-                   value_str(pk, vb, sizeof vb));
+        return tsl__json_bad(p->file, path, "expected an integer, got %s %s", tsl__json_type_name(pk),
+                   tsl__json_value_str(pk, vb, sizeof vb));
     json_int_t peak = json_integer_value(pk);
     if (peak < 0 || peak > TSL__PLAN_MAX_BYTES)
-        return bad(p->file, path, "%lld is %s (expected 0 to %lld)", (long long)peak,
+        return tsl__json_bad(p->file, path, "%lld is %s (expected 0 to %lld)", (long long)peak,
                    peak < 0 ? "negative" : "absurd", (long long)TSL__PLAN_MAX_BYTES);
     double period;
     snprintf(path, sizeof path, "jobs[%d].predicted_period_us", jj);
@@ -401,10 +363,10 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
     json_t *ev = json_object_get(o, "events");
     snprintf(path, sizeof path, "jobs[%d].events", jj);
     if (!json_is_array(ev))
-        return bad(p->file, path, "expected an array, got %s %s", type_name(ev),
-                   value_str(ev, vb, sizeof vb));
+        return tsl__json_bad(p->file, path, "expected an array, got %s %s", tsl__json_type_name(ev),
+                   tsl__json_value_str(ev, vb, sizeof vb));
     if (json_array_size(ev) > TSL__PLAN_MAX_EVENTS)
-        return bad(p->file, path, "%zu events is absurd (limit %d)", json_array_size(ev),
+        return tsl__json_bad(p->file, path, "%zu events is absurd (limit %d)", json_array_size(ev),
                    TSL__PLAN_MAX_EVENTS);
 
     tsl_plan *pl = tsl_plan_new(w->job);
@@ -429,17 +391,17 @@ static tsl_status parse_root(const char *file, json_t *root, const tsl_workload 
                              tsl_plan **plans) {
     char vb[80], path[64];
     if (!json_is_object(root))
-        return bad(file, "root", "expected an object, got %s %s", type_name(root),
-                   value_str(root, vb, sizeof vb));
+        return tsl__json_bad(file, "root", "expected an object, got %s %s", tsl__json_type_name(root),
+                   tsl__json_value_str(root, vb, sizeof vb));
     static const char *const keys[] = {"jobs"};
     tsl_status st = check_keys(file, "root", root, "", keys, 1);
     if (st != TSL_OK) return st;
     json_t *jobs = json_object_get(root, "jobs");
     if (!json_is_array(jobs))
-        return bad(file, "jobs", "expected an array, got %s %s", type_name(jobs),
-                   value_str(jobs, vb, sizeof vb));
+        return tsl__json_bad(file, "jobs", "expected an array, got %s %s", tsl__json_type_name(jobs),
+                   tsl__json_value_str(jobs, vb, sizeof vb));
     if (json_array_size(jobs) != (size_t)n)
-        return bad(file, "jobs", "%zu jobs, but %d workload%s given", json_array_size(jobs), n,
+        return tsl__json_bad(file, "jobs", "%zu jobs, but %d workload%s given", json_array_size(jobs), n,
                    n == 1 ? " is" : "s are");
     int *seen = malloc(sizeof *seen * (size_t)(n ? n : 1));
     if (!seen) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", file);
@@ -449,26 +411,26 @@ static tsl_status parse_root(const char *file, json_t *root, const tsl_workload 
         json_t *o = json_array_get(jobs, (size_t)jj);
         snprintf(path, sizeof path, "jobs[%d]", jj);
         if (!json_is_object(o)) {
-            st = bad(file, path, "expected an object, got %s %s", type_name(o),
-                     value_str(o, vb, sizeof vb));
+            st = tsl__json_bad(file, path, "expected an object, got %s %s", tsl__json_type_name(o),
+                     tsl__json_value_str(o, vb, sizeof vb));
             break;
         }
         const char *name;
         snprintf(path, sizeof path, "jobs[%d].job", jj);
         json_t *jv = json_object_get(o, "job");
         if (!jv) {
-            st = bad(file, path, "missing");
+            st = tsl__json_bad(file, path, "missing");
             break;
         }
         if ((st = get_str(file, path, jv, sizeof w[0]->job, &name))) break;
         int wi = 0;
         while (wi < n && strcmp(w[wi]->job, name) != 0) wi++;
         if (wi == n) {
-            st = bad(file, path, "unknown job '%s' (no workload of that name)", name);
+            st = tsl__json_bad(file, path, "unknown job '%s' (no workload of that name)", name);
             break;
         }
         if (seen[wi] >= 0) {
-            st = bad(file, path, "duplicate job '%s' (also jobs[%d])", name, seen[wi]);
+            st = tsl__json_bad(file, path, "duplicate job '%s' (also jobs[%d])", name, seen[wi]);
             break;
         }
         seen[wi] = jj;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/sched.h"
 
@@ -47,43 +48,6 @@ static void fmt_real(double x, char buf[32]) {
     }
 }
 
-/* A JSON value for messages: compact, cut to ~60 characters. */
-static const char *value_str(const json_t *v, char *buf, size_t n) {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!s) {
-        snprintf(buf, n, "?");
-        return buf;
-    }
-    if (strlen(s) > 60) snprintf(buf, n, "%.57s...", s);
-    else snprintf(buf, n, "%s", s);
-    free(s);
-    return buf;
-}
-
-static const char *type_name(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
-/* Records "FILE: PATH: MESSAGE" as a TSL_ERR_FORMAT and returns it. */
-static tsl_status __attribute__((format(printf, 3, 4)))
-bad(const char *file, const char *path, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tsl_fail(TSL_ERR_FORMAT, "%s: %s: %s", file, path, msg);
-}
 
 /* Checks that object `o` at `path` has only the `n` keys of `allowed`, all of
  * them present. */
@@ -91,13 +55,13 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o,
                              const char *const *allowed, int n) {
     for (int i = 0; i < n; i++)
         if (!json_object_get(o, allowed[i]))
-            return bad(file, path, "missing field '%s'", allowed[i]);
+            return tsl__json_bad(file, path, "missing field '%s'", allowed[i]);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
         int ok = 0;
         for (int i = 0; i < n && !ok; i++) ok = strcmp(k, allowed[i]) == 0;
-        if (!ok) return bad(file, path, "unknown field '%s'", k);
+        if (!ok) return tsl__json_bad(file, path, "unknown field '%s'", k);
     }
     return TSL_OK;
 }
@@ -107,12 +71,12 @@ static tsl_status get_name(const char *file, const char *path, json_t *v, size_t
                            const char **out) {
     char vb[80];
     if (!json_is_string(v))
-        return bad(file, path, "expected a string, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected a string, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     size_t len = json_string_length(v);
     if (len == 0 || len >= maxlen)
-        return bad(file, path, "%s has %zu characters (expected 1 to %zu)",
-                   value_str(v, vb, sizeof vb), len, maxlen - 1);
+        return tsl__json_bad(file, path, "%s has %zu characters (expected 1 to %zu)",
+                   tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
     *out = json_string_value(v);
     return TSL_OK;
 }
@@ -122,11 +86,11 @@ static tsl_status get_int(const char *file, const char *path, json_t *v, json_in
                           json_int_t hi, json_int_t *out) {
     char vb[80];
     if (!json_is_integer(v))
-        return bad(file, path, "expected an integer, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected an integer, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
-        return bad(file, path, "%lld is %s (expected %lld to %lld)", (long long)x,
+        return tsl__json_bad(file, path, "%lld is %s (expected %lld to %lld)", (long long)x,
                    x < 0 ? "negative" : x > hi && hi >= TSL__WL_MAX_BYTES ? "absurd" : "out of range",
                    (long long)lo, (long long)hi);
     *out = x;
@@ -137,13 +101,13 @@ static tsl_status get_int(const char *file, const char *path, json_t *v, json_in
 static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
     char vb[80];
     if (!json_is_number(v))
-        return bad(file, path, "expected a number, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected a number, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     double x = json_number_value(v);
     char xb[32];
     fmt_real(x, xb);
-    if (!(x >= 0)) return bad(file, path, "%s is negative", xb);
-    if (x > TSL__WL_MAX_US) return bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__WL_MAX_US);
+    if (!(x >= 0)) return tsl__json_bad(file, path, "%s is negative", xb);
+    if (x > TSL__WL_MAX_US) return tsl__json_bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__WL_MAX_US);
     *out = x == 0 ? 0.0 : x;
     return TSL_OK;
 }
@@ -152,10 +116,10 @@ static tsl_status get_time(const char *file, const char *path, json_t *v, double
 static tsl_status get_array(const char *file, const char *path, json_t *v, size_t max) {
     char vb[80];
     if (!json_is_array(v))
-        return bad(file, path, "expected an array, got %s %s", type_name(v),
-                   value_str(v, vb, sizeof vb));
+        return tsl__json_bad(file, path, "expected an array, got %s %s", tsl__json_type_name(v),
+                   tsl__json_value_str(v, vb, sizeof vb));
     if (json_array_size(v) > max)
-        return bad(file, path, "%zu elements is absurd (limit %zu)", json_array_size(v), max);
+        return tsl__json_bad(file, path, "%zu elements is absurd (limit %zu)", json_array_size(v), max);
     return TSL_OK;
 }
 
@@ -219,8 +183,8 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
         json_t *o = json_array_get(arr, (size_t)i);
         snprintf(path, sizeof path, "tensors[%d]", i);
         if (!json_is_object(o))
-            return bad(p->file, path, "expected an object, got %s %s", type_name(o),
-                       value_str(o, vb, sizeof vb));
+            return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(o),
+                       tsl__json_value_str(o, vb, sizeof vb));
         tsl_status st = check_keys(p->file, path, o, keys, 3);
         if (st != TSL_OK) return st;
         tsl_wl_tensor *t = &w->tensors[i];
@@ -231,7 +195,7 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
             return st;
         int32_t dup = index_find(&p->tix, (const char *)w->tensors, sizeof *w->tensors, name);
         if (dup >= 0)
-            return bad(p->file, path, "duplicate tensor name '%s' (also tensors[%d])", name, dup);
+            return tsl__json_bad(p->file, path, "duplicate tensor name '%s' (also tensors[%d])", name, dup);
         snprintf(t->name, sizeof t->name, "%s", name);
         index_add(&p->tix, t->name, i);
         snprintf(path, sizeof path, "tensors[%d].bytes", i);
@@ -246,7 +210,7 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
         int k = 0;
         while (k < TSL_KIND_COUNT && strcmp(kind, kind_names[k]) != 0) k++;
         if (k == TSL_KIND_COUNT)
-            return bad(p->file, path,
+            return tsl__json_bad(p->file, path,
                        "'%s' is not a tensor kind (expected input, label, parameter, buffer, "
                        "activation, gradient, optimizer_state or workspace)",
                        kind);
@@ -254,7 +218,7 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
         t->producer = -1;
     }
     if (total > TSL__WL_MAX_TOTAL)
-        return bad(p->file, "tensors", "%llu bytes in all is absurd (limit %llu)",
+        return tsl__json_bad(p->file, "tensors", "%llu bytes in all is absurd (limit %llu)",
                    (unsigned long long)total, (unsigned long long)TSL__WL_MAX_TOTAL);
     return TSL_OK;
 }
@@ -276,11 +240,11 @@ static tsl_status parse_names(parser *p, int32_t i, const char *field, json_t *a
         json_t *v = json_array_get(arr, (size_t)j);
         snprintf(path, sizeof path, "ops[%d].%s[%d]", i, field, j);
         if (!json_is_string(v))
-            return bad(p->file, path, "expected a tensor name, got %s %s", type_name(v),
-                       value_str(v, vb, sizeof vb));
+            return tsl__json_bad(p->file, path, "expected a tensor name, got %s %s", tsl__json_type_name(v),
+                       tsl__json_value_str(v, vb, sizeof vb));
         int32_t t = index_find(&p->tix, (const char *)p->w->tensors, sizeof *p->w->tensors,
                                json_string_value(v));
-        if (t < 0) return bad(p->file, path, "unknown tensor %s", value_str(v, vb, sizeof vb));
+        if (t < 0) return tsl__json_bad(p->file, path, "unknown tensor %s", tsl__json_value_str(v, vb, sizeof vb));
         (*ids)[j] = t;
     }
     return TSL_OK;
@@ -299,7 +263,7 @@ static tsl_status check_accesses(parser *p, int32_t i) {
         int data = t->kind == TSL_KIND_INPUT || t->kind == TSL_KIND_LABEL;
         if (data || tsl_kind_is_persistent(t->kind) || t->producer >= 0) continue;
         snprintf(path, sizeof path, "ops[%d].inputs[%d]", i, j);
-        return bad(p->file, path, "tensor '%s' (%s) is read before any op generates it", t->name,
+        return tsl__json_bad(p->file, path, "tensor '%s' (%s) is read before any op generates it", t->name,
                    kind_names[t->kind]);
     }
     for (int j = 0; j < op->n_out; j++) {
@@ -307,15 +271,15 @@ static tsl_status check_accesses(parser *p, int32_t i) {
         snprintf(path, sizeof path, "ops[%d].outputs[%d]", i, j);
         for (int k = 0; k < j; k++)
             if (op->out[k] == op->out[j])
-                return bad(p->file, path, "tensor '%s' is listed twice (also outputs[%d])",
+                return tsl__json_bad(p->file, path, "tensor '%s' is listed twice (also outputs[%d])",
                            t->name, k);
         if (t->kind == TSL_KIND_INPUT || t->kind == TSL_KIND_LABEL)
-            return bad(p->file, path,
+            return tsl__json_bad(p->file, path,
                        "tensor '%s' has kind %s: it is loaded with the data, no op generates it",
                        t->name, kind_names[t->kind]);
         if (tsl_kind_is_persistent(t->kind)) continue; /* updated in place */
         if (t->producer >= 0)
-            return bad(p->file, path, "tensor '%s' is generated twice (ops[%d] '%s' and ops[%d] '%s')",
+            return tsl__json_bad(p->file, path, "tensor '%s' is generated twice (ops[%d] '%s' and ops[%d] '%s')",
                        t->name, t->producer, w->ops[t->producer].name, i, op->name);
     }
     for (int j = 0; j < op->n_out; j++) {
@@ -339,8 +303,8 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         json_t *o = json_array_get(arr, (size_t)i);
         snprintf(path, sizeof path, "ops[%d]", i);
         if (!json_is_object(o))
-            return bad(p->file, path, "expected an object, got %s %s", type_name(o),
-                       value_str(o, vb, sizeof vb));
+            return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(o),
+                       tsl__json_value_str(o, vb, sizeof vb));
         tsl_status st = check_keys(p->file, path, o, keys, 6);
         if (st != TSL_OK) return st;
         tsl_wl_op *op = &w->ops[i];
@@ -349,9 +313,9 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         if ((st = get_name(p->file, path, json_object_get(o, "name"), TSL_NAME_MAX, &name)))
             return st;
         if (strcmp(name, "start") == 0)
-            return bad(p->file, path, "'start' is reserved (it names the iteration start)");
+            return tsl__json_bad(p->file, path, "'start' is reserved (it names the iteration start)");
         int32_t dup = index_find(&p->oix, (const char *)w->ops, sizeof *w->ops, name);
-        if (dup >= 0) return bad(p->file, path, "duplicate op name '%s' (also ops[%d])", name, dup);
+        if (dup >= 0) return tsl__json_bad(p->file, path, "duplicate op name '%s' (also ops[%d])", name, dup);
         snprintf(op->name, sizeof op->name, "%s", name);
         index_add(&p->oix, op->name, i);
 
@@ -361,16 +325,16 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         fmt_real(op->start_us, b1);
         fmt_real(prev_end, b2);
         if (i == 0 && op->start_us != 0)
-            return bad(p->file, path, "%s must be 0 (the iteration starts at 0)", b1);
+            return tsl__json_bad(p->file, path, "%s must be 0 (the iteration starts at 0)", b1);
         if (i > 0 && op->start_us != prev_end)
-            return bad(p->file, path,
+            return tsl__json_bad(p->file, path,
                        "%s is not the end of ops[%d] (%s): op times must be contiguous", b1,
                        i - 1, b2);
         snprintf(path, sizeof path, "ops[%d].end_us", i);
         if ((st = get_time(p->file, path, json_object_get(o, "end_us"), &op->end_us))) return st;
         if (op->end_us < op->start_us) {
             fmt_real(op->end_us, b2);
-            return bad(p->file, path, "%s is before start_us %s (negative latency)", b2, b1);
+            return tsl__json_bad(p->file, path, "%s is before start_us %s (negative latency)", b2, b1);
         }
         prev_end = op->end_us;
 
@@ -387,7 +351,7 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
             return st;
         if (op->n_out == 0) {
             snprintf(path, sizeof path, "ops[%d].outputs", i);
-            return bad(p->file, path, "empty (every op generates at least one tensor)");
+            return tsl__json_bad(p->file, path, "empty (every op generates at least one tensor)");
         }
         if ((st = check_accesses(p, i))) return st;
     }
@@ -401,8 +365,8 @@ static tsl_status parse_root(parser *p, json_t *root) {
     static const char *const keys[] = {"job", "period_us", "optimizer_begin", "tensors", "ops"};
     char vb[80], b1[32], b2[32];
     if (!json_is_object(root))
-        return bad(p->file, "root", "expected an object, got %s %s", type_name(root),
-                   value_str(root, vb, sizeof vb));
+        return tsl__json_bad(p->file, "root", "expected an object, got %s %s", tsl__json_type_name(root),
+                   tsl__json_value_str(root, vb, sizeof vb));
     tsl_status st = check_keys(p->file, "root", root, keys, 5);
     if (st != TSL_OK) return st;
     tsl_workload *w = p->w;
@@ -435,7 +399,7 @@ static tsl_status parse_root(parser *p, json_t *root) {
     if (period != end) {
         fmt_real(period, b1);
         fmt_real(end, b2);
-        return bad(p->file, "period_us", "%s is not the end of the last op (%s)", b1, b2);
+        return tsl__json_bad(p->file, "period_us", "%s is not the end of the last op (%s)", b1, b2);
     }
     w->period_us = period;
     return TSL_OK;

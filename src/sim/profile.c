@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/calibrate.h"
 #include "tensile/sched.h"
@@ -109,18 +110,6 @@ bad(const char *file, const char *key, const char *fmt, ...) {
     return tsl_fail(TSL_ERR_FORMAT, "%s: %s", file, msg);
 }
 
-static const char *value_str(const json_t *v, char *buf, size_t n) {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!s) {
-        snprintf(buf, n, "?");
-        return buf;
-    }
-    if (strlen(s) > 60) snprintf(buf, n, "%.57s...", s);
-    else snprintf(buf, n, "%s", s);
-    free(s);
-    return buf;
-}
-
 /* A required string field of 1 to maxlen-1 characters. */
 static tsl_status get_string(const char *file, json_t *root, const char *key, size_t maxlen,
                              const char **out) {
@@ -128,11 +117,11 @@ static tsl_status get_string(const char *file, json_t *root, const char *key, si
     json_t *v = json_object_get(root, key);
     if (!v) return bad(file, key, "missing");
     if (!json_is_string(v))
-        return bad(file, key, "%s is not a string", value_str(v, vb, sizeof vb));
+        return bad(file, key, "%s is not a string", tsl__json_value_str(v, vb, sizeof vb));
     size_t len = json_string_length(v);
     if (len == 0 || len >= maxlen)
         return bad(file, key, "%s has %zu characters (expected 1 to %zu)",
-                   value_str(v, vb, sizeof vb), len, maxlen - 1);
+                   tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
     *out = json_string_value(v);
     return TSL_OK;
 }
@@ -146,7 +135,7 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
                                         "launch_us", "copy_latency_us"};
     char vb[80];
     if (!json_is_object(root))
-        return bad(file, NULL, "expected a JSON object, got %s", value_str(root, vb, sizeof vb));
+        return bad(file, NULL, "expected a JSON object, got %s", tsl__json_value_str(root, vb, sizeof vb));
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
@@ -166,19 +155,19 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
     snprintf(p->name, sizeof p->name, "%s", s);
     if ((st = get_string(file, root, "source", 4096, &s))) return st;
     if ((v = json_object_get(root, "notes")) && !json_is_string(v))
-        return bad(file, "notes", "%s is not a string", value_str(v, vb, sizeof vb));
+        return bad(file, "notes", "%s is not a string", tsl__json_value_str(v, vb, sizeof vb));
     if ((v = json_object_get(root, "efficiency")) &&
         (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1)) {
         char xb[32];
         if (json_is_number(v)) fmt_real(json_number_value(v), xb);
         return bad(file, "efficiency", "%s is not a number in (0, 1]",
-                   json_is_number(v) ? xb : value_str(v, vb, sizeof vb));
+                   json_is_number(v) ? xb : tsl__json_value_str(v, vb, sizeof vb));
     }
     for (int i = 0; i < N_NUM; i++) {
         const char *key = num_fields[i].key;
         v = json_object_get(root, key);
         if (!v) return bad(file, key, "missing");
-        if (!json_is_number(v)) return bad(file, key, "%s is not a number", value_str(v, vb, sizeof vb));
+        if (!json_is_number(v)) return bad(file, key, "%s is not a number", tsl__json_value_str(v, vb, sizeof vb));
         double x = json_number_value(v);
         if (!(x > 0) || x > num_fields[i].hi) {
             char xb[32];
@@ -191,7 +180,7 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
     v = json_object_get(root, "mem_bytes");
     if (!v) return bad(file, "mem_bytes", "missing");
     if (!json_is_integer(v))
-        return bad(file, "mem_bytes", "%s is not an integer", value_str(v, vb, sizeof vb));
+        return bad(file, "mem_bytes", "%s is not an integer", tsl__json_value_str(v, vb, sizeof vb));
     json_int_t mb = json_integer_value(v);
     if (mb <= 0 || (uint64_t)mb > MAX_MEM_BYTES)
         return bad(file, "mem_bytes", "%lld is %s (expected 1 to %llu)", (long long)mb,
@@ -200,7 +189,7 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
     v = json_object_get(root, "duplex");
     if (!v) return bad(file, "duplex", "missing");
     if (!json_is_integer(v) || (json_integer_value(v) != 0 && json_integer_value(v) != 1))
-        return bad(file, "duplex", "%s is not 0 or 1", value_str(v, vb, sizeof vb));
+        return bad(file, "duplex", "%s is not 0 or 1", tsl__json_value_str(v, vb, sizeof vb));
     p->duplex = (int)json_integer_value(v);
     return TSL_OK;
 }

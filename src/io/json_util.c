@@ -1,0 +1,41 @@
+/* json_util.c - see json_util.h. */
+#include "io/json_util.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tsl__json_value_str(const json_t *v, char *buf, size_t n) {
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!s) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    if (strlen(s) > 60) snprintf(buf, n, "%.57s...", s);
+    else snprintf(buf, n, "%s", s);
+    free(s);
+    return buf;
+}
+
+const char *tsl__json_type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+tsl_status tsl__json_bad(const char *file, const char *path, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tsl_fail(TSL_ERR_FORMAT, "%s: %s: %s", file, path, msg);
+}
