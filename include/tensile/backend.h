@@ -30,6 +30,13 @@ extern "C" {
 
 typedef struct tsl_backend tsl_backend;
 
+/* The two copy channels. */
+typedef enum tsl_copy_dir { TSL_TO_DEVICE = 0, TSL_TO_HOST = 1 } tsl_copy_dir;
+
+/* Completion of one asynchronous copy (opaque; owned by the backend until
+ * released). */
+typedef struct tsl_copy_event tsl_copy_event;
+
 /* What one op execution needs beyond its tensors. */
 typedef struct tsl_run_ctx {
     int64_t step;     /* 1-based training step */
@@ -55,8 +62,29 @@ struct tsl_backend_i {
     /* Synchronous copies between host memory and device memory. */
     tsl_status (*copy_to_device)(tsl_backend *b, void *dst, const void *src, size_t n);
     tsl_status (*copy_to_host)(tsl_backend *b, void *dst, const void *src, size_t n);
-    /* Waits for everything issued (no-op on the CPU). */
+    /* Waits for everything issued: kernels and both copy channels. */
     tsl_status (*sync)(tsl_backend *b);
+
+    /* ---- asynchronous copies (the Swap Executor's channels) ---------------
+     * Optional as a group (NULL: the backend has no copy engine).
+     * copy_async enqueues one transfer on the channel of `dir`; each channel
+     * carries one transfer at a time, in enqueue order. *ev is set to a new
+     * event that completes when the bytes have arrived. Thread-safe against
+     * the calling thread's other backend calls; the allocator is only ever
+     * used from the calling thread. */
+    tsl_status (*copy_async)(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src,
+                             size_t n, tsl_copy_event **ev);
+    int (*event_done)(tsl_backend *b, tsl_copy_event *ev);   /* non-blocking */
+    void (*event_wait)(tsl_backend *b, tsl_copy_event *ev);  /* blocks until done */
+    /* When the transfer started and ended, ms on the backend's clock
+     * (tsl_backend_now_ms); valid once done. */
+    void (*event_times)(tsl_backend *b, tsl_copy_event *ev, double *start_ms, double *end_ms);
+    void (*event_release)(tsl_backend *b, tsl_copy_event *ev);
+    /* Host staging memory (pinned on CUDA); NULL when out of host memory. */
+    void *(*host_alloc)(tsl_backend *b, size_t n);
+    void (*host_free)(tsl_backend *b, void *p);
+    /* CPU only (optional): throttle each channel to gbps GB/s; 0 = unthrottled. */
+    void (*set_channel_gbps)(tsl_backend *b, double gbps);
     void (*destroy)(tsl_backend *b);
 };
 
@@ -71,6 +99,9 @@ struct tsl_backend {
 tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
                                tsl_backend **out);
 void tsl_backend_free(tsl_backend *b); /* NULL is fine */
+
+/* Monotonic milliseconds, the clock of copy event times and op timings. */
+double tsl_backend_now_ms(void);
 
 #ifdef __cplusplus
 }
