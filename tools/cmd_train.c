@@ -122,21 +122,33 @@ static int load_data(const train_opts *t, const tsl_model_cfg *cfg, tsl_dataset 
     return 1;
 }
 
-/* Accuracy over the test set in full batches (the graph's shape is static). */
-static int evaluate(tsl_session *s, const tsl_dataset *test, int batch, float *x, int32_t *y,
-                    double *acc, int64_t *n_eval) {
-    tsl_batcher *b = tsl_batcher_new(test, batch, 0, 0);
+/* Per-pixel models (unet) take a label per pixel: each image's class is
+ * spread over its pixels (a synthetic segmentation target). y holds `batch`
+ * labels, one per example, and room for batch * lbl. */
+static void spread_labels(int32_t *y, int batch, size_t lbl) {
+    if (lbl == 1) return;
+    for (int i = batch - 1; i >= 0; i--) {
+        int32_t v = y[i];
+        for (size_t j = 0; j < lbl; j++) y[(size_t)i * lbl + j] = v;
+    }
+}
+
+/* Accuracy over every test example: batches of the graph's static size, the
+ * last one padded with copies of the first example and counted only for its
+ * real examples. */
+static int evaluate(tsl_session *s, const tsl_dataset *test, int batch, size_t img, size_t lbl,
+                    float *x, int32_t *y, double *acc, int64_t *n_eval) {
     int64_t correct = 0, total = 0;
     tsl_step_stats st;
-    while (tsl_batcher_next(b, x, y)) {
-        if (tsl_session_eval(s, x, y, &st) != TSL_OK) {
-            tsl_batcher_free(b);
-            return 0;
-        }
+    for (int64_t first = 0; first < test->n; first += batch) {
+        int64_t n = test->n - first < batch ? test->n - first : batch;
+        for (int64_t i = 0; i < batch; i++)
+            tsl_dataset_get(test, i < n ? first + i : first, x + (size_t)i * img, y + i);
+        spread_labels(y, batch, lbl);
+        if (tsl_session_eval_partial(s, x, y, n, &st) != TSL_OK) return 0;
         correct += st.correct;
         total += st.examples;
     }
-    tsl_batcher_free(b);
     *acc = total ? (double)correct / (double)total : 0;
     *n_eval = total;
     return 1;
@@ -176,7 +188,9 @@ int cmd_train(int argc, char **argv) {
     }
     size_t img = (size_t)cfg.in_channels * cfg.image_size * cfg.image_size;
     float *x = malloc(sizeof *x * img * (size_t)t.batch);
-    int32_t *y = malloc(sizeof *y * (size_t)t.batch * (size_t)cfg.image_size * cfg.image_size);
+    size_t lbl = 1; /* labels per example (per-pixel models: H*W) */
+    if (!strcmp(t.model, "unet")) lbl = (size_t)cfg.image_size * cfg.image_size;
+    int32_t *y = malloc(sizeof *y * (size_t)t.batch * lbl);
     tsl_batcher *b = tsl_batcher_new(&train, t.batch, t.seed, 1);
     int64_t per_epoch = tsl_batcher_batches_per_epoch(b);
     double *times = malloc(sizeof *times * (size_t)(per_epoch > 0 ? per_epoch : 1));
@@ -198,6 +212,7 @@ int cmd_train(int argc, char **argv) {
         int64_t it = 0;
         while (tsl_batcher_next(b, x, y)) {
             tsl_step_stats st;
+            spread_labels(y, t.batch, lbl);
             if (tsl_session_step(s, x, y, &st) != TSL_OK) {
                 progress_end(&p);
                 fprintf(stderr, "tensile train: %s\n", tsl_last_error());
@@ -224,15 +239,15 @@ int cmd_train(int argc, char **argv) {
         last_loss = it ? loss_sum / (double)it : NAN;
         qsort(times, (size_t)it, sizeof *times, cmp_double);
         iter_ms = it ? times[it / 2] : 0;
-        if (!evaluate(s, &test, t.batch, x, y, &acc, &n_eval)) {
+        if (!evaluate(s, &test, t.batch, img, lbl, x, y, &acc, &n_eval)) {
             fprintf(stderr, "tensile train: evaluation failed: %s\n", tsl_last_error());
             rc = strstr(tsl_last_error(), "out of memory") ? 3 : 1;
             break;
         }
         fprintf(t.json ? stderr : stdout,
-                "epoch %d/%d: loss %.4f, test accuracy %.2f%% (%lld images), iteration %.2f ms "
+                "epoch %d/%d: loss %.4f, test accuracy %.2f%% (%lld %s), iteration %.2f ms "
                 "(median), peak load %s, footprint %s\n",
-                e, t.epochs, last_loss, 100 * acc, (long long)n_eval, iter_ms,
+                e, t.epochs, last_loss, 100 * acc, (long long)n_eval, lbl > 1 ? "pixels" : "images", iter_ms,
                 fmt_bytes(peak_load, b1, sizeof b1), fmt_bytes(peak_fp, b2, sizeof b2));
     }
     double wall = progress_now_s() - t_start;

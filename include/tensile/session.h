@@ -71,6 +71,13 @@ tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, ts
  * statistics, dropout is off); nothing is updated. */
 tsl_status tsl_session_eval(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st);
 
+/* Evaluation of a padded batch: as tsl_session_eval, but `correct` and
+ * `examples` count only the first n_valid examples (the rest pad the last
+ * batch of a dataset to the graph's static batch size); the loss is over
+ * the whole batch. */
+tsl_status tsl_session_eval_partial(tsl_session *s, const float *x, const int32_t *y,
+                                    int64_t n_valid, tsl_step_stats *st);
+
 /* Copies a persistent tensor's bytes out of / into the device. */
 tsl_status tsl_session_read(tsl_session *s, tsl_tid t, void *dst);
 tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src);

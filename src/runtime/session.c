@@ -138,10 +138,12 @@ void tsl_session_free(tsl_session *s) {
 }
 
 /* Arg-max accuracy of the loss op's probabilities against the labels:
- * probs (N,K[,H,W]), labels (N[,H,W]). */
-static void count_correct(tsl_session *s, const int32_t *labels, tsl_step_stats *st) {
+ * probs (N,K[,H,W]), labels (N[,H,W]), over the first n_valid examples. */
+static void count_correct(tsl_session *s, const int32_t *labels, int64_t n_valid,
+                          tsl_step_stats *st) {
     const tsl_tensor *pt = tsl_graph_tensor(s->g, s->probs);
     int64_t n = pt->shape.d[0], k = pt->shape.d[1], inner = 1;
+    if (n_valid < n) n = n_valid;
     for (int i = 2; i < pt->shape.ndim; i++) inner *= pt->shape.d[i];
     s->b->iface->copy_to_host(s->b, s->host_probs, s->ptr[s->probs], pt->nbytes);
     const float *p = s->host_probs;
@@ -159,7 +161,7 @@ static void count_correct(tsl_session *s, const int32_t *labels, tsl_step_stats 
 
 /* One pass over ops [0, lv->end): training step or evaluation. */
 static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int training,
-                      tsl_step_stats *st) {
+                      int64_t n_valid, tsl_step_stats *st) {
     const tsl_graph *g = s->g;
     const tsl_liveness *lv = training ? &s->live_train : &s->live_eval;
     tsl_step_stats local;
@@ -202,7 +204,7 @@ static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int trai
             float l;
             s->b->iface->copy_to_host(s->b, &l, s->ptr[s->loss], sizeof l);
             st->loss = l;
-            if (s->probs != TSL_NONE) count_correct(s, y, st);
+            if (s->probs != TSL_NONE) count_correct(s, y, n_valid, st);
         }
         int nf;
         const tsl_tid *fl = tsl__liveness_after(lv, i, &nf);
@@ -223,11 +225,17 @@ static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int trai
 }
 
 tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st) {
-    return run(s, x, y, 1, st);
+    return run(s, x, y, 1, INT64_MAX, st);
 }
 
 tsl_status tsl_session_eval(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st) {
-    return run(s, x, y, 0, st);
+    return run(s, x, y, 0, INT64_MAX, st);
+}
+
+tsl_status tsl_session_eval_partial(tsl_session *s, const float *x, const int32_t *y,
+                                    int64_t n_valid, tsl_step_stats *st) {
+    if (n_valid < 1) return tsl_fail(TSL_ERR_INVALID, "eval: n_valid %lld must be >= 1", (long long)n_valid);
+    return run(s, x, y, 0, n_valid, st);
 }
 
 static tsl_status check_resident(tsl_session *s, tsl_tid t) {
