@@ -5,12 +5,20 @@
  *
  * Fast kernels keep per-op state (oneDNN primitives) in a cache keyed by
  * (graph, op index), created on first use and released with the backend.
+ *
+ * Asynchronous copies go through the copy engine (copy_engine.c): two
+ * channel threads, started with the backend and joined when it is destroyed.
+ * The arena allocator is guarded by a mutex, so that another thread (the
+ * Swap Executor) may allocate and free device memory concurrently with the
+ * executor's thread; kernels and their state cache are not, and are run
+ * from one thread.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "backend/cpu/copy_engine.h"
 #include "backend/kernel.h"
 #include "core/assert.h"
 #include "tensile/backend.h"
@@ -27,27 +35,29 @@ typedef struct cpu_ctx {
     uint8_t *base;
     size_t capacity;
     tsl_alloc *alloc;
+    pthread_mutex_t alloc_mu; /* guards alloc */
+    tsl__copy_engine *copies;
     tsl_kernel_mode kernels;
     int nthreads;
     op_state *states; /* open addressing on (g, op) */
     size_t n_states, cap_states;
 } cpu_ctx;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+static double now_ms(void) { return tsl_backend_now_ms(); }
 
 static const char *cpu_name(tsl_backend *b) {
     cpu_ctx *c = b->context;
     return c->kernels == TSL_KERNELS_FAST ? "cpu (oneDNN + OpenBLAS)" : "cpu (reference kernels)";
 }
 
+/* The allocator calls below take the arena's lock; the error message of a
+ * failed allocation is recorded on the calling thread, as usual. */
 static tsl_status cpu_alloc(tsl_backend *b, size_t nbytes, void **ptr) {
     cpu_ctx *c = b->context;
     size_t off;
+    pthread_mutex_lock(&c->alloc_mu);
     tsl_status st = tsl_alloc_alloc(c->alloc, nbytes, &off);
+    pthread_mutex_unlock(&c->alloc_mu);
     if (st != TSL_OK) return st;
     *ptr = c->base + off;
     return TSL_OK;
@@ -56,22 +66,30 @@ static tsl_status cpu_alloc(tsl_backend *b, size_t nbytes, void **ptr) {
 static void cpu_free(tsl_backend *b, void *ptr) {
     cpu_ctx *c = b->context;
     TSL_ASSERT((uint8_t *)ptr >= c->base && (uint8_t *)ptr < c->base + c->capacity);
+    pthread_mutex_lock(&c->alloc_mu);
     tsl_alloc_release(c->alloc, (size_t)((uint8_t *)ptr - c->base));
+    pthread_mutex_unlock(&c->alloc_mu);
 }
 
 static void cpu_mem_stats(tsl_backend *b, tsl_alloc_stats *st) {
     cpu_ctx *c = b->context;
+    pthread_mutex_lock(&c->alloc_mu);
     tsl_alloc_get_stats(c->alloc, st);
+    pthread_mutex_unlock(&c->alloc_mu);
 }
 
 static void cpu_reset_peaks(tsl_backend *b) {
     cpu_ctx *c = b->context;
+    pthread_mutex_lock(&c->alloc_mu);
     tsl_alloc_reset_peaks(c->alloc);
+    pthread_mutex_unlock(&c->alloc_mu);
 }
 
 static void cpu_fail_alloc_at(tsl_backend *b, uint64_t k) {
     cpu_ctx *c = b->context;
+    pthread_mutex_lock(&c->alloc_mu);
     tsl_alloc_fail_at(c->alloc, k);
+    pthread_mutex_unlock(&c->alloc_mu);
 }
 
 static size_t hash_key(const tsl_graph *g, int32_t op) {
@@ -158,13 +176,69 @@ static tsl_status cpu_copy(tsl_backend *b, void *dst, const void *src, size_t n)
     return TSL_OK;
 }
 
+/* Kernels run synchronously on the calling thread; only the copy channels
+ * can have work in flight. */
 static tsl_status cpu_sync(tsl_backend *b) {
-    (void)b;
+    cpu_ctx *c = b->context;
+    tsl__copy_engine_drain(c->copies);
     return TSL_OK;
 }
 
+/* ---- asynchronous copies: the copy engine's channels --------------------- */
+
+static tsl_status cpu_copy_async(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src,
+                                 size_t n, tsl_copy_event **ev) {
+    cpu_ctx *c = b->context;
+    return tsl__copy_engine_submit(c->copies, dir, dst, src, n, ev);
+}
+
+static int cpu_event_done(tsl_backend *b, tsl_copy_event *ev) {
+    (void)b;
+    return tsl__copy_event_done(ev);
+}
+
+static void cpu_event_wait(tsl_backend *b, tsl_copy_event *ev) {
+    (void)b;
+    tsl__copy_event_wait(ev);
+}
+
+static void cpu_event_times(tsl_backend *b, tsl_copy_event *ev, double *start_ms, double *end_ms) {
+    (void)b;
+    tsl__copy_event_times(ev, start_ms, end_ms);
+}
+
+/* Releasing an event whose transfer is still in flight is a bug (assert). */
+static void cpu_event_release(tsl_backend *b, tsl_copy_event *ev) {
+    (void)b;
+    tsl__copy_event_release(ev);
+}
+
+/* Host staging memory: page-aligned heap memory (n 0 is served as 1 byte);
+ * NULL when out of host memory. */
+static void *cpu_host_alloc(tsl_backend *b, size_t n) {
+    (void)b;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, n ? n : 1) != 0) return NULL;
+    return p;
+}
+
+static void cpu_host_free(tsl_backend *b, void *p) {
+    (void)b;
+    free(p);
+}
+
+/* gbps must be finite and >= 0 (assert); 0 = unthrottled. */
+static void cpu_set_channel_gbps(tsl_backend *b, double gbps) {
+    cpu_ctx *c = b->context;
+    tsl__copy_engine_set_gbps(c->copies, gbps);
+}
+
+/* Drains and joins the copy channels first (a transfer in flight may read
+ * or write the arena), then frees the kernel states, the arena and the
+ * allocator. */
 static void cpu_destroy(tsl_backend *b) {
     cpu_ctx *c = b->context;
+    tsl__copy_engine_free(c->copies);
     for (size_t i = 0; i < c->cap_states; i++) {
         if (!c->states[i].g || !c->states[i].state) continue;
         const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(c->states[i].type);
@@ -172,6 +246,7 @@ static void cpu_destroy(tsl_backend *b) {
     }
     free(c->states);
     tsl_alloc_destroy(c->alloc);
+    pthread_mutex_destroy(&c->alloc_mu);
     if (c->base) munmap(c->base, c->capacity);
     free(c);
     free(b);
@@ -188,8 +263,26 @@ static const struct tsl_backend_i cpu_iface = {
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
     .sync = cpu_sync,
+    .copy_async = cpu_copy_async,
+    .event_done = cpu_event_done,
+    .event_wait = cpu_event_wait,
+    .event_times = cpu_event_times,
+    .event_release = cpu_event_release,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .set_channel_gbps = cpu_set_channel_gbps,
     .destroy = cpu_destroy,
 };
+
+/* Consistency of the arena's allocator, checked under its lock. */
+int tsl__cpu_backend_check(tsl_backend *b) {
+    TSL_ASSERT(b && b->iface == &cpu_iface);
+    cpu_ctx *c = b->context;
+    pthread_mutex_lock(&c->alloc_mu);
+    int ok = tsl_alloc_check(c->alloc);
+    pthread_mutex_unlock(&c->alloc_mu);
+    return ok;
+}
 
 tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
                                tsl_backend **out) {
@@ -221,6 +314,15 @@ tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nth
         free(b);
         return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
     }
+    tsl_status st = tsl__copy_engine_new(&c->copies);
+    if (st != TSL_OK) {
+        tsl_alloc_destroy(c->alloc);
+        munmap(base, capacity);
+        free(c);
+        free(b);
+        return st;
+    }
+    pthread_mutex_init(&c->alloc_mu, NULL);
     tsl_cpu_set_threads(nthreads);
     b->iface = &cpu_iface;
     b->context = c;
