@@ -69,9 +69,9 @@ struct tsl_backend_i {
      * Optional as a group (NULL: the backend has no copy engine).
      * copy_async enqueues one transfer on the channel of `dir`; each channel
      * carries one transfer at a time, in enqueue order. *ev is set to a new
-     * event that completes when the bytes have arrived. Thread-safe against
-     * the calling thread's other backend calls; the allocator is only ever
-     * used from the calling thread. */
+     * event that completes when the bytes have arrived. alloc, free,
+     * mem_stats, reset_peaks and fail_alloc_at are thread-safe (the Swap
+     * Executor allocates swap-in destinations from its own thread). */
     tsl_status (*copy_async)(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src,
                              size_t n, tsl_copy_event **ev);
     int (*event_done)(tsl_backend *b, tsl_copy_event *ev);   /* non-blocking */
@@ -79,6 +79,9 @@ struct tsl_backend_i {
     /* When the transfer started and ended, ms on the backend's clock
      * (tsl_backend_now_ms); valid once done. */
     void (*event_times)(tsl_backend *b, tsl_copy_event *ev, double *start_ms, double *end_ms);
+    /* The event must be done (event_wait or event_done first); releasing one
+     * in flight is a bug (assert). Events never released are freed when the
+     * backend is destroyed. */
     void (*event_release)(tsl_backend *b, tsl_copy_event *ev);
     /* Host staging memory (pinned on CUDA); NULL when out of host memory. */
     void *(*host_alloc)(tsl_backend *b, size_t n);
