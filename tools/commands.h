@@ -8,6 +8,7 @@ int cmd_info(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Builds model + loss + backward + optimizer and finalizes. On error prints
  * "tensile CMD: ..." with the library's message and returns NULL. */

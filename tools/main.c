@@ -20,6 +20,8 @@ static const char usage[] =
     "          measure this machine's CPU backend and write it as a device profile\n"
     "  plan    plan swapping and recomputation for one or several jobs on a\n"
     "          device profile (TENSILE), verify and simulate the plans\n"
+    "  run     train with the vanilla executor and with a policy (TENSILE's plan\n"
+    "          run by the runtime) on the same data; compare memory, time, results\n"
     "\n"
     "'tensile COMMAND --help' describes each command's options.\n";
 
@@ -37,6 +39,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(argv[1], "calibrate") == 0) return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(argv[1], "plan") == 0) return cmd_plan(argc - 2, argv + 2);
+    if (strcmp(argv[1], "run") == 0) return cmd_run(argc - 2, argv + 2);
     fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;
 }

@@ -47,6 +47,12 @@ typedef struct tsl_runtime_opts {
     int replan;                /* 1: replan on drift with `profile` (default 1) */
     tsl_device_profile profile;/* for replanning: channel bandwidths and memory */
     tsl_plan_opts plan_opts;   /* for replanning */
+    int virtual_clock;         /* 1: deterministic virtual clock, one thread (tests; default 0):
+                                  each op takes its workload latency, each copy tsl_copy_us of
+                                  `profile`, events run at exactly their due times (frees before
+                                  allocations); data still moves and kernels still run. With a
+                                  valid plan the measured peak load equals predicted_peak;
+                                  tsl_step_stats.ms is then the iteration's virtual time. */
 } tsl_runtime_opts;
 
 tsl_runtime_opts tsl_runtime_opts_default(void);

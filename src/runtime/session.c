@@ -8,6 +8,13 @@
  * (liveness.h). A failed allocation ends the step with TSL_ERR_OOM and a
  * message naming the tensor, its size, the load and the capacity; the
  * step's tensors are freed and the session stays usable.
+ *
+ * With a runtime attached (tsl_session_attach_runtime, runtime_internal.h)
+ * a training step follows the runtime's plan instead (executor.c); this
+ * vanilla pass still serves evaluation and steps without a plan. Between
+ * steps a persistent tensor that the plan swapped out across iterations is
+ * absent from the device; reads, writes and the checksum then use its host
+ * copy.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +26,7 @@
 #include "core/graph_internal.h"
 #include "runtime/init.h"
 #include "runtime/liveness.h"
+#include "runtime/runtime_internal.h"
 #include "runtime/session_internal.h"
 
 tsl_session_opts tsl_session_opts_default(void) {
@@ -38,7 +46,7 @@ static double now_ms(void) {
 }
 
 /* Frees every resident non-persistent tensor (end of step, or after a failure). */
-static void free_transients(tsl_session *s) {
+void tsl__session_free_transients(tsl_session *s) {
     for (tsl_tid t = 0; t < tsl_graph_n_tensors(s->g); t++) {
         if (!s->ptr[t] || tsl_kind_is_persistent(tsl_graph_tensor(s->g, t)->kind)) continue;
         s->b->iface->free(s->b, s->ptr[t]);
@@ -124,6 +132,8 @@ tsl_status tsl_session_new(const tsl_graph *g, const tsl_session_opts *opts, tsl
 
 void tsl_session_free(tsl_session *s) {
     if (!s) return;
+    tsl__rt_free(s->rt); /* joins the Swap Executor, frees the host copies */
+    s->rt = NULL;
     if (s->b) {
         for (tsl_tid t = 0; t < tsl_graph_n_tensors(s->g); t++)
             if (s->ptr[t]) s->b->iface->free(s->b, s->ptr[t]);
@@ -159,9 +169,18 @@ static void count_correct(tsl_session *s, const int32_t *labels, int64_t n_valid
     st->examples = n * inner;
 }
 
+void tsl__session_after_op(tsl_session *s, int32_t i, const int32_t *y, int64_t n_valid,
+                           tsl_step_stats *st) {
+    if (i != s->loss_op) return;
+    float l;
+    s->b->iface->copy_to_host(s->b, &l, s->ptr[s->loss], sizeof l);
+    st->loss = l;
+    if (s->probs != TSL_NONE) count_correct(s, y, n_valid, st);
+}
+
 /* One pass over ops [0, lv->end): training step or evaluation. */
-static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int training,
-                      int64_t n_valid, tsl_step_stats *st) {
+tsl_status tsl__session_run_vanilla(tsl_session *s, const float *x, const int32_t *y,
+                                    int training, int64_t n_valid, tsl_step_stats *st) {
     const tsl_graph *g = s->g;
     const tsl_liveness *lv = training ? &s->live_train : &s->live_eval;
     tsl_step_stats local;
@@ -200,12 +219,7 @@ static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int trai
         for (int j = 0; j < op->n_out; j++) out[j] = s->ptr[op->out[j]];
         rc = s->b->iface->run_op(s->b, g, op, in, out, &ctx, &s->op_ms[i]);
         if (rc != TSL_OK) break;
-        if (i == s->loss_op) {
-            float l;
-            s->b->iface->copy_to_host(s->b, &l, s->ptr[s->loss], sizeof l);
-            st->loss = l;
-            if (s->probs != TSL_NONE) count_correct(s, y, n_valid, st);
-        }
+        tsl__session_after_op(s, i, y, n_valid, st);
         int nf;
         const tsl_tid *fl = tsl__liveness_after(lv, i, &nf);
         for (int k = 0; k < nf; k++) {
@@ -219,30 +233,42 @@ static tsl_status run(tsl_session *s, const float *x, const int32_t *y, int trai
     st->peak_load = ms.peak_load;
     st->peak_footprint = ms.peak_footprint;
     st->ms = now_ms() - t0;
-    free_transients(s);
+    tsl__session_free_transients(s);
     if (rc == TSL_OK && training) s->steps++;
     return rc;
 }
 
 tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st) {
-    return run(s, x, y, 1, INT64_MAX, st);
+    if (s->rt) return tsl__rt_step(s, x, y, st);
+    return tsl__session_run_vanilla(s, x, y, 1, INT64_MAX, st);
+}
+
+/* Evaluation runs the vanilla pass: with a runtime attached, the persistent
+ * tensors swapped out across iterations come back first. */
+static tsl_status run_eval(tsl_session *s, const float *x, const int32_t *y, int64_t n_valid,
+                           tsl_step_stats *st) {
+    if (s->rt) {
+        tsl_status rc = tsl__rt_restore_for_eval(s->rt);
+        if (rc != TSL_OK) return rc;
+    }
+    return tsl__session_run_vanilla(s, x, y, 0, n_valid, st);
 }
 
 tsl_status tsl_session_eval(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st) {
-    return run(s, x, y, 0, INT64_MAX, st);
+    return run_eval(s, x, y, INT64_MAX, st);
 }
 
 tsl_status tsl_session_eval_partial(tsl_session *s, const float *x, const int32_t *y,
                                     int64_t n_valid, tsl_step_stats *st) {
     if (n_valid < 1) return tsl_fail(TSL_ERR_INVALID, "eval: n_valid %lld must be >= 1", (long long)n_valid);
-    return run(s, x, y, 0, n_valid, st);
+    return run_eval(s, x, y, n_valid, st);
 }
 
 static tsl_status check_resident(tsl_session *s, tsl_tid t) {
     if (t < 0 || t >= tsl_graph_n_tensors(s->g))
         return tsl_fail(TSL_ERR_INVALID, "tensor id %d out of range", t);
     const tsl_tensor *tt = tsl_graph_tensor(s->g, t);
-    if (!tsl_kind_is_persistent(tt->kind) || !s->ptr[t])
+    if (!tsl_kind_is_persistent(tt->kind) || (!s->ptr[t] && !tsl__rt_persistent_host(s, t, 0)))
         return tsl_fail(TSL_ERR_INVALID,
                         "tensor '%s' (%s) is not resident between steps: only parameters, "
                         "buffers and optimizer states can be read or written",
@@ -253,13 +279,24 @@ static tsl_status check_resident(tsl_session *s, tsl_tid t) {
 tsl_status tsl_session_read(tsl_session *s, tsl_tid t, void *dst) {
     tsl_status st = check_resident(s, t);
     if (st != TSL_OK) return st;
-    return s->b->iface->copy_to_host(s->b, dst, s->ptr[t], tsl_graph_tensor(s->g, t)->nbytes);
+    size_t n = tsl_graph_tensor(s->g, t)->nbytes;
+    if (!s->ptr[t]) { /* swapped out across iterations: its host copy */
+        memcpy(dst, tsl__rt_persistent_host(s, t, 0), n);
+        return TSL_OK;
+    }
+    return s->b->iface->copy_to_host(s->b, dst, s->ptr[t], n);
 }
 
 tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src) {
     tsl_status st = check_resident(s, t);
     if (st != TSL_OK) return st;
-    return s->b->iface->copy_to_device(s->b, s->ptr[t], src, tsl_graph_tensor(s->g, t)->nbytes);
+    size_t n = tsl_graph_tensor(s->g, t)->nbytes;
+    void *host = tsl__rt_persistent_host(s, t, 1); /* absent: its host copy; else drops it */
+    if (!s->ptr[t]) {
+        memcpy(host, src, n);
+        return TSL_OK;
+    }
+    return s->b->iface->copy_to_device(s->b, s->ptr[t], src, n);
 }
 
 uint64_t tsl_session_param_checksum(tsl_session *s) {
@@ -268,10 +305,13 @@ uint64_t tsl_session_param_checksum(tsl_session *s) {
         const tsl_tensor *tt = tsl_graph_tensor(s->g, t);
         if (tt->kind != TSL_KIND_PARAM) continue;
         const uint8_t *p = s->ptr[t]; /* CPU backend: device memory is host-addressable */
+        const uint8_t *host = p ? NULL : tsl__rt_persistent_host(s, t, 0);
+        TSL_ASSERT(p || host);
         uint8_t buf[4096];
         for (size_t off = 0; off < tt->nbytes; off += sizeof buf) {
             size_t n = tt->nbytes - off < sizeof buf ? tt->nbytes - off : sizeof buf;
-            s->b->iface->copy_to_host(s->b, buf, p + off, n);
+            if (p) s->b->iface->copy_to_host(s->b, buf, p + off, n);
+            else memcpy(buf, host + off, n);
             for (size_t i = 0; i < n; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
         }
     }

@@ -20,7 +20,19 @@ struct tsl_session {
     int32_t loss_op;
     float *host_probs;
     int64_t steps;
+    struct tsl__runtime *rt;    /* attached runtime (runtime_internal.h), NULL: vanilla */
 };
+
+/* One vanilla pass over ops [0, end) (training step or evaluation): the
+ * executor of session.c, used as is when no plan is followed. */
+tsl_status tsl__session_run_vanilla(tsl_session *s, const float *x, const int32_t *y,
+                                    int training, int64_t n_valid, tsl_step_stats *st);
+/* After op i ran: reads the loss (and counts correct predictions) if i is
+ * the loss op; nothing otherwise. */
+void tsl__session_after_op(tsl_session *s, int32_t i, const int32_t *y, int64_t n_valid,
+                           tsl_step_stats *st);
+/* Frees every resident non-persistent tensor. */
+void tsl__session_free_transients(tsl_session *s);
 
 /* The backend of a session (tests: fault injection, ledger). */
 static inline tsl_backend *tsl__session_backend(tsl_session *s) { return s->b; }

@@ -1,0 +1,151 @@
+/*
+ * evict.c - passive swap-out (paper III-D, DESIGN.md invariant 6): when an
+ * allocation fails (the arena is full, or in strict mode the limit is
+ * reached) and no memory is about to be freed, the executor evicts the
+ * resident tensor whose next use is farthest and retries.
+ *
+ * Next use: the first op after the executor's position that reads or
+ * writes the tensor; a persistent tensor with no access left in the
+ * iteration is next used at its first access of the next iteration
+ * (+ n_ops). A transient tensor with no access left is dead and goes first
+ * (it needs no copy).
+ *
+ * Eviction never touches a tensor the running item reads or writes
+ * (pinned), one being copied, or one already dying. A tensor whose host copy
+ * holds its value (or that is dead) is freed at once; any other is copied
+ * to its staging buffer on the device-to-host channel and freed when the
+ * copy ends. Pending events of an evicted tensor stay correct: a later
+ * swap-out finds the host copy valid, a release finds it gone, a swap-in
+ * brings it back.
+ */
+#include <stdlib.h>
+
+#include "core/assert.h"
+#include "runtime/runtime_internal.h"
+
+tsl_status tsl__evict_init(tsl__runtime *rt) {
+    int32_t nt = rt->nt;
+    rt->acc_start = calloc((size_t)nt + 2, sizeof *rt->acc_start);
+    size_t total = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        int n;
+        tsl_graph_accesses(rt->g, t, &n);
+        total += (size_t)n;
+    }
+    rt->acc_ops = malloc(sizeof *rt->acc_ops * (total + 1));
+    if (!rt->acc_start || !rt->acc_ops) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
+    int32_t k = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        int n;
+        const tsl_access *a = tsl_graph_accesses(rt->g, t, &n);
+        rt->acc_start[t] = k;
+        for (int i = 0; i < n; i++) { /* ascending; one entry per op */
+            if (a[i].op < 0 || (k > rt->acc_start[t] && rt->acc_ops[k - 1] == a[i].op)) continue;
+            rt->acc_ops[k++] = a[i].op;
+        }
+    }
+    rt->acc_start[nt] = k;
+    return TSL_OK;
+}
+
+void tsl__evict_free(tsl__runtime *rt) {
+    free(rt->acc_start);
+    free(rt->acc_ops);
+    rt->acc_start = rt->acc_ops = NULL;
+}
+
+/* Index in acc_ops of t's first access after pos (acc_start[t + 1] if none). */
+static int32_t after(const tsl__runtime *rt, int32_t t, int32_t pos) {
+    int32_t lo = rt->acc_start[t], hi = rt->acc_start[t + 1];
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (rt->acc_ops[mid] <= pos) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int tsl__rt_dead(const tsl__runtime *rt, int32_t t, int32_t pos) {
+    if (tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind)) return 0;
+    return after(rt, t, pos) == rt->acc_start[t + 1];
+}
+
+int32_t tsl__rt_next_use(const tsl__runtime *rt, int32_t t, int32_t pos) {
+    int32_t k = after(rt, t, pos);
+    if (k < rt->acc_start[t + 1]) return rt->acc_ops[k];
+    if (!tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind)) return INT32_MAX;
+    int32_t first = rt->acc_start[t] < rt->acc_start[t + 1] ? rt->acc_ops[rt->acc_start[t]] : 0;
+    return first + rt->no;
+}
+
+/* The candidate with the farthest next use (ties: larger, then lower id);
+ * with `no_copy`, only tensors that need no copy (dead, or host copy valid). */
+static int32_t pick(tsl__runtime *rt, int no_copy) {
+    int32_t best = -1, best_nu = -1;
+    size_t best_bytes = 0;
+    for (int32_t t = 0; t < rt->nt; t++) {
+        const tsl__res *r = &rt->res[t];
+        if (!rt->s->ptr[t] || r->pinned || r->dying || !r->readable || r->in_x >= 0 ||
+            r->out_n > 0)
+            continue;
+        size_t bytes = tsl_graph_tensor(rt->g, t)->nbytes;
+        if (bytes == 0) continue; /* frees nothing */
+        int32_t nu = tsl__rt_next_use(rt, t, rt->pos);
+        if (no_copy && nu != INT32_MAX && !tsl__rt_host_valid(rt, t)) continue;
+        if (nu > best_nu || (nu == best_nu && bytes > best_bytes)) {
+            best = t;
+            best_nu = nu;
+            best_bytes = bytes;
+        }
+    }
+    return best;
+}
+
+int32_t tsl__rt_pick_victim(tsl__runtime *rt) {
+    int32_t t = pick(rt, 0);
+    if (t < 0 || tsl__rt_dead(rt, t, rt->pos) || tsl__rt_host_valid(rt, t) ||
+        tsl__rt_host_buf(rt, t))
+        return t;
+    return pick(rt, 1); /* no host memory for a copy */
+}
+
+int tsl__rt_evict(tsl__runtime *rt, int32_t t) {
+    TSL_ASSERT(rt->s->ptr[t] && !rt->res[t].pinned);
+    if (tsl__rt_dead(rt, t, rt->pos) || tsl__rt_host_valid(rt, t)) {
+        tsl__rt_release_block(rt, t);
+    } else {
+        int64_t x = tsl__se_copy(rt, t, 0, TSL__X_EVICT, -1, tsl_graph_tensor(rt->g, t)->nbytes);
+        if (x < 0) return 0;
+        rt->res[t].dying = 1; /* freed when the copy ends */
+    }
+    rt->st.evictions++;
+    return 1;
+}
+
+/* 1 if every swap-out of t planned at or before the release e has been
+ * triggered (so each will end without the executor moving on). */
+static int deps_triggered(const tsl__runtime *rt, int32_t e) {
+    const tsl__rt_plan *pl = rt->cur;
+    int32_t t = pl->p->events[e].tensor;
+    for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
+        int32_t x = pl->tev_list[k];
+        if (pl->p->events[x].type == TSL_EV_SWAP_OUT && pl->ev_plan[x] <= pl->ev_plan[e] &&
+            rt->ev_state[x] == TSL__EV_IDLE)
+            return 0;
+    }
+    return 1;
+}
+
+int tsl__rt_frees_pending(const tsl__runtime *rt) {
+    for (int32_t t = 0; t < rt->nt; t++)
+        if (rt->s->ptr[t] && rt->res[t].dying) return 1;
+    const tsl__rt_plan *pl = rt->cur;
+    if (!pl) return 0;
+    for (int32_t e = 0; e < pl->p->n_events; e++) {
+        const tsl_event *ev = &pl->p->events[e];
+        if (ev->type == TSL_EV_RELEASE && rt->ev_state[e] == TSL__EV_WAIT &&
+            rt->s->ptr[ev->tensor] && !rt->res[ev->tensor].pinned && deps_triggered(rt, e))
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,495 @@
+/*
+ * runtime.c - the API of tensile/runtime.h: options, attaching the runtime
+ * to a session, installing plans (verified, effective at the next
+ * iteration boundary), statistics; and the tables the executor reads for an
+ * installed plan (runtime_internal.h).
+ *
+ * Defaults of the profile used for verification and replanning: fields the
+ * caller leaves at 0 are filled at attach time - mem_bytes with the
+ * session's arena, the copy bandwidths with pcie_gbps (10 GB/s when
+ * unthrottled), flops 2e10, mem_bw 1e10, launch 2 µs, copy latency 5 µs.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/assert.h"
+#include "runtime/runtime_internal.h"
+
+tsl_runtime_opts tsl_runtime_opts_default(void) {
+    tsl_runtime_opts o;
+    memset(&o, 0, sizeof o);
+    o.pcie_gbps = 0.0;
+    o.strict = 1;
+    o.ewma_weight = 0.9;
+    o.replan_threshold = 0.3;
+    o.replan = 1;
+    snprintf(o.profile.name, sizeof o.profile.name, "cpu-runtime");
+    o.profile.duplex = 1;
+    o.plan_opts = tsl_plan_opts_default();
+    o.virtual_clock = 0;
+    return o;
+}
+
+/* ---- workloads and plans ------------------------------------------------------ */
+
+tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat) {
+    tsl_workload *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = *w;
+    c->tensors = malloc(sizeof *c->tensors * ((size_t)w->n_tensors + 1));
+    c->ops = calloc((size_t)w->n_ops + 1, sizeof *c->ops);
+    if (!c->tensors || !c->ops) {
+        free(c->tensors);
+        free(c->ops);
+        free(c);
+        return NULL;
+    }
+    if (w->n_tensors) memcpy(c->tensors, w->tensors, sizeof *c->tensors * (size_t)w->n_tensors);
+    double at = 0.0;
+    int ok = 1;
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        tsl_wl_op *o = &c->ops[i];
+        *o = w->ops[i];
+        o->in = o->n_in ? malloc(sizeof *o->in * (size_t)o->n_in) : NULL;
+        o->out = o->n_out ? malloc(sizeof *o->out * (size_t)o->n_out) : NULL;
+        if ((o->n_in && !o->in) || (o->n_out && !o->out)) ok = 0;
+        if (o->in) memcpy(o->in, w->ops[i].in, sizeof *o->in * (size_t)o->n_in);
+        if (o->out) memcpy(o->out, w->ops[i].out, sizeof *o->out * (size_t)o->n_out);
+        if (lat) {
+            o->start_us = at;
+            o->end_us = at = at + lat[i];
+        }
+    }
+    if (lat) c->period_us = at;
+    if (!ok) {
+        tsl_workload_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* An event with its index, for sorting. */
+typedef struct ev_ix {
+    tsl_event ev;
+    int32_t ix;
+} ev_ix;
+
+/* The simulator's event order: recomputations grouped by the op they
+ * precede; then trigger, delay, type, tensor, precede, index (total). */
+static int cmp_ev_ix(const void *x, const void *y) {
+    const ev_ix *a = x, *b = y;
+    int rc = a->ev.type == TSL_EV_RECOMPUTE && b->ev.type == TSL_EV_RECOMPUTE;
+    if (rc && a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
+    if (a->ev.trigger != b->ev.trigger) return a->ev.trigger < b->ev.trigger ? -1 : 1;
+    if (a->ev.delay_us != b->ev.delay_us) return a->ev.delay_us < b->ev.delay_us ? -1 : 1;
+    if (a->ev.type != b->ev.type) return a->ev.type < b->ev.type ? -1 : 1;
+    if (a->ev.tensor != b->ev.tensor) return a->ev.tensor < b->ev.tensor ? -1 : 1;
+    if (a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
+    return (a->ix > b->ix) - (a->ix < b->ix);
+}
+
+void tsl__rt_plan_free(tsl__rt_plan *pl) {
+    if (!pl) return;
+    tsl_plan_free(pl->p);
+    tsl_workload_free(pl->w);
+    free(pl->items);
+    free(pl->trig_start);
+    free(pl->trig_list);
+    free(pl->tev_start);
+    free(pl->tev_list);
+    free(pl->ev_plan);
+    free(pl->recomputed);
+    free(pl);
+}
+
+static tsl_plan *plan_copy(const tsl_plan *p) {
+    tsl_plan *c = tsl_plan_new(p->job);
+    if (!c) return NULL;
+    for (int32_t e = 0; e < p->n_events; e++)
+        if (tsl_plan_add(c, p->events[e]) != TSL_OK) {
+            tsl_plan_free(c);
+            return NULL;
+        }
+    c->predicted_peak = p->predicted_peak;
+    c->predicted_period_us = p->predicted_period_us;
+    return c;
+}
+
+/* Fills items (the ops with the recomputations rc[0..n_rc) inserted before
+ * the op each precedes), the trigger and per-tensor CSRs of the timed events
+ * tm[0..n_tm), and their planned times on w's timeline with the
+ * recomputations' shifts (docs/SCHEDULING.md). pe (n_ops) and tf
+ * (n_tensors) are scratch. */
+static void fill_tables(tsl__rt_plan *pl, const ev_ix *rc, int32_t n_rc, const ev_ix *tm,
+                        int32_t n_tm, double *pe, int32_t *tf) {
+    const tsl_workload *w = pl->w;
+    int32_t k = 0, r = 0;
+    double shift = 0.0;
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        for (; r < n_rc && rc[r].ev.precede == i; r++) {
+            int32_t g = w->tensors[rc[r].ev.tensor].producer;
+            pl->items[k++] = (tsl__rt_item){g, rc[r].ev.tensor, rc[r].ix, 0.0, 0.0};
+            shift += w->ops[g].end_us - w->ops[g].start_us;
+        }
+        pl->items[k++] = (tsl__rt_item){i, -1, -1, 0.0, 0.0};
+        pe[i] = w->ops[i].end_us + shift;
+    }
+    TSL_ASSERT(k == pl->n_items && r == n_rc);
+    for (int32_t x = 0; x < n_tm; x++) {
+        pl->trig_start[tm[x].ev.trigger + 2]++;
+        pl->tev_start[tm[x].ev.tensor + 1]++;
+    }
+    for (int32_t i = 1; i < w->n_ops + 3; i++) pl->trig_start[i] += pl->trig_start[i - 1];
+    for (int32_t t = 0; t < w->n_tensors; t++) pl->tev_start[t + 1] += pl->tev_start[t];
+    for (int32_t t = 0; t < w->n_tensors; t++) tf[t] = pl->tev_start[t];
+    for (int32_t x = 0; x < n_tm; x++) {
+        const tsl_event *ev = &tm[x].ev;
+        pl->trig_list[x] = tm[x].ix; /* sorted by trigger: groups are contiguous */
+        pl->tev_list[tf[ev->tensor]++] = tm[x].ix;
+        double te = ev->trigger < 0 ? 0.0 : pe[ev->trigger];
+        pl->ev_plan[tm[x].ix] = ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+    }
+}
+
+tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_plan **out) {
+    *out = NULL;
+    tsl__rt_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for a plan");
+    int32_t ne = p->n_events, nt = w->n_tensors, no = w->n_ops, n_rc = 0;
+    for (int32_t e = 0; e < ne; e++) n_rc += p->events[e].type == TSL_EV_RECOMPUTE;
+    pl->p = plan_copy(p);
+    pl->w = tsl__rt_workload_copy(w, NULL);
+    pl->n_items = no + n_rc;
+    pl->n_timed = ne - n_rc;
+    pl->items = malloc(sizeof *pl->items * ((size_t)pl->n_items + 1));
+    pl->trig_start = calloc((size_t)no + 3, sizeof *pl->trig_start);
+    pl->trig_list = malloc(sizeof *pl->trig_list * ((size_t)ne + 1));
+    pl->tev_start = calloc((size_t)nt + 2, sizeof *pl->tev_start);
+    pl->tev_list = malloc(sizeof *pl->tev_list * ((size_t)ne + 1));
+    pl->ev_plan = calloc((size_t)ne + 1, sizeof *pl->ev_plan);
+    pl->recomputed = calloc((size_t)nt + 1, 1);
+    ev_ix *sorted = malloc(sizeof *sorted * ((size_t)ne + 1));
+    double *pe = malloc(sizeof *pe * ((size_t)no + 1));
+    int32_t *tf = malloc(sizeof *tf * ((size_t)nt + 1));
+    if (!tf || !pl->p || !pl->w || !pl->items || !pl->trig_start || !pl->trig_list || !pl->tev_start ||
+        !pl->tev_list || !pl->ev_plan || !pl->recomputed || !sorted || !pe) {
+        free(sorted);
+        free(pe);
+        free(tf);
+        tsl__rt_plan_free(pl);
+        return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for plan '%s'", p->job);
+    }
+    int32_t a = 0, b = n_rc;
+    for (int32_t e = 0; e < ne; e++) {
+        int is_rc = p->events[e].type == TSL_EV_RECOMPUTE;
+        sorted[is_rc ? a++ : b++] = (ev_ix){p->events[e], e};
+        if (is_rc) pl->recomputed[p->events[e].tensor] = 1;
+    }
+    if (n_rc > 1) qsort(sorted, (size_t)n_rc, sizeof *sorted, cmp_ev_ix);
+    if (ne - n_rc > 1) qsort(sorted + n_rc, (size_t)(ne - n_rc), sizeof *sorted, cmp_ev_ix);
+    fill_tables(pl, sorted, n_rc, sorted + n_rc, ne - n_rc, pe, tf);
+    free(sorted);
+    free(pe);
+    free(tf);
+    double sum = 0.0;
+    for (int32_t i = 0; i < no; i++) sum += w->ops[i].end_us - w->ops[i].start_us;
+    pl->lat_sum = sum;
+    *out = pl;
+    return TSL_OK;
+}
+
+/* ---- attach --------------------------------------------------------------------- */
+
+/* The workload must be the graph's: same tensors (sizes) and ops (arity). */
+static tsl_status check_workload(const tsl_graph *g, const tsl_workload *w) {
+    if (!w) return tsl_fail(TSL_ERR_INVALID, "attach runtime: the workload is NULL");
+    if (w->n_tensors != tsl_graph_n_tensors(g) || w->n_ops != tsl_graph_n_ops(g))
+        return tsl_fail(TSL_ERR_INVALID,
+                        "attach runtime: workload '%s' has %d tensors and %d ops, graph '%s' has "
+                        "%d and %d (build it with tsl_workload_from_graph)",
+                        w->job, w->n_tensors, w->n_ops, tsl_graph_name(g), tsl_graph_n_tensors(g),
+                        tsl_graph_n_ops(g));
+    for (int32_t t = 0; t < w->n_tensors; t++)
+        if (w->tensors[t].bytes != tsl_graph_tensor(g, t)->nbytes)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "attach runtime: workload '%s' tensor %d ('%s'): bytes %zu, the "
+                            "graph's tensor has %zu",
+                            w->job, t, w->tensors[t].name, w->tensors[t].bytes,
+                            tsl_graph_tensor(g, t)->nbytes);
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        const tsl_op *op = tsl_graph_op(g, i);
+        const tsl_wl_op *o = &w->ops[i];
+        if (o->n_in != op->n_in || o->n_out != op->n_out || !(o->end_us >= o->start_us))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "attach runtime: workload '%s' op %d ('%s'): %d inputs, %d outputs, "
+                            "times [%g, %g]; the graph's op has %d inputs, %d outputs",
+                            w->job, i, o->name, o->n_in, o->n_out, o->start_us, o->end_us,
+                            op->n_in, op->n_out);
+    }
+    return TSL_OK;
+}
+
+static tsl_status check_opts(const tsl_runtime_opts *o) {
+    if (!(o->ewma_weight > 0.0 && o->ewma_weight <= 1.0))
+        return tsl_fail(TSL_ERR_INVALID, "runtime opts: ewma_weight %g must be in (0, 1]",
+                        o->ewma_weight);
+    if (!(o->replan_threshold >= 0.0) || !isfinite(o->replan_threshold))
+        return tsl_fail(TSL_ERR_INVALID, "runtime opts: replan_threshold %g must be finite and >= 0",
+                        o->replan_threshold);
+    if (!(o->pcie_gbps >= 0.0) || !isfinite(o->pcie_gbps))
+        return tsl_fail(TSL_ERR_INVALID, "runtime opts: pcie_gbps %g must be finite and >= 0",
+                        o->pcie_gbps);
+    const tsl_device_profile *p = &o->profile;
+    if (p->h2d_bw < 0 || p->d2h_bw < 0 || p->flops < 0 || p->mem_bw < 0 || p->launch_us < 0 ||
+        p->copy_latency_us < 0)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "runtime opts: profile '%s' has a negative field (h2d_bw %g, d2h_bw %g, "
+                        "flops %g, mem_bw %g, launch_us %g, copy_latency_us %g)",
+                        p->name, p->h2d_bw, p->d2h_bw, p->flops, p->mem_bw, p->launch_us,
+                        p->copy_latency_us);
+    return TSL_OK;
+}
+
+/* Fills the profile's fields left at 0 (see the head of this file). */
+static void fill_profile(tsl_device_profile *p, double gbps, size_t capacity) {
+    double bw = gbps > 0 ? gbps * 1e9 : 1e10;
+    if (!p->name[0]) snprintf(p->name, sizeof p->name, "cpu-runtime");
+    if (p->mem_bytes == 0) p->mem_bytes = capacity;
+    if (p->h2d_bw == 0) p->h2d_bw = bw;
+    if (p->d2h_bw == 0) p->d2h_bw = bw;
+    if (p->flops == 0) p->flops = 2e10;
+    if (p->mem_bw == 0) p->mem_bw = 1e10;
+    if (p->launch_us == 0) p->launch_us = 2;
+    if (p->copy_latency_us == 0) p->copy_latency_us = 5;
+}
+
+static double wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
+                                      const tsl_workload *w) {
+    if (!s) return tsl_fail(TSL_ERR_INVALID, "attach runtime: the session is NULL");
+    if (s->rt) return tsl_fail(TSL_ERR_INVALID, "attach runtime: a runtime is already attached");
+    tsl_runtime_opts opts = o ? *o : tsl_runtime_opts_default();
+    tsl_status st = check_opts(&opts);
+    if (st == TSL_OK) st = check_workload(s->g, w);
+    if (st != TSL_OK) return st;
+    const struct tsl_backend_i *bi = s->b->iface;
+    if (!bi->copy_async || !bi->event_wait || !bi->event_times || !bi->event_release ||
+        !bi->host_alloc || !bi->host_free)
+        return tsl_fail(TSL_ERR_UNSUPPORTED, "attach runtime: backend '%s' has no copy engine",
+                        bi->name(s->b));
+    tsl__runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
+    rt->s = s;
+    rt->b = s->b;
+    rt->g = s->g;
+    rt->o = opts;
+    rt->virtual_clock = opts.virtual_clock != 0;
+    rt->nt = tsl_graph_n_tensors(s->g);
+    rt->no = tsl_graph_n_ops(s->g);
+    tsl_alloc_stats ms;
+    bi->mem_stats(s->b, &ms);
+    rt->capacity = ms.capacity;
+    rt->used = ms.load;
+    fill_profile(&rt->o.profile, opts.pcie_gbps, ms.capacity);
+    rt->attach_ms = wall_ms();
+    rt->async_err = TSL_OK;
+    pthread_mutex_init(&rt->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    rt->w0 = tsl__rt_workload_copy(w, NULL);
+    st = rt->w0 ? TSL_OK : tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
+    if (st == TSL_OK) st = tsl__res_init(rt);
+    if (st == TSL_OK) st = tsl__evict_init(rt);
+    if (st == TSL_OK) st = tsl__lat_init(rt);
+    if (st == TSL_OK && bi->set_channel_gbps) bi->set_channel_gbps(s->b, opts.pcie_gbps);
+    if (st == TSL_OK && !rt->virtual_clock) st = tsl__se_start(rt);
+    if (st != TSL_OK) {
+        tsl__rt_free(rt);
+        return st;
+    }
+    s->rt = rt;
+    return TSL_OK;
+}
+
+void tsl__rt_free(tsl__runtime *rt) {
+    if (!rt) return;
+    tsl__se_stop(rt);
+    tsl__res_free(rt);
+    tsl__evict_free(rt);
+    tsl__rt_plan_free(rt->cur);
+    tsl__rt_plan_free(rt->pending);
+    tsl_workload_free(rt->w0);
+    free(rt->ev_state);
+    free(rt->xf);
+    free(rt->queue.a);
+    free(rt->agenda.a);
+    for (int d = 0; d < 2; d++) {
+        free(rt->inflight[d].a);
+        free(rt->vwait[d].a);
+    }
+    free(rt->vlat);
+    free(rt->ewma);
+    tsl__log_free(&rt->log);
+    pthread_cond_destroy(&rt->cv);
+    pthread_mutex_destroy(&rt->mu);
+    free(rt);
+}
+
+/* ---- plans ------------------------------------------------------------------------ */
+
+/* Makes `pl` (may be NULL: vanilla) the plan installed at the next boundary. */
+static void set_pending(tsl__runtime *rt, tsl__rt_plan *pl) {
+    pthread_mutex_lock(&rt->mu);
+    tsl__rt_plan_free(rt->pending);
+    rt->pending = pl;
+    rt->has_pending = 1;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+static tsl_status need_runtime(const tsl_session *s, const char *what) {
+    if (!s) return tsl_fail(TSL_ERR_INVALID, "%s: the session is NULL", what);
+    if (!s->rt)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "%s: no runtime attached to the session (tsl_session_attach_runtime first)",
+                        what);
+    return TSL_OK;
+}
+
+tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {
+    tsl_status st = need_runtime(s, "set plan");
+    if (st != TSL_OK) return st;
+    tsl__runtime *rt = s->rt;
+    if (!p) {
+        set_pending(rt, NULL);
+        return TSL_OK;
+    }
+    tsl_violation *v = NULL;
+    int nv = 0;
+    st = tsl_plan_verify(rt->w0, p, &rt->o.profile, &v, &nv);
+    if (st != TSL_OK) {
+        if (nv > 0) {
+            char first[sizeof v[0].what];
+            snprintf(first, sizeof first, "%s", v[0].what);
+            free(v);
+            return tsl_fail(TSL_ERR_INVALID, "set plan: plan '%s' refused: %s%s", p->job, first,
+                            nv > 1 ? " (and more violations)" : "");
+        }
+        free(v);
+        char why[512];
+        snprintf(why, sizeof why, "%s", tsl_last_error());
+        return tsl_fail(st, "set plan: plan '%s' cannot be verified: %s", p->job, why);
+    }
+    free(v);
+    tsl__rt_plan *pl;
+    st = tsl__rt_plan_new(p, rt->w0, &pl);
+    if (st != TSL_OK) return st;
+    set_pending(rt, pl);
+    return TSL_OK;
+}
+
+tsl_status tsl__session_set_plan_unverified(tsl_session *s, const tsl_plan *p) {
+    tsl_status st = need_runtime(s, "set plan");
+    if (st != TSL_OK) return st;
+    tsl__rt_plan *pl = NULL;
+    if (p) {
+        for (int32_t e = 0; e < p->n_events; e++) { /* indices at least: the executor needs them */
+            const tsl_event *ev = &p->events[e];
+            int rc = ev->type == TSL_EV_RECOMPUTE;
+            if (ev->tensor < 0 || ev->tensor >= s->rt->nt || ev->trigger < -1 ||
+                ev->trigger >= s->rt->no || (int)ev->type < 0 || ev->type > TSL_EV_RECOMPUTE ||
+                (rc && (ev->precede < 0 || ev->precede >= s->rt->no ||
+                        s->rt->w0->tensors[ev->tensor].producer < 0 ||
+                        s->rt->w0->tensors[ev->tensor].producer >= ev->precede)))
+                return tsl_fail(TSL_ERR_INVALID, "set plan: event %d has indices out of range", e);
+        }
+        st = tsl__rt_plan_new(p, s->rt->w0, &pl);
+        if (st != TSL_OK) return st;
+    }
+    set_pending(s->rt, pl);
+    return TSL_OK;
+}
+
+tsl_status tsl__session_set_virtual_latency(tsl_session *s, const double *us) {
+    tsl_status st = need_runtime(s, "virtual latency");
+    if (st != TSL_OK) return st;
+    tsl__runtime *rt = s->rt;
+    free(rt->vlat);
+    rt->vlat = NULL;
+    if (!us) return TSL_OK;
+    rt->vlat = malloc(sizeof *rt->vlat * ((size_t)rt->no + 1));
+    if (!rt->vlat) return tsl_fail(TSL_ERR_OOM, "virtual latency: out of host memory");
+    for (int32_t i = 0; i < rt->no; i++) {
+        if (!(us[i] >= 0) || !isfinite(us[i])) {
+            free(rt->vlat);
+            rt->vlat = NULL;
+            return tsl_fail(TSL_ERR_INVALID, "virtual latency: op %d: %g us", i, us[i]);
+        }
+        rt->vlat[i] = us[i];
+    }
+    return TSL_OK;
+}
+
+size_t tsl__session_runtime_limit(const tsl_session *s) {
+    return s && s->rt && s->rt->cur ? s->rt->limit : 0;
+}
+
+/* ---- boundary helpers ----------------------------------------------------------------- */
+
+tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) {
+    tsl_session *s = rt->s;
+    for (int32_t t = 0; t < rt->nt; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(rt->g, t);
+        if (!tsl_kind_is_persistent(tt->kind) || s->ptr[t]) continue;
+        tsl__res *r = &rt->res[t];
+        TSL_ASSERT(tsl__rt_host_valid(rt, t)); /* never freed without a host copy */
+        tsl_status st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
+        if (st != TSL_OK) /* an injected fault fails one allocation only */
+            st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
+        if (st != TSL_OK) {
+            s->ptr[t] = NULL;
+            tsl_alloc_stats ms;
+            rt->b->iface->mem_stats(rt->b, &ms);
+            return tsl_fail(TSL_ERR_OOM,
+                            "device out of memory bringing %s '%s' (%zu bytes) back from the "
+                            "host: load %zu of %zu bytes",
+                            tsl_kind_name(tt->kind), tt->name, tt->nbytes, ms.load, ms.capacity);
+        }
+        rt->b->iface->copy_to_device(rt->b, s->ptr[t], r->host, tt->nbytes);
+        r->readable = 1;
+        rt->used += tt->nbytes;
+    }
+    return TSL_OK;
+}
+
+tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt) {
+    pthread_mutex_lock(&rt->mu);
+    tsl_status st = tsl__rt_restore_persistent(rt);
+    pthread_mutex_unlock(&rt->mu);
+    return st;
+}
+
+/* ---- statistics --------------------------------------------------------------------------- */
+
+void tsl_session_runtime_stats(const tsl_session *s, tsl_runtime_stats *st) {
+    memset(st, 0, sizeof *st);
+    if (!s || !s->rt) return;
+    tsl__runtime *rt = s->rt;
+    pthread_mutex_lock(&rt->mu);
+    *st = rt->st;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+const double *tsl_session_latency_ewma(const tsl_session *s) {
+    return s && s->rt ? s->rt->ewma : NULL;
+}

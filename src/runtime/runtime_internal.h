@@ -1,0 +1,343 @@
+/*
+ * runtime_internal.h - the runtime attached to a session: the plan-following
+ * Executor (executor.c), the Swap Executor (swap_executor.c), the tensors'
+ * residency (residency.c), passive swap-out (evict.c), latency tracking and
+ * replanning (latency.c), the trace of real runs (runtime_trace.c), and the
+ * API of tensile/runtime.h (runtime.c). Not part of the public API.
+ *
+ * Two clocks.
+ *  - Real time (default): ops take what their kernels take; the events an op
+ *    triggers are due at (its real end) + delay. The Swap Executor's queue
+ *    thread releases due events in time order and issues their copies on
+ *    the backend's channels; one watcher thread per channel completes the
+ *    copies in order (a channel is FIFO). Every piece of state below is
+ *    guarded by `mu`; `cv` is broadcast on every change.
+ *  - Virtual clock (opts.virtual_clock): one thread. Each op takes its
+ *    latency in virtual time, each copy tsl_copy_us of the profile; the
+ *    events are processed from an agenda keyed (time, phase, seq) exactly as
+ *    the simulator orders them (frees before allocations at one time point),
+ *    so that with a valid plan and exact latencies the allocator's peak equals
+ *    the plan's predicted peak. Data really moves (memcpy at the copy's issue)
+ *    and kernels really run.
+ *
+ * Times are µs from the start of the current iteration in both clocks.
+ */
+#ifndef TSL_RUNTIME_RUNTIME_INTERNAL_H
+#define TSL_RUNTIME_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/session_internal.h"
+#include "tensile/runtime.h"
+
+/* State of one timed event (swap-out, swap-in, release) in the current
+ * iteration. */
+enum {
+    TSL__EV_IDLE = 0, /* its trigger has not ended yet */
+    TSL__EV_SCHED,    /* queued until its due time */
+    TSL__EV_WAIT,     /* waits for the swap-outs of its tensor planned at or before it */
+    TSL__EV_WMEM,     /* swap-in waiting for device memory */
+    TSL__EV_RUN,      /* its copy is in flight */
+    TSL__EV_DONE,
+};
+
+/* Phases at one time point (the simulator's order). */
+enum { TSL__PH_DONE = 0, TSL__PH_ZERO, TSL__PH_SWAP_OUT, TSL__PH_RELEASE, TSL__PH_SWAP_IN,
+       TSL__PH_START };
+
+/* What a transfer is for. */
+enum { TSL__X_PLANNED = 0, TSL__X_PASSIVE, TSL__X_EVICT };
+
+/* One entry of the executed sequence: an op, or a recomputation inserted
+ * before the op it precedes (re-running the tensor's producer). */
+typedef struct tsl__rt_item {
+    int32_t op;            /* the op run (a recomputation: the producer) */
+    int32_t tensor;        /* recomputation: the tensor regenerated; else -1 */
+    int32_t event;         /* recomputation: its event index; else -1 */
+    double ns, ne;         /* nominal start and end in the virtual clock */
+} tsl__rt_item;
+
+/* An installed plan with its lookup tables (built by tsl__rt_plan_new). */
+typedef struct tsl__rt_plan {
+    tsl_plan *p;           /* owned copy */
+    tsl_workload *w;       /* owned copy of the workload it was made for */
+    int32_t n_items;
+    tsl__rt_item *items;
+    int32_t *trig_start;   /* timed events grouped by trigger + 1 (CSR, n_ops + 2) */
+    int32_t *trig_list;
+    int32_t *tev_start;    /* timed events of each tensor (CSR, n_tensors + 1) */
+    int32_t *tev_list;
+    double *ev_plan;       /* per event: planned issue (release: trigger end) */
+    int32_t n_timed;
+    uint8_t *recomputed;   /* per tensor: the plan recomputes it somewhere */
+    double lat_sum;        /* summed op latencies of w (the change rate's base) */
+} tsl__rt_plan;
+
+/* One transfer on a copy channel. */
+typedef struct tsl__xfer {
+    int32_t tensor, event; /* event -1: passive swap-in or eviction */
+    int to_device, kind;
+    uint32_t gen;          /* swap-out: the value generation copied */
+    size_t bytes;          /* bytes moved (0: the host copy was already valid) */
+    double issue, start, end, dur; /* µs in the iteration (real: end from the event) */
+    tsl_copy_event *ev;    /* real time: the backend's completion event */
+    int done;
+} tsl__xfer;
+
+/* Per tensor, beside s->ptr[t] (the device block, NULL when absent). */
+typedef struct tsl__res {
+    void *host;            /* staging buffer (host_alloc), kept once made */
+    uint32_t gen;          /* bumped at every write */
+    uint32_t host_gen;     /* generation the host copy holds */
+    uint8_t host_ok;       /* host holds generation host_gen */
+    uint8_t readable;      /* on the device with its value in place */
+    uint8_t dying;         /* free the block once no copy uses it */
+    uint8_t pinned;        /* read or written by the running item */
+    uint8_t cold;          /* resident only because of the cold start: the plan has it
+                              absent until its swap-in (dropped first under pressure) */
+    int64_t in_x;          /* transfer copying it in, -1 */
+    int32_t out_n;         /* transfers copying it out */
+} tsl__res;
+
+/* A timed entry: the real-time queue (phase 0) or the virtual agenda. */
+typedef struct tsl__qent {
+    double t;
+    int32_t phase;
+    uint64_t seq;
+    int32_t kind;          /* virtual: TSL__VK_* ; real: unused */
+    int64_t arg;           /* event index or transfer id */
+    int64_t iter;
+} tsl__qent;
+enum { TSL__VK_COPY_END = 0, TSL__VK_SWAP_OUT, TSL__VK_RELEASE, TSL__VK_SWAP_IN };
+
+typedef struct tsl__heap {
+    tsl__qent *a;
+    int64_t n, cap;
+    uint64_t next_seq;
+} tsl__heap;
+
+/* A FIFO of transfer ids. */
+typedef struct tsl__fifo {
+    int64_t *a;
+    int64_t head, n, cap;
+} tsl__fifo;
+
+/* Trace records (runtime_trace.c). Times are µs since attach (real) or
+ * virtual µs since the first step (virtual). */
+typedef struct tsl__rt_span {
+    int kind;              /* 0 op, 1 recompute, 2 swap-in, 3 swap-out */
+    int xkind;             /* transfers: TSL__X_* */
+    int32_t op, tensor;
+    int64_t iter;
+    double ready, start, end, wait;
+    size_t bytes;
+} tsl__rt_span;
+typedef struct tsl__rt_mem {
+    double t;
+    size_t load;
+} tsl__rt_mem;
+typedef struct tsl__rt_iter {
+    int64_t iter;
+    double start, ops_end, end, stall;
+    size_t peak;
+} tsl__rt_iter;
+typedef struct tsl__rt_log {
+    tsl__rt_span *span;
+    int64_t n_span, cap_span;
+    tsl__rt_mem *mem;
+    int64_t n_mem, cap_mem;
+    tsl__rt_iter *iter;
+    int64_t n_iter, cap_iter;
+    int oom;
+} tsl__rt_log;
+
+typedef struct tsl__runtime {
+    tsl_session *s;
+    tsl_backend *b;
+    const tsl_graph *g;
+    tsl_runtime_opts o;
+    int virtual_clock;
+    int32_t nt, no;
+    tsl_workload *w0;          /* the attached workload (owned copy) */
+    tsl__rt_plan *cur;         /* plan followed now; NULL: vanilla */
+    tsl__rt_plan *pending;     /* installed at the next boundary when has_pending */
+    int has_pending;
+
+    tsl__res *res;
+    int32_t *acc_start, *acc_ops; /* per tensor: ops accessing it, ascending (evict.c) */
+
+    /* memory: the runtime's view of the ledger's load (tensors + reserved workspace) */
+    size_t used, limit, capacity;
+    int compute_wants_mem;     /* the executor waits for memory: swap-ins do not allocate */
+
+    /* the current iteration */
+    int64_t iter;              /* 1-based count of plan-following iterations */
+    uint8_t *ev_state;
+    int32_t outstanding;       /* timed events not done */
+    int32_t pos;               /* op the executor is at (next-use distances) */
+    tsl__xfer *xf;
+    int64_t n_xf, cap_xf;
+    int64_t xf_inflight;
+    double t0_ms;              /* real: backend clock at the iteration's start */
+    double iter_base_us;       /* the iteration's start on the trace's axis */
+
+    /* real time: Swap Executor threads */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int threads_on, stop;
+    int draining;              /* a failed step: due events are not issued any more */
+    pthread_t queue_th, watch_th[2];
+    tsl__heap queue;
+    tsl__fifo inflight[2];     /* per direction, in issue order */
+
+    /* virtual clock */
+    tsl__heap agenda;
+    double vnow;
+    int vbusy[2];
+    tsl__fifo vwait[2];        /* transfers waiting for a busy channel */
+    double *vlat;              /* latency override per op (tests), NULL: the workload's */
+
+    /* latency tracking */
+    double *ewma;
+    double last_rate;
+
+    tsl_runtime_stats st;
+    int64_t defrags;           /* items retried after moving their tensors out (tests) */
+    tsl_status async_err;      /* first error met by a Swap Executor thread */
+    double attach_ms;
+    tsl__rt_log log;
+} tsl__runtime;
+
+/* ---- runtime.c --------------------------------------------------------------- */
+/* Builds the tables of plan p (copied) made for workload w (copied).
+ * TSL_ERR_OOM if out of host memory. */
+tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_plan **out);
+void tsl__rt_plan_free(tsl__rt_plan *pl);
+/* Deep copy of w with op latencies lat[i] (NULL: w's own); NULL if out of
+ * memory. */
+tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat);
+/* Brings every absent persistent tensor back from its host copy
+ * (synchronously; at an iteration boundary, rt->mu held). TSL_ERR_OOM if
+ * the arena cannot hold them. */
+tsl_status tsl__rt_restore_persistent(tsl__runtime *rt);
+/* The same, taking rt->mu (for session.c, between steps). */
+tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt);
+/* Cold start of a newly installed plan: marks the persistent tensors the
+ * plan releases across iterations (present now, absent in the plan's steady
+ * state) and gives each a valid host copy, so that they can be dropped for
+ * free when memory runs short before their swap-in. TSL_ERR_OOM if out of
+ * host memory. */
+tsl_status tsl__rt_mark_cold(tsl__runtime *rt);
+/* Drops one cold tensor that is not in use: 1 if one was freed. */
+int tsl__rt_drop_cold(tsl__runtime *rt);
+/* Frees the runtime (threads joined, host copies freed). NULL is fine. */
+void tsl__rt_free(tsl__runtime *rt);
+
+/* ---- residency.c ------------------------------------------------------------- */
+tsl_status tsl__res_init(tsl__runtime *rt);
+void tsl__res_free(tsl__runtime *rt);
+/* Allocates tensor t's device block if the strict limit and the arena allow;
+ * TSL_OK or TSL_ERR_OOM (no message kept). */
+tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t);
+/* Counts n bytes of scratch (a kernel's workspace) against the limit. */
+int tsl__rt_try_reserve(tsl__runtime *rt, size_t n);
+void tsl__rt_unreserve(tsl__runtime *rt, size_t n);
+/* Frees t's block now (no copy may use it in real time). */
+void tsl__rt_free_block(tsl__runtime *rt, int32_t t);
+/* Frees t's block, or (real time, a copy still uses it) marks it dying. */
+void tsl__rt_release_block(tsl__runtime *rt, int32_t t);
+/* 1 if the host copy holds t's current value. */
+int tsl__rt_host_valid(const tsl__runtime *rt, int32_t t);
+/* t's staging buffer, made on first use; NULL if out of host memory. */
+void *tsl__rt_host_buf(tsl__runtime *rt, int32_t t);
+/* Records a change of `used` on the trace. */
+void tsl__rt_note_mem(tsl__runtime *rt);
+/* For session.c, between steps: the host copy of persistent tensor t when
+ * t is absent from the device (swapped out across iterations), else NULL;
+ * with `write` and t on the device, its host copy stops being valid (the
+ * caller is about to change the device's bytes). NULL without a runtime. */
+void *tsl__rt_persistent_host(tsl_session *s, tsl_tid t, int write);
+
+/* ---- evict.c ------------------------------------------------------------------ */
+tsl_status tsl__evict_init(tsl__runtime *rt);
+void tsl__evict_free(tsl__runtime *rt);
+/* The next op after `pos` accessing t; persistent tensors wrap to the next
+ * iteration (+ n_ops); INT32_MAX if a transient tensor is dead. */
+int32_t tsl__rt_next_use(const tsl__runtime *rt, int32_t t, int32_t pos);
+/* 1 if t is transient and no op after `pos` reads or writes it. */
+int tsl__rt_dead(const tsl__runtime *rt, int32_t t, int32_t pos);
+/* The resident tensor to evict (farthest next use), or -1. */
+int32_t tsl__rt_pick_victim(tsl__runtime *rt);
+/* Passive swap-out of t: frees it now (dead, or host copy valid) or copies
+ * it to the host and frees it when the copy ends. 0 if it cannot (no host
+ * memory or the copy could not be issued). */
+int tsl__rt_evict(tsl__runtime *rt, int32_t t);
+/* 1 if memory will be freed without the executor moving on: a tensor
+ * dying once its copy ends, or a release waiting for swap-outs that are
+ * queued or in flight. */
+int tsl__rt_frees_pending(const tsl__runtime *rt);
+
+/* ---- swap_executor.c --------------------------------------------------------- */
+/* Current time in µs from the iteration's start. */
+double tsl__rt_now(const tsl__runtime *rt);
+/* The Swap Executor's threads (real time). */
+tsl_status tsl__se_start(tsl__runtime *rt);
+void tsl__se_stop(tsl__runtime *rt);
+/* Schedules the timed events whose trigger is op (-1: the data load) that
+ * ended at `end` (µs); in real time releases are applied at once. */
+void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end);
+/* Event handlers (the queue released them, or the executor expedites). */
+void tsl__se_swap_out(tsl__runtime *rt, int32_t e);
+void tsl__se_swap_in(tsl__runtime *rt, int32_t e);
+void tsl__se_release(tsl__runtime *rt, int32_t e);
+void tsl__se_ev_done(tsl__runtime *rt, int32_t e);
+/* Starts a copy of t in direction to_device; returns the transfer id or
+ * -1 (out of host memory, or the backend refused). */
+int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32_t event,
+                     size_t bytes);
+/* Retries swap-ins waiting for memory (after a free). */
+void tsl__se_retry_wmem(tsl__runtime *rt);
+/* Marks the waiting releases of t done (t is needed or gone). */
+void tsl__se_cancel_releases(tsl__runtime *rt, int32_t t);
+/* 1 if event e waits for a swap-out whose trigger has not ended yet (a
+ * plan that is wrong: it would wait for an op that comes later). */
+int tsl__se_waits_on_idle(const tsl__runtime *rt, int32_t e);
+/* The swap-in of t still to come this iteration (SCHED, WAIT or WMEM), -1. */
+int32_t tsl__se_pending_swap_in(const tsl__runtime *rt, int32_t t);
+/* Waits for any change: real time, a timed wait on cv (returns 1);
+ * virtual, processes the next agenda entry (0 if the agenda is empty). */
+int tsl__se_wait(tsl__runtime *rt);
+/* Virtual: processes the agenda entries ordered before (t, phase, seq). */
+void tsl__vc_run_before(tsl__runtime *rt, double t, int32_t phase, uint64_t seq);
+uint64_t tsl__vc_next_seq(tsl__runtime *rt);
+/* Clears per-iteration queues (iteration boundary: nothing in flight). */
+void tsl__se_reset_iteration(tsl__runtime *rt);
+
+/* ---- executor.c ---------------------------------------------------------------- */
+tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st);
+
+/* ---- latency.c ----------------------------------------------------------------- */
+tsl_status tsl__lat_init(tsl__runtime *rt);
+void tsl__lat_sample(tsl__runtime *rt, int32_t op, double us);
+/* At an iteration boundary: the change rate, and a replan above the
+ * threshold (the new plan is installed at the next boundary). */
+void tsl__lat_end_iteration(tsl__runtime *rt);
+double tsl__lat_sum(const double *lat, int32_t n);
+
+/* ---- runtime_trace.c ----------------------------------------------------------- */
+void tsl__log_span(tsl__runtime *rt, const tsl__rt_span *sp);
+void tsl__log_mem(tsl__runtime *rt, double t, size_t load);
+void tsl__log_iter(tsl__runtime *rt, const tsl__rt_iter *it);
+void tsl__log_free(tsl__rt_log *log);
+
+/* ---- for tests (tests/test_executor.c) -------------------------------------------- */
+/* Installs p at the next boundary without verifying it (a wrong plan). */
+tsl_status tsl__session_set_plan_unverified(tsl_session *s, const tsl_plan *p);
+/* Virtual clock: op i takes us[i] µs instead of the workload's latency
+ * (copied; NULL restores the workload's). */
+tsl_status tsl__session_set_virtual_latency(tsl_session *s, const double *us);
+/* The strict limit of the plan followed now (0 without a plan). */
+size_t tsl__session_runtime_limit(const tsl_session *s);
+#endif

@@ -1,0 +1,377 @@
+/*
+ * test_runtime_invariants.c - DESIGN.md invariant 5 (no policy changes
+ * results) and strict mode (invariant 7) through the runtime, for every
+ * model of the zoo at small shapes (batch 2, images 32x32, 75x75 for the
+ * Inceptions, 10 classes).
+ *
+ * Per model: the vanilla executor runs 3 iterations on 3 fixed batches and
+ * gives the reference parameter checksum; then, each in a fresh session
+ * with the runtime attached, the same 3 iterations run under
+ *   - TENSILE's plans (tsl_plan_jobs) at three budgets: the profile's
+ *     memory (swaps only), and half and a quarter of the way from the
+ *     persistent bytes to vanilla's peak (recomputation allowed), in the
+ *     virtual clock;
+ *   - random valid plans from tests/plan_gen.c (swaps and recomputations
+ *     the verifier accepts), in the virtual clock;
+ *   - for the lighter models, TENSILE's plan in the real-time clock with the
+ *     copy channels throttled (strict mode with real copy threads).
+ * Every run must end with the reference checksum, bit for bit. In the
+ * virtual clock (latencies exact) the measured peak load (the allocator's
+ * ledger) equals the plan's predicted peak in every iteration with the plan
+ * in its steady state (all of them for plans that release nothing across
+ * iterations; from the second on otherwise), never exceeds it, nothing
+ * stalls in the steady state, and with random plans nothing is swapped in
+ * passively or evicted; in the real-time clock the peak never exceeds the
+ * predicted peak. The workload's op workspaces are set to the scratch the
+ * fast kernels really take (pg_match_backend_workspace), so that the plan
+ * describes the run exactly.
+ *
+ * How many random plans run where (each costs a session and 3 iterations;
+ * the whole file stays under ~3 minutes on 2 cores): see plans_for() below:
+ * 200 for mlp and cnn, 20 for resnet18 and densenet121, 6 for vgg11, 4 for
+ * the other heavy models (vgg16, vgg19, resnet50, inception3, unet) and 3
+ * for inception4; the real-time runs for mlp, cnn, resnet18 and
+ * densenet121. Under th_quick() (the sanitizer build): 20 for mlp, 5 for
+ * cnn, 1 elsewhere, real-time runs for mlp and cnn only. The environment
+ * variable TSL_TEST_PLANS=N runs N random plans for every model instead (a
+ * longer soak: TSL_TEST_PLANS=200 is the issue's full figure).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "plan_gen.h"
+#include "tensile/models.h"
+#include "tensile/runtime.h"
+#include "tensile/session.h"
+
+#define ITERS 3
+
+/* A CPU-like device: copies take about as long as the ops around them, so
+ * random plans find room for their copies and the channels get busy. */
+static tsl_device_profile test_profile(void) {
+    tsl_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "cpu-test");
+    d.flops = 5e10;
+    d.mem_bw = 1e10;
+    d.mem_bytes = (size_t)64 << 30;
+    d.h2d_bw = d.d2h_bw = 4e9;
+    d.duplex = 1;
+    d.launch_us = 5;
+    d.copy_latency_us = 5;
+    return d;
+}
+
+/* ---- one model: graph, workload, batches, the vanilla reference --------------- */
+
+typedef struct zcase {
+    const char *model;
+    tsl_graph *g;
+    tsl_workload *w;           /* cost-model latencies on test_profile() */
+    tsl_device_profile dev;
+    float *x[ITERS];
+    int32_t *y[ITERS];
+    uint64_t ref;              /* vanilla checksum after ITERS iterations */
+    size_t ref_peak;           /* vanilla peak load */
+    size_t ref_fp;             /* vanilla peak footprint (measured) */
+    size_t persistent;
+} zcase;
+
+static void zcase_make(zcase *c, const char *model, int adam) {
+    memset(c, 0, sizeof *c);
+    c->model = model;
+    c->dev = test_profile();
+    tsl_model_cfg cfg = tsl_model_cfg_default(model);
+    cfg.batch = 2;
+    cfg.n_classes = 10;
+    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
+    c->g = tsl_graph_new(model);
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(c->g, model, &cfg, &loss), TSL_OK, "%s: %s", model, tsl_last_error());
+    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+    cr_assert_eq(tsl_graph_backward(c->g, loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_optimizer(c->g, &o), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(c->g), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_workload_from_graph(c->g, model, NULL, &c->dev, &c->w), TSL_OK, "%s",
+                 tsl_last_error());
+    /* the workspaces the fast kernels really take (see plan_gen.h) */
+    cr_assert_eq(pg_match_backend_workspace(c->g, c->w, 1, 2), TSL_OK, "%s", tsl_last_error());
+    const tsl_tensor *xt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "input"));
+    const tsl_tensor *yt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "label"));
+    size_t nx = (size_t)tsl_shape_numel(&xt->shape), ny = (size_t)tsl_shape_numel(&yt->shape);
+    for (int k = 0; k < ITERS; k++) {
+        c->x[k] = malloc(nx * sizeof *c->x[k]);
+        c->y[k] = malloc(ny * sizeof *c->y[k]);
+        cr_assert(c->x[k] && c->y[k]);
+        th_fill_f32(c->x[k], nx, 1000 + (uint64_t)k, -1, 1);
+        for (size_t i = 0; i < ny; i++) c->y[k][i] = (int32_t)((i * 7 + (size_t)k * 3) % 10);
+    }
+    c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE);
+    /* the reference: the vanilla executor, no runtime */
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(c->g, SIZE_MAX / 4, &r), TSL_OK, "%s", tsl_last_error());
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = 2 * r.peak_footprint + ((size_t)16 << 20); /* fast kernels' scratch too */
+    so.nthreads = 2;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    for (int k = 0; k < ITERS; k++) {
+        tsl_step_stats st;
+        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s vanilla step %d: %s",
+                     model, k + 1, tsl_last_error());
+        if (st.peak_load > c->ref_peak) c->ref_peak = st.peak_load;
+        if (st.peak_footprint > c->ref_fp) c->ref_fp = st.peak_footprint;
+    }
+    c->ref = tsl_session_param_checksum(s);
+    tsl_session_free(s);
+    /* the workload describes the vanilla run exactly: the empty plan's
+     * peak is the ledger's (fast kernels' scratch included) */
+    tsl_plan *empty = tsl_plan_new(model);
+    char why[400];
+    cr_assert(pg_finish_and_verify(c->w, empty, &c->dev, why, sizeof why), "%s: %s", model, why);
+    cr_assert_eq(c->ref_peak, empty->predicted_peak, "%s: vanilla peak %zu, the empty plan's %zu",
+                 model, c->ref_peak, empty->predicted_peak);
+    tsl_plan_free(empty);
+}
+
+static void zcase_free(zcase *c) {
+    for (int k = 0; k < ITERS; k++) {
+        free(c->x[k]);
+        free(c->y[k]);
+    }
+    tsl_workload_free(c->w);
+    tsl_graph_free(c->g);
+}
+
+/* ---- running a plan ------------------------------------------------------------------ */
+
+typedef struct run_out {
+    uint64_t checksum;
+    size_t peak[ITERS];        /* measured peak load per iteration */
+    int64_t stalls[ITERS];     /* stalls counted up to the end of each iteration */
+    tsl_runtime_stats rs;
+} run_out;
+
+/* ITERS iterations of a fresh session (capacity: twice vanilla's
+ * footprint, so that no allocation fails) with the runtime attached and
+ * plan p installed before the first. vclock: the virtual clock; gbps:
+ * channel throttle (real-time clock). */
+static void run_plan(const zcase *c, const tsl_plan *p, int vclock, double gbps, const char *what,
+                     run_out *o) {
+    memset(o, 0, sizeof *o);
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = 2 * c->ref_fp + ((size_t)16 << 20);
+    so.nthreads = 2;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    tsl_runtime_opts ro = tsl_runtime_opts_default();
+    ro.virtual_clock = vclock;
+    ro.pcie_gbps = gbps;
+    ro.profile = c->dev;
+    ro.replan = 0; /* the plan under test stays in force */
+    cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s %s: attach: %s", c->model,
+                 what, tsl_last_error());
+    cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s %s: set_plan: %s", c->model, what,
+                 tsl_last_error());
+    for (int k = 0; k < ITERS; k++) {
+        tsl_step_stats st;
+        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
+                     c->model, what, k + 1, tsl_last_error());
+        o->peak[k] = st.peak_load;
+        tsl_session_runtime_stats(s, &o->rs);
+        o->stalls[k] = o->rs.stalls;
+    }
+    o->checksum = tsl_session_param_checksum(s);
+    tsl_session_free(s);
+}
+
+/* 1 if the plan releases a persistent tensor after its last access with no
+ * swap-in after that release (absent at the iteration start, SCHEDULING.md):
+ * the first iteration (cold start, everything resident) then differs. */
+static int releases_across(const tsl_workload *w, const tsl_plan *p) {
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if (e->type != TSL_EV_RELEASE || !tsl_kind_is_persistent(w->tensors[e->tensor].kind)) continue;
+        int later_in = 0;
+        for (int32_t j = 0; j < p->n_events; j++)
+            later_in |= p->events[j].type == TSL_EV_SWAP_IN && p->events[j].tensor == e->tensor &&
+                        p->events[j].precede > e->trigger;
+        if (!later_in) return 1;
+    }
+    return 0;
+}
+
+/* The checks of one virtual-clock run of a valid plan. `random`: a plan of
+ * plan_gen (nothing may stall, be swapped in passively or evicted). */
+static void check_virtual(const zcase *c, const tsl_plan *p, const run_out *o, const char *what,
+                          int random) {
+    cr_assert_eq(o->checksum, c->ref,
+                 "%s %s (%d events): parameters %016llx differ from vanilla's %016llx", c->model,
+                 what, (int)p->n_events, (unsigned long long)o->checksum, (unsigned long long)c->ref);
+    int first_steady = releases_across(c->w, p) ? 1 : 0;
+    for (int k = 0; k < ITERS; k++) {
+        cr_assert_leq(o->peak[k], p->predicted_peak,
+                      "%s %s: iteration %d peak load %zu exceeds the predicted %zu (by %zu)", c->model,
+                      what, k + 1, o->peak[k], p->predicted_peak, o->peak[k] - p->predicted_peak);
+        if (k >= first_steady)
+            cr_assert_eq(o->peak[k], p->predicted_peak,
+                         "%s %s: iteration %d peak load %zu, predicted %zu (difference %lld)", c->model,
+                         what, k + 1, o->peak[k], p->predicted_peak,
+                         (long long)o->peak[k] - (long long)p->predicted_peak);
+    }
+    /* (the cold first iteration of a plan releasing tensors across
+     * iterations starts with them resident: strict mode may wait there) */
+    int64_t cold = first_steady ? o->stalls[0] : 0;
+    cr_assert_eq(o->rs.stalls - cold, 0, "%s %s: %lld stalls in the steady iterations of the virtual clock",
+                 c->model, what, (long long)(o->rs.stalls - cold));
+    if (random) {
+        cr_assert_eq(o->rs.passive_swaps, 0, "%s %s: %lld passive swap-ins with a valid plan", c->model,
+                     what, (long long)o->rs.passive_swaps);
+        cr_assert_eq(o->rs.evictions, 0, "%s %s: %lld evictions in a roomy device", c->model, what,
+                     (long long)o->rs.evictions);
+    }
+}
+
+/* TENSILE's plan for the model within `budget` (0: the profile's memory). */
+static tsl_plan *tensile_plan(const zcase *c, size_t budget) {
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = TSL_POLICY_TENSILE;
+    po.budget = budget;
+    tsl_plan *p = NULL;
+    tsl_workload *w = c->w;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &c->dev, &po, &p, NULL), TSL_OK, "%s: %s", c->model,
+                 tsl_last_error());
+    char why[400];
+    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why), "%s: planner's plan invalid: %s",
+              c->model, why);
+    return p;
+}
+
+static int env_plans(void) {
+    const char *v = getenv("TSL_TEST_PLANS");
+    return v && atoi(v) > 0 ? atoi(v) : 0;
+}
+
+/* Random plans per model (see the file comment). */
+static int plans_for(const char *m) {
+    if (env_plans()) return env_plans();
+    int light = !strcmp(m, "mlp") || !strcmp(m, "cnn");
+    if (th_quick()) return !strcmp(m, "mlp") ? 20 : !strcmp(m, "cnn") ? 5 : 1;
+    if (light) return 200;
+    if (!strcmp(m, "densenet121") || !strcmp(m, "resnet18")) return 20;
+    if (!strcmp(m, "vgg11")) return 6;
+    if (!strcmp(m, "inception4")) return 3;
+    return 4;
+}
+
+/* Whether the real-time clock run is done for this model. */
+static int realtime_for(const char *m) {
+    if (th_quick()) return !strcmp(m, "mlp") || !strcmp(m, "cnn");
+    return !strcmp(m, "mlp") || !strcmp(m, "cnn") || !strcmp(m, "resnet18") || !strcmp(m, "densenet121");
+}
+
+static void check_model(const char *model, int adam) {
+    zcase c;
+    zcase_make(&c, model, adam);
+    run_out o;
+    char what[96];
+    /* TENSILE at three budgets: the profile's memory (swaps only), half and
+     * a quarter of the way from the persistent bytes to vanilla's peak
+     * (recomputation where swapping is not enough) */
+    size_t budgets[3] = {0, c.persistent + (c.ref_peak - c.persistent) / 2,
+                         c.persistent + (c.ref_peak - c.persistent) / 4};
+    int planned_events = 0, planned_rc = 0;
+    for (int b = 0; b < 3; b++) {
+        tsl_plan *p = tensile_plan(&c, budgets[b]);
+        planned_events += p->n_events;
+        for (int32_t k = 0; k < p->n_events; k++) planned_rc += p->events[k].type == TSL_EV_RECOMPUTE;
+        snprintf(what, sizeof what, "tensile plan (budget %zu)", budgets[b]);
+        run_plan(&c, p, 1, 0, what, &o);
+        check_virtual(&c, p, &o, what, 0);
+        if (b == 0 && realtime_for(model)) {
+            /* strict mode in real time: copies throttled to the profile's rate */
+            run_plan(&c, p, 0, c.dev.h2d_bw / 1e9, "tensile plan, real-time clock", &o);
+            cr_assert_eq(o.checksum, c.ref, "%s real-time: parameters %016llx differ from %016llx",
+                         model, (unsigned long long)o.checksum, (unsigned long long)c.ref);
+            for (int k = 0; k < ITERS; k++)
+                cr_assert_leq(o.peak[k], p->predicted_peak,
+                              "%s real-time: iteration %d peak load %zu exceeds the predicted %zu",
+                              model, k + 1, o.peak[k], p->predicted_peak);
+            printf("%-12s real-time: %lld swap-outs, %lld stalls (%.2f ms), %lld passive, %lld evictions\n",
+                   model, (long long)o.rs.swaps_out, (long long)o.rs.stalls, o.rs.stall_ms,
+                   (long long)o.rs.passive_swaps, (long long)o.rs.evictions);
+        }
+        tsl_plan_free(p);
+    }
+    cr_assert_gt(planned_events, 0, "%s: the planner planned nothing at either budget", model);
+    /* random valid plans */
+    int n = plans_for(model), swaps = 0, rcs = 0, events = 0;
+    pg_opts po = pg_opts_default();
+    for (int i = 0; i < n; i++) {
+        pg_stats st;
+        tsl_plan *p = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i * 7919 + 17, &po, &st);
+        cr_assert_not_null(p, "%s: %s", model, tsl_last_error());
+        swaps += st.swaps;
+        rcs += st.recomputes;
+        events += p->n_events;
+        snprintf(what, sizeof what, "random plan %d", i);
+        run_plan(&c, p, 1, 0, what, &o);
+        check_virtual(&c, p, &o, what, 1);
+        tsl_plan_free(p);
+    }
+    printf("%-12s %3d random plans (%d swaps, %d recomputations, %d events), tensile plans %d events "
+           "(%d recomputations): identical to vanilla %016llx\n",
+           model, n, swaps, rcs, events, planned_events, planned_rc, (unsigned long long)c.ref);
+    cr_assert_gt(swaps, 0, "%s: no random plan swaps anything", model);
+    zcase_free(&c);
+}
+
+/* ---- the generator itself ------------------------------------------------------------- */
+
+Test(plan_gen, plans_are_valid_deterministic_and_varied) {
+    zcase c;
+    zcase_make(&c, "cnn", 0);
+    pg_opts po = pg_opts_default();
+    int swaps = 0, rcs = 0, empty = 0, n = th_quick() ? 20 : 100;
+    for (int i = 0; i < n; i++) {
+        pg_stats s1, s2;
+        tsl_plan *a = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i, &po, &s1);
+        tsl_plan *b = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i, &po, &s2);
+        cr_assert(a && b);
+        cr_assert_eq(a->n_events, b->n_events, "seed %d: %d then %d events", i, a->n_events, b->n_events);
+        cr_assert(!memcmp(a->events, b->events, sizeof *a->events * (size_t)a->n_events),
+                  "seed %d: same seed, different plans", i);
+        cr_assert_eq(a->predicted_peak, b->predicted_peak);
+        char why[400];
+        cr_assert(pg_finish_and_verify(c.w, a, &c.dev, why, sizeof why), "seed %d: %s", i, why);
+        swaps += s1.swaps;
+        rcs += s1.recomputes;
+        empty += a->n_events == 0;
+        tsl_plan_free(a);
+        tsl_plan_free(b);
+    }
+    printf("plan_gen on cnn: %d plans, %d swaps, %d recomputations, %d empty\n", n, swaps, rcs, empty);
+    cr_assert_gt(swaps, n, "only %d swaps in %d plans", swaps, n);
+    cr_assert_gt(rcs, n / 10, "only %d recomputations in %d plans", rcs, n);
+    cr_assert_lt(empty, n / 10, "%d of %d plans are empty", empty, n);
+    zcase_free(&c);
+}
+
+/* ---- invariant 5 and strict mode, model by model -------------------------------------- */
+
+Test(invariant5, mlp, .timeout = 600) { check_model("mlp", 1); }
+Test(invariant5, cnn, .timeout = 600) { check_model("cnn", 0); }
+Test(invariant5, vgg11, .timeout = 600) { check_model("vgg11", 0); }
+Test(invariant5, vgg16, .timeout = 600) { check_model("vgg16", 0); }
+Test(invariant5, vgg19, .timeout = 600) { check_model("vgg19", 0); }
+Test(invariant5, resnet18, .timeout = 600) { check_model("resnet18", 1); }
+Test(invariant5, resnet50, .timeout = 600) { check_model("resnet50", 0); }
+Test(invariant5, inception3, .timeout = 600) { check_model("inception3", 0); }
+Test(invariant5, inception4, .timeout = 600) { check_model("inception4", 0); }
+Test(invariant5, densenet121, .timeout = 600) { check_model("densenet121", 0); }
+Test(invariant5, unet, .timeout = 600) { check_model("unet", 1); }

@@ -1,0 +1,856 @@
+/*
+ * cmd_run.c - `tensile run`: train a model with the vanilla executor and
+ * with a policy (TENSILE's plan run by the runtime, or vanilla) on the same
+ * data, and report both side by side: peak load, footprint, iteration time,
+ * MSR, EOR, CBR, the swaps and recomputations done, passive swap-ins,
+ * evictions, stall time, replans, and whether the final parameters are
+ * bitwise identical (DESIGN.md invariant 5).
+ *
+ * The TENSILE run: the kernel times of vanilla's first WARMUP iterations
+ * (per-op medians, the first iteration left out when there are several)
+ * are the latency table of the workload, and each op's workspace is the
+ * scratch its kernel really takes on this backend; the device profile is
+ * this machine's (profiles/cpu-local.json from `tensile calibrate`, else
+ * rough CPU figures) with its copy bandwidth set to --pcie-gbps; the
+ * planner plans within --device-memory, the plan is verified, simulated
+ * (the predicted MSR and EOR) and run by the runtime in a session of
+ * exactly --device-memory. From then on the two runs alternate, one
+ * iteration each, so that the machine's load hits both alike; each run's
+ * time is the median over that side-by-side stretch.
+ *
+ * A budget below what vanilla needs: vanilla is tried in it first and
+ * refused (its out-of-memory message is printed); its figures then come
+ * from a run on a device large enough, so that MSR and EOR still compare
+ * against vanilla. With --eval, a run whose device cannot hold the
+ * evaluation pass (evaluation is vanilla, not scheduled) is evaluated with
+ * its trained parameters copied to a device large enough, and says so.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "backend/kernel.h"
+#include "progress.h"
+#include "runtime/session_internal.h"
+#include "tensile/data.h"
+#include "tensile/runtime.h"
+#include "tensile/sched.h"
+#include "tensile/session.h"
+
+static const char help[] =
+    "usage: tensile run --model M --batch B [--image-size S] [--dataset fashion-mnist|synthetic]\n"
+    "                   --policy tensile|vanilla [--device-memory SIZE] [--pcie-gbps G]\n"
+    "                   [--iterations N] [--trace out.json] [--json] [more options]\n"
+    "\n"
+    "Trains the model with the vanilla executor (every tensor freed after its\n"
+    "last use) and with the policy on the same batches, and prints both: peak\n"
+    "load and footprint (the allocator's ledger), iteration time, MSR = 1 -\n"
+    "peak/vanilla peak, EOR = iteration time/vanilla's, CBR = MSR/EOR, the\n"
+    "planned and simulated MSR and EOR, the swaps and recomputations done,\n"
+    "passive swap-ins, evictions, stall time, replans, and whether the final\n"
+    "parameters are bitwise identical. TENSILE is planned from the kernel times\n"
+    "of vanilla's first 3 iterations; then the two runs alternate, one\n"
+    "iteration each, and each run's time is its median over that stretch.\n"
+    "\n"
+    "  --model M            a model of the zoo (tensile info --help lists them)\n"
+    "  --batch B            batch size (default 64)\n"
+    "  --dataset D          fashion-mnist (default) or synthetic\n"
+    "  --image-size S       synthetic data only: image size (default: the model's)\n"
+    "  --policy P           tensile (default): plan swaps and recomputations, run\n"
+    "                       the plan; vanilla: the vanilla executor alone\n"
+    "  --device-memory SIZE the device budget, e.g. 24MiB, or P% of vanilla's peak\n"
+    "                       load (dry run), e.g. 60%; default: room for vanilla.\n"
+    "                       Vanilla is run in it and refused if it does not fit\n"
+    "  --pcie-gbps G        throttle each copy channel to G GB/s (default 0:\n"
+    "                       unthrottled, the profile's copy bandwidth is planned with)\n"
+    "  --iterations N       training iterations per run (default 20)\n"
+    "  --epochs E           instead of --iterations: E passes over the training set\n"
+    "  --eval               also report test accuracy after each run\n"
+    "  --profile P          device profile to plan with (default cpu-local if\n"
+    "                       `tensile calibrate` wrote it, else rough CPU figures)\n"
+    "  --optimizer O        sgd (momentum 0.9, default) or adam\n"
+    "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
+    "  --threads T          CPU threads (default: all online CPUs)\n"
+    "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
+    "  --train-examples N   use only the first N training examples\n"
+    "  --test-examples N    use only the first N test examples\n"
+    "  --trace FILE         Chrome trace of the policy's run (compute, both copy\n"
+    "                       channels, memory), in the simulator's format\n"
+    "  --quiet              no progress display\n"
+    "  --json               one JSON object on stdout\n"
+    "\n"
+    "Exit status: 0 done, 1 error, 2 bad arguments, 3 the policy's run does not\n"
+    "fit in --device-memory (out of device memory; vanilla refused under a budget\n"
+    "below its peak is reported, not an error, when the policy is tensile),\n"
+    "4 the final parameters differ from vanilla's.\n";
+
+/* Vanilla iterations run alone first: their kernel times (the first left
+ * out when there are several) are the latency table of TENSILE's plan. */
+#define WARMUP 3
+
+typedef struct run_opts {
+    const char *model, *trace, *profile;
+    int dataset; /* 0 fashion-mnist, 1 synthetic */
+    int batch, image, policy, optimizer, threads, json, quiet, eval, epochs;
+    int64_t iterations, train_n, test_n;
+    size_t budget;       /* 0: none */
+    double budget_pct;   /* > 0: percent of vanilla's peak load */
+    double pcie_gbps, lr;
+    uint64_t seed;
+} run_opts;
+
+/* What one run measured. */
+typedef struct run_result {
+    int ok;                  /* completed */
+    int refused;             /* out of device memory */
+    char error[512];
+    size_t peak_load, peak_fp;
+    double iter_ms;          /* median */
+    uint64_t checksum;
+    double accuracy;         /* test accuracy (with --eval) */
+    int64_t n_eval;
+    int eval_elsewhere;      /* evaluated on a device of `roomy` bytes (see evaluate_copy) */
+    tsl_runtime_stats rs;    /* the policy's run with the runtime */
+} run_result;
+
+/* Everything both runs share: graph, data, buffers. */
+typedef struct run_env {
+    const run_opts *o;
+    tsl_graph *g;
+    tsl_model_cfg cfg;
+    tsl_dataset train, test;
+    size_t img, lbl;
+    float *x;
+    int32_t *y;
+} run_env;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int64_t n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void parse(int argc, char **argv, run_opts *t) {
+    tsl_args a = {.cmd = "run", .argc = argc, .argv = argv};
+    static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
+    static const char *const policies[] = {"vanilla", "tensile", NULL};
+    static const char *const optims[] = {"sgd", "adam", NULL};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    *t = (run_opts){.batch = 64, .policy = 1, .threads = cpus > 0 ? (int)cpus : 1, .lr = -1,
+                    .seed = 42, .iterations = 20};
+    int have_iter = 0;
+    for (const char *o; (o = args_next(&a));) {
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            fputs(help, stdout);
+            exit(0);
+        } else if (!strcmp(o, "--model")) t->model = args_value(&a, o);
+        else if (!strcmp(o, "--batch")) t->batch = (int)args_int(&a, o, 1, 1 << 20);
+        else if (!strcmp(o, "--dataset")) t->dataset = args_choice(&a, o, datasets);
+        else if (!strcmp(o, "--image-size")) t->image = (int)args_int(&a, o, 1, 4096);
+        else if (!strcmp(o, "--policy")) t->policy = args_choice(&a, o, policies);
+        else if (!strcmp(o, "--device-memory")) {
+            const char *v = args_value(&a, o);
+            size_t len = strlen(v);
+            if (len > 1 && v[len - 1] == '%') {
+                char *end;
+                t->budget_pct = strtod(v, &end);
+                if (end != v + len - 1 || !(t->budget_pct > 0) || t->budget_pct > 1000)
+                    args_die(&a, "--device-memory: '%s' is not a percentage in (0, 1000]%%", v);
+                t->budget = 0;
+            } else {
+                if (args_parse_size(v, &t->budget) != 0 || t->budget == 0)
+                    args_die(&a, "--device-memory: '%s' is not a positive size (e.g. 24MiB, 1.5G) "
+                                 "or a percentage of vanilla's peak load (e.g. 60%%)", v);
+                t->budget_pct = 0;
+            }
+        } else if (!strcmp(o, "--pcie-gbps")) t->pcie_gbps = args_double(&a, o, 0, 1e4);
+        else if (!strcmp(o, "--iterations")) {
+            t->iterations = args_int(&a, o, 1, 100000000);
+            have_iter = 1;
+        } else if (!strcmp(o, "--epochs")) t->epochs = (int)args_int(&a, o, 1, 100000);
+        else if (!strcmp(o, "--eval")) t->eval = 1;
+        else if (!strcmp(o, "--profile")) t->profile = args_value(&a, o);
+        else if (!strcmp(o, "--optimizer")) t->optimizer = args_choice(&a, o, optims);
+        else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
+        else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
+        else if (!strcmp(o, "--seed")) t->seed = (uint64_t)args_int(&a, o, 0, INT64_MAX);
+        else if (!strcmp(o, "--train-examples")) t->train_n = args_int(&a, o, 1, INT64_MAX);
+        else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, INT64_MAX);
+        else if (!strcmp(o, "--trace")) t->trace = args_value(&a, o);
+        else if (!strcmp(o, "--quiet")) t->quiet = 1;
+        else if (!strcmp(o, "--json")) t->json = 1;
+        else args_die(&a, "unknown option '%s'", o);
+    }
+    if (!t->model) args_die(&a, "--model is required");
+    if (have_iter && t->epochs) args_die(&a, "give --iterations or --epochs, not both");
+    if (t->image && t->dataset == 0)
+        args_die(&a, "--image-size applies to --dataset synthetic only (Fashion-MNIST is 28x28)");
+    if (t->trace && t->policy == 0)
+        args_die(&a, "--trace records the runtime's run: it needs --policy tensile");
+    if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
+}
+
+static int load_data(run_env *e) {
+    const run_opts *t = e->o;
+    tsl_status st;
+    if (t->dataset == 0) {
+        st = tsl_fashion_mnist_load(NULL, 1, &e->train);
+        if (st == TSL_OK && t->eval) st = tsl_fashion_mnist_load(NULL, 0, &e->test);
+    } else {
+        st = tsl_synthetic_dataset(t->train_n ? t->train_n : 4096, e->cfg.in_channels, e->cfg.image_size,
+                                   e->cfg.image_size, e->cfg.n_classes, t->seed, &e->train);
+        if (st == TSL_OK && t->eval)
+            st = tsl_synthetic_dataset(t->test_n ? t->test_n : 1024, e->cfg.in_channels,
+                                       e->cfg.image_size, e->cfg.image_size, e->cfg.n_classes,
+                                       t->seed + 1000003, &e->test);
+    }
+    if (st != TSL_OK) {
+        fprintf(stderr, "tensile run: cannot load data: %s\n", tsl_last_error());
+        return 0;
+    }
+    if (t->train_n && t->train_n < e->train.n) e->train.n = t->train_n;
+    if (t->test_n && t->eval && t->test_n < e->test.n) e->test.n = t->test_n;
+    if (e->train.n < t->batch) {
+        fprintf(stderr, "tensile run: --batch %d is larger than the training set (%lld examples)\n",
+                t->batch, (long long)e->train.n);
+        return 0;
+    }
+    return 1;
+}
+
+/* Per-pixel models take a label per pixel: each example's class spread. */
+static void spread_labels(int32_t *y, int batch, size_t lbl) {
+    if (lbl == 1) return;
+    for (int i = batch - 1; i >= 0; i--) {
+        int32_t v = y[i];
+        for (size_t j = 0; j < lbl; j++) y[(size_t)i * lbl + j] = v;
+    }
+}
+
+/* Test accuracy over every test example (the last batch padded and counted
+ * for its real examples only). Returns 0 and records the error on failure. */
+static int evaluate(run_env *e, tsl_session *s, run_result *r) {
+    int batch = e->o->batch;
+    int64_t correct = 0, total = 0;
+    tsl_step_stats st;
+    for (int64_t first = 0; first < e->test.n; first += batch) {
+        int64_t n = e->test.n - first < batch ? e->test.n - first : batch;
+        for (int64_t i = 0; i < batch; i++)
+            tsl_dataset_get(&e->test, i < n ? first + i : first, e->x + (size_t)i * e->img, e->y + i);
+        spread_labels(e->y, batch, e->lbl);
+        if (tsl_session_eval_partial(s, e->x, e->y, n, &st) != TSL_OK) {
+            snprintf(r->error, sizeof r->error, "evaluation: %s", tsl_last_error());
+            return 0;
+        }
+        correct += st.correct;
+        total += st.examples;
+    }
+    r->accuracy = total ? (double)correct / (double)total : 0;
+    r->n_eval = total;
+    return 1;
+}
+
+/* Evaluation when the session's own device cannot hold it (a budget below
+ * the forward pass: the runtime schedules training steps, evaluation is a
+ * vanilla pass): the trained persistent tensors (parameters, running
+ * statistics) are copied into a session of `capacity` bytes and evaluated
+ * there. Returns 0 and records the error on failure. */
+static int evaluate_copy(run_env *e, tsl_session *s, size_t capacity, run_result *r) {
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = capacity;
+    so.nthreads = e->o->threads;
+    so.seed = e->o->seed;
+    tsl_session *v;
+    if (tsl_session_new(e->g, &so, &v) != TSL_OK) {
+        snprintf(r->error, sizeof r->error, "evaluation: %s", tsl_last_error());
+        return 0;
+    }
+    int ok = 1;
+    void *buf = NULL;
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(e->g) && ok; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(e->g, t);
+        if (!tsl_kind_is_persistent(tt->kind)) continue;
+        void *nb = realloc(buf, tt->nbytes ? tt->nbytes : 1);
+        ok = nb && tsl_session_read(s, t, nb) == TSL_OK && tsl_session_write(v, t, nb) == TSL_OK;
+        buf = nb ? nb : buf;
+        if (!ok) snprintf(r->error, sizeof r->error, "evaluation: copying '%s': %s", tt->name,
+                          nb ? tsl_last_error() : "out of host memory");
+    }
+    free(buf);
+    if (ok) ok = evaluate(e, v, r);
+    tsl_session_free(v);
+    r->eval_elsewhere = ok;
+    return ok;
+}
+
+/* One run's training loop: a session, its own batcher (every run sees the
+ * same batches), and its iteration times. */
+typedef struct runner {
+    tsl_session *s;
+    tsl_batcher *b;
+    int64_t n, done;       /* iterations to run, run so far */
+    double *ms;            /* per iteration: wall time */
+    double *lat;           /* per iteration, per op: kernel ms (vanilla runs; may be NULL) */
+    run_result *r;
+} runner;
+
+static tsl_session_opts session_opts(const run_opts *t, size_t capacity) {
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = capacity;
+    so.nthreads = t->threads;
+    so.seed = t->seed;
+    return so;
+}
+
+/* Opens a session of `capacity` bytes for n iterations; with `lat` its
+ * kernel times are recorded. Returns 0 with r->error (and r->refused for
+ * out of memory) set on failure. */
+static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double *lat, run_result *r) {
+    memset(u, 0, sizeof *u);
+    memset(r, 0, sizeof *r);
+    u->r = r;
+    u->n = n;
+    u->lat = lat;
+    tsl_session_opts so = session_opts(e->o, capacity);
+    if (tsl_session_new(e->g, &so, &u->s) != TSL_OK) {
+        snprintf(r->error, sizeof r->error, "%s", tsl_last_error());
+        r->refused = strstr(r->error, "out of memory") != NULL;
+        u->s = NULL;
+        return 0;
+    }
+    u->b = tsl_batcher_new(&e->train, e->o->batch, e->o->seed, 1);
+    u->ms = malloc(sizeof *u->ms * (size_t)n);
+    if (!u->b || !u->ms) {
+        snprintf(r->error, sizeof r->error, "out of host memory");
+        return 0;
+    }
+    return 1;
+}
+
+static void runner_close(runner *u) {
+    tsl_session_free(u->s);
+    tsl_batcher_free(u->b);
+    free(u->ms);
+    memset(u, 0, sizeof *u);
+}
+
+/* One training iteration on the next batch. Returns 0 with r->error (and
+ * r->refused) set on failure. */
+static int runner_step(run_env *e, runner *u) {
+    const run_opts *t = e->o;
+    run_result *r = u->r;
+    if (!tsl_batcher_next(u->b, e->x, e->y)) tsl_batcher_next(u->b, e->x, e->y); /* next epoch */
+    spread_labels(e->y, t->batch, e->lbl);
+    tsl_step_stats st;
+    if (tsl_session_step(u->s, e->x, e->y, &st) != TSL_OK) {
+        snprintf(r->error, sizeof r->error, "iteration %lld: %s", (long long)u->done + 1, tsl_last_error());
+        r->refused = strstr(r->error, "out of memory") != NULL;
+        return 0;
+    }
+    if (!isfinite(st.loss)) {
+        snprintf(r->error, sizeof r->error, "the loss diverged (%g) at iteration %lld; try a smaller --lr",
+                 st.loss, (long long)u->done + 1);
+        return 0;
+    }
+    u->ms[u->done] = st.ms;
+    if (st.peak_load > r->peak_load) r->peak_load = st.peak_load;
+    if (st.peak_footprint > r->peak_fp) r->peak_fp = st.peak_footprint;
+    int32_t n_ops = tsl_graph_n_ops(e->g);
+    if (u->lat) /* (the vanilla executor's kernel times, session_internal.h) */
+        memcpy(u->lat + (size_t)u->done * (size_t)n_ops, u->s->op_ms, sizeof *u->lat * (size_t)n_ops);
+    u->done++;
+    return 1;
+}
+
+/* The run's iteration time: the median over iterations [first, last) (the
+ * stretch run side by side with the other run), else over all but the
+ * first (it builds the kernels' primitives and touches the arena's pages). */
+static void runner_time(runner *u, int64_t first, int64_t last) {
+    if (last - first < 1) {
+        first = u->done > 1 ? 1 : 0;
+        last = u->done;
+    }
+    u->r->iter_ms = last > first ? median(u->ms + first, last - first) : 0;
+}
+
+/* The checksum and (with --eval) the test accuracy at the end of a run;
+ * evaluation that does not fit in the session's device is done in a copy
+ * of `roomy` bytes. Returns 0 with r->error set on failure. */
+static int runner_finish(run_env *e, runner *u, size_t roomy) {
+    run_result *r = u->r;
+    r->checksum = tsl_session_param_checksum(u->s);
+    if (!e->o->eval || evaluate(e, u->s, r)) return 1;
+    return strstr(r->error, "out of memory") && evaluate_copy(e, u->s, roomy, r);
+}
+
+/* The device profile to plan with: --profile, else cpu-local, else rough
+ * CPU figures; copy bandwidth from --pcie-gbps when throttled. */
+static int load_profile(const run_opts *t, size_t capacity, tsl_device_profile *dev) {
+    if (t->profile) {
+        if (tsl_profile_load(t->profile, dev) != TSL_OK) {
+            fprintf(stderr, "tensile run: --profile: %s\n", tsl_last_error());
+            return 0;
+        }
+    } else if (tsl_profile_load("cpu-local", dev) != TSL_OK) {
+        tsl_clear_error();
+        memset(dev, 0, sizeof *dev);
+        snprintf(dev->name, sizeof dev->name, "cpu (rough figures; run tensile calibrate)");
+        dev->flops = 5e10;
+        dev->mem_bw = 1e10;
+        dev->h2d_bw = dev->d2h_bw = 5e9; /* memcpy between two host buffers */
+        dev->duplex = 1;
+        dev->launch_us = 5;
+        dev->copy_latency_us = 5;
+    }
+    if (t->pcie_gbps > 0) dev->h2d_bw = dev->d2h_bw = t->pcie_gbps * 1e9;
+    dev->mem_bytes = capacity;
+    return 1;
+}
+
+/* Per-op latency table in µs: medians over the vanilla iterations (the
+ * first left out when there are several). Writes n_ops values into us. */
+static void latency_table(const double *lat, int64_t n_iter, int32_t n_ops, double *us) {
+    int64_t first = n_iter > 1 ? 1 : 0, n = n_iter - first;
+    double *col = malloc(sizeof *col * (size_t)n);
+    for (int32_t i = 0; i < n_ops; i++) {
+        for (int64_t k = 0; k < n; k++) col[k] = lat[(size_t)(first + k) * (size_t)n_ops + (size_t)i];
+        us[i] = col ? median(col, n) * 1e3 : 1.0;
+        if (!(us[i] > 0)) us[i] = 0.001; /* a workload needs positive durations */
+    }
+    free(col);
+}
+
+/* The scratch the CPU backend's kernels really allocate for op at
+ * `nthreads`: a fast kernel's prepared scratchpad (oneDNN), or the
+ * reference kernel's tsl_op_workspace for ops without a fast path. Returns
+ * 0 with a message printed if the kernel cannot be prepared. */
+static int backend_workspace(const tsl_graph *g, const tsl_op *op, int nthreads, size_t *ws) {
+    const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(op->type);
+    *ws = 0;
+    if (!fk || !fk->run) {
+        *ws = tsl_op_workspace(g, op);
+        return 1;
+    }
+    if (!fk->prepare) return 1;
+    void *state = NULL;
+    tsl_status st = fk->prepare(g, op, nthreads, &state, ws);
+    if (fk->release) fk->release(state);
+    if (st != TSL_OK) fprintf(stderr, "tensile run: op '%s': %s\n", op->name, tsl_last_error());
+    return st == TSL_OK;
+}
+
+/* Sets each op's workspace in w to backend_workspace(): tsl_workload_from_graph
+ * takes tsl_op_workspace, which the fast kernels' scratch does not match,
+ * and the plan's predicted peak (and the strict limit) would miss it. */
+static int match_backend_workspace(const tsl_graph *g, tsl_workload *w, int nthreads) {
+    for (int32_t i = 0; i < w->n_ops; i++)
+        if (!backend_workspace(g, tsl_graph_op(g, i), nthreads, &w->ops[i].workspace)) return 0;
+    return 1;
+}
+
+/* What the planner and the simulator predict for the plan. */
+typedef struct prediction {
+    size_t vanilla_peak, planned_peak;
+    double sim_iter_us, sim_vanilla_iter_us;
+    size_t sim_peak, sim_vanilla_peak;
+    int swaps, recomputes;
+    double planning_ms;
+} prediction;
+
+/* Plans the workload within `budget`, verifies and simulates the plan.
+ * Returns the plan, or NULL with a message printed. */
+static tsl_plan *make_plan(tsl_workload *w, const tsl_device_profile *dev, size_t budget,
+                           prediction *pr) {
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = TSL_POLICY_TENSILE;
+    po.budget = budget;
+    tsl_plan *plan = NULL;
+    tsl_plan_report rep;
+    if (tsl_plan_jobs(&w, 1, dev, &po, &plan, &rep) != TSL_OK) {
+        fprintf(stderr, "tensile run: planning failed: %s\n", tsl_last_error());
+        return NULL;
+    }
+    tsl_violation *v = NULL;
+    int nv = 0;
+    if (tsl_plan_verify(w, plan, dev, &v, &nv) != TSL_OK) {
+        fprintf(stderr, "tensile run: internal error: the plan fails verification: %s\n",
+                nv ? v[0].what : tsl_last_error());
+        free(v);
+        tsl_plan_free(plan);
+        return NULL;
+    }
+    tsl_plan *empty = tsl_plan_new(w->job);
+    tsl_sim_opts so = {.iterations = 3};
+    tsl_sim_result sim, vsim;
+    if (!empty || tsl_simulate(&w, &plan, 1, dev, &so, &sim) != TSL_OK ||
+        tsl_simulate(&w, &empty, 1, dev, &so, &vsim) != TSL_OK) {
+        fprintf(stderr, "tensile run: simulation failed: %s\n", tsl_last_error());
+        tsl_plan_free(empty);
+        tsl_plan_free(plan);
+        return NULL;
+    }
+    tsl_plan_free(empty);
+    pr->vanilla_peak = rep.vanilla_peak[0];
+    pr->planned_peak = rep.planned_peak[0];
+    pr->swaps = rep.swaps[0];
+    pr->recomputes = rep.recomputes[0];
+    pr->planning_ms = rep.planning_ms;
+    pr->sim_iter_us = sim.job[0].iter_us;
+    pr->sim_vanilla_iter_us = vsim.job[0].iter_us;
+    pr->sim_peak = sim.job[0].peak;
+    pr->sim_vanilla_peak = vsim.job[0].peak;
+    return plan;
+}
+
+/* The TENSILE run's setup: the workload from the vanilla latencies, the
+ * plan within `budget`, a session of `capacity` bytes with the runtime
+ * attached and the plan installed. Returns 0 on a setup error (message
+ * printed) or with r->refused when the session does not fit (r->error). */
+static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
+                        int64_t n_iter, run_result *r, prediction *pr, tsl_device_profile *dev) {
+    const run_opts *t = e->o;
+    memset(pr, 0, sizeof *pr);
+    memset(u, 0, sizeof *u);
+    memset(r, 0, sizeof *r);
+    if (!load_profile(t, capacity, dev)) return 0;
+    tsl_latency_table tab = {tsl_graph_n_ops(e->g), lat_us};
+    tsl_workload *w = NULL;
+    char job[64];
+    snprintf(job, sizeof job, "%.40s:%d", t->model, t->batch);
+    if (tsl_workload_from_graph(e->g, job, &tab, dev, &w) != TSL_OK) {
+        fprintf(stderr, "tensile run: workload: %s\n", tsl_last_error());
+        return 0;
+    }
+    if (!match_backend_workspace(e->g, w, t->threads)) {
+        tsl_workload_free(w);
+        return 0;
+    }
+    tsl_plan *plan = make_plan(w, dev, budget, pr);
+    int ok = plan != NULL;
+    if (ok && !runner_open(e, u, capacity, n_iter, NULL, r)) {
+        ok = r->refused; /* reported by the caller */
+        if (!ok) fprintf(stderr, "tensile run: %s\n", r->error);
+        runner_close(u);
+    } else if (ok) {
+        tsl_runtime_opts ro = tsl_runtime_opts_default();
+        ro.pcie_gbps = t->pcie_gbps;
+        ro.profile = *dev;
+        ro.plan_opts.policy = TSL_POLICY_TENSILE;
+        ro.plan_opts.budget = budget;
+        if (tsl_session_attach_runtime(u->s, &ro, w) != TSL_OK ||
+            tsl_session_set_plan(u->s, plan) != TSL_OK) {
+            fprintf(stderr, "tensile run: runtime: %s\n", tsl_last_error());
+            runner_close(u);
+            ok = 0;
+        }
+    }
+    tsl_plan_free(plan);
+    tsl_workload_free(w);
+    return ok;
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static double ratio_or_zero(double a, double b) { return b > 0 ? a / b : 0; }
+
+static json_t *json_run(const run_result *r, int scheduled) {
+    json_t *o = json_object();
+    char ck[32];
+    snprintf(ck, sizeof ck, "%016llx", (unsigned long long)r->checksum);
+    json_object_set_new(o, "peak_load_bytes", json_integer((json_int_t)r->peak_load));
+    json_object_set_new(o, "footprint_bytes", json_integer((json_int_t)r->peak_fp));
+    json_object_set_new(o, "iter_ms", json_real(r->iter_ms));
+    json_object_set_new(o, "param_checksum", json_string(ck));
+    if (scheduled) {
+        const tsl_runtime_stats *s = &r->rs;
+        json_object_set_new(o, "swaps", json_integer(s->swaps_out));
+        json_object_set_new(o, "recomputes", json_integer(s->recomputes));
+        json_object_set_new(o, "passive_swaps", json_integer(s->passive_swaps));
+        json_object_set_new(o, "evictions", json_integer(s->evictions));
+        json_object_set_new(o, "stall_ms", json_real(s->stall_ms));
+        json_object_set_new(o, "replans", json_integer(s->replans));
+        json_object_set_new(o, "swaps_in", json_integer(s->swaps_in));
+        json_object_set_new(o, "stalls", json_integer(s->stalls));
+        json_object_set_new(o, "bytes_h2d", json_integer((json_int_t)s->bytes_h2d));
+        json_object_set_new(o, "bytes_d2h", json_integer((json_int_t)s->bytes_d2h));
+        if (s->replans) json_object_set_new(o, "replan_reason", json_string(s->last_replan_reason));
+    }
+    return o;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts t;
+    parse(argc, argv, &t);
+    if (!tool_check_model("run", t.model)) return 2;
+    run_env e = {.o = &t};
+    e.cfg = tsl_model_cfg_default(t.model);
+    e.cfg.batch = t.batch;
+    e.cfg.seed = t.seed;
+    if (t.dataset == 0) {
+        e.cfg.in_channels = 1;
+        e.cfg.image_size = 28;
+        e.cfg.n_classes = 10;
+    } else if (t.image) {
+        e.cfg.image_size = t.image;
+    }
+    tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
+    e.g = tool_build_training_graph("run", t.model, &e.cfg, &opt);
+    if (!e.g) return 1;
+    int rc = 0;
+    if (!load_data(&e)) {
+        tsl_graph_free(e.g);
+        return 1;
+    }
+    e.img = (size_t)e.cfg.in_channels * e.cfg.image_size * e.cfg.image_size;
+    e.lbl = !strcmp(t.model, "unet") ? (size_t)e.cfg.image_size * e.cfg.image_size : 1;
+    e.x = malloc(sizeof *e.x * e.img * (size_t)t.batch);
+    e.y = malloc(sizeof *e.y * e.lbl * (size_t)t.batch);
+    int32_t n_ops = tsl_graph_n_ops(e.g);
+    int64_t n_iter = t.iterations;
+    if (t.epochs) {
+        tsl_batcher *b = tsl_batcher_new(&e.train, t.batch, t.seed, 1);
+        n_iter = (int64_t)t.epochs * (b ? tsl_batcher_batches_per_epoch(b) : 1);
+        tsl_batcher_free(b);
+    }
+    runner V, T; /* the vanilla run and the policy's (closed at `out`) */
+    memset(&V, 0, sizeof V);
+    memset(&T, 0, sizeof T);
+    double *lat = malloc(sizeof *lat * (size_t)n_iter * (size_t)n_ops);
+    double *lat_us = malloc(sizeof *lat_us * (size_t)n_ops);
+    tsl_mem_report dry;
+    if (!e.x || !e.y || !lat || !lat_us) {
+        fprintf(stderr, "tensile run: out of host memory\n");
+        rc = 1;
+        goto out;
+    }
+    /* room for vanilla: its dry-run footprint is exact (same allocator) */
+    if (tsl_graph_dry_run(e.g, SIZE_MAX / 4, &dry) != TSL_OK) {
+        fprintf(stderr, "tensile run: %s\n", tsl_last_error());
+        rc = 1;
+        goto out;
+    }
+    /* (the dry run counts the reference kernels' workspace; a fast kernel's
+     * scratch can be larger, one op at a time) */
+    size_t max_ws = 0;
+    for (int32_t i = 0; i < n_ops; i++) {
+        size_t ws;
+        if (!backend_workspace(e.g, tsl_graph_op(e.g, i), t.threads, &ws)) {
+            rc = 1;
+            goto out;
+        }
+        if (ws > max_ws) max_ws = ws;
+    }
+    size_t roomy = dry.peak_footprint + (dry.peak_footprint >> 2) + max_ws + ((size_t)16 << 20);
+    size_t budget = t.budget_pct > 0 ? (size_t)((double)dry.peak_load * t.budget_pct / 100.0) : t.budget;
+    char b1[32], b2[32], b3[32];
+    if (!t.json || !t.quiet)
+        fprintf(stderr, "tensile run: %s, batch %d, %s, %lld iterations, %d threads, budget %s, "
+                        "copy channels %s\n",
+                t.model, t.batch, t.dataset ? "synthetic" : "fashion-mnist", (long long)n_iter, t.threads,
+                budget ? fmt_bytes(budget, b1, sizeof b1) : "none",
+                t.pcie_gbps > 0 ? "throttled" : "unthrottled");
+
+    /* vanilla, in the budget if there is one: its first iterations alone
+     * (the latency table), the rest side by side with the policy's run */
+    run_result van, sched;
+    char refused_msg[512] = "";
+    int vanilla_refused = 0;
+    int64_t warm = t.policy ? (n_iter < WARMUP ? n_iter : WARMUP) : n_iter;
+    tsl_progress p;
+    int vok = runner_open(&e, &V, budget ? budget : roomy, n_iter, lat, &van);
+    if (vok) {
+        progress_begin(&p, t.policy ? "vanilla (kernel times)" : "vanilla", warm, t.quiet);
+        while (vok && V.done < warm) {
+            vok = runner_step(&e, &V);
+            progress_update(&p, V.done, NULL);
+        }
+        progress_end(&p);
+    }
+    if (!vok && van.refused && budget) {
+        vanilla_refused = 1;
+        snprintf(refused_msg, sizeof refused_msg, "%s", van.error);
+        fprintf(stderr, "vanilla in %s: refused: %s\n", fmt_bytes(budget, b1, sizeof b1), refused_msg);
+        runner_close(&V);
+        if (t.policy == 0) {
+            rc = 3;
+            goto out;
+        }
+        fprintf(stderr, "vanilla figures below: the same run on a device of %s\n",
+                fmt_bytes(roomy, b1, sizeof b1));
+        vok = runner_open(&e, &V, roomy, n_iter, lat, &van);
+        progress_begin(&p, "vanilla (kernel times)", warm, t.quiet);
+        while (vok && V.done < warm) {
+            vok = runner_step(&e, &V);
+            progress_update(&p, V.done, NULL);
+        }
+        progress_end(&p);
+    }
+    if (!vok) {
+        fprintf(stderr, "tensile run: vanilla: %s\n", van.error);
+        rc = van.refused ? 3 : 1;
+        goto out;
+    }
+
+    prediction pr;
+    memset(&pr, 0, sizeof pr);
+    tsl_device_profile dev;
+    memset(&dev, 0, sizeof dev);
+    int tok = 1;
+    if (t.policy == 1) {
+        latency_table(lat, warm, n_ops, lat_us);
+        if (!open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
+            rc = 1;
+            goto out;
+        }
+        tok = T.s != NULL; /* else refused: the persistent tensors alone do not fit */
+        /* side by side: one tensile iteration, one vanilla iteration */
+        progress_begin(&p, "tensile | vanilla", n_iter, t.quiet);
+        while (tok && vok && T.done < n_iter) {
+            tok = runner_step(&e, &T);
+            if (tok && V.done < n_iter) vok = runner_step(&e, &V);
+            progress_update(&p, T.done, NULL);
+        }
+        progress_end(&p);
+        if (tok && T.s) tsl_session_runtime_stats(T.s, &sched.rs);
+    }
+    if (vok) {
+        runner_time(&V, warm, n_iter);
+        vok = runner_finish(&e, &V, roomy);
+    }
+    if (!vok) {
+        fprintf(stderr, "tensile run: vanilla: %s\n", van.error);
+        rc = van.refused ? 3 : 1;
+        goto out;
+    }
+    if (t.policy == 1) {
+        if (tok) {
+            runner_time(&T, 1, n_iter - warm + 1);
+            tok = runner_finish(&e, &T, roomy);
+        }
+        if (tok && t.trace && tsl_session_write_trace(T.s, t.trace) != TSL_OK) {
+            fprintf(stderr, "tensile run: --trace: %s\n", tsl_last_error());
+            rc = 1;
+            goto out;
+        }
+        if (!tok) {
+            fprintf(stderr, "tensile run: tensile: %s\n", sched.error);
+            rc = sched.refused ? 3 : 1;
+            goto out;
+        }
+    } else {
+        sched = van; /* the policy is vanilla: its run is the baseline */
+    }
+
+    double msr = 1.0 - ratio_or_zero((double)sched.peak_load, (double)van.peak_load);
+    double eor = ratio_or_zero(sched.iter_ms, van.iter_ms);
+    double cbr = ratio_or_zero(msr, eor);
+    double pmsr = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_peak, (double)pr.vanilla_peak) : 0;
+    double peor = t.policy ? ratio_or_zero(pr.sim_iter_us, pr.sim_vanilla_iter_us) : 1;
+    /* the simulator's MSR for the same plan (steady-state peaks) */
+    double smsr = t.policy ? 1.0 - ratio_or_zero((double)pr.sim_peak, (double)pr.sim_vanilla_peak) : 0;
+    int identical = sched.checksum == van.checksum;
+    const char *pname = t.policy ? "tensile" : "vanilla";
+    if (t.json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "model", json_string(t.model));
+        json_object_set_new(o, "batch", json_integer(t.batch));
+        json_object_set_new(o, "policy", json_string(pname));
+        json_object_set_new(o, "iterations", json_integer(n_iter));
+        json_object_set_new(o, "dataset", json_string(t.dataset ? "synthetic" : "fashion-mnist"));
+        json_object_set_new(o, "threads", json_integer(t.threads));
+        json_object_set_new(o, "device_memory_bytes", json_integer((json_int_t)budget));
+        json_object_set_new(o, "pcie_gbps", json_real(t.pcie_gbps));
+        json_t *v = json_run(&van, 0), *s = json_run(&sched, 1);
+        json_object_set_new(v, "refused", json_boolean(vanilla_refused));
+        if (vanilla_refused) json_object_set_new(v, "refused_message", json_string(refused_msg));
+        if (t.eval) {
+            json_object_set_new(v, "test_accuracy", json_real(van.accuracy));
+            json_object_set_new(s, "test_accuracy", json_real(sched.accuracy));
+            json_object_set_new(s, "evaluated_outside_budget", json_boolean(sched.eval_elsewhere));
+        }
+        if (t.policy)
+            json_object_set_new(s, "predicted_peak_bytes", json_integer((json_int_t)pr.planned_peak));
+        json_object_set_new(o, "vanilla", v);
+        json_object_set_new(o, "scheduled", s);
+        json_object_set_new(o, "msr", json_real(msr));
+        json_object_set_new(o, "eor", json_real(eor));
+        json_object_set_new(o, "cbr", json_real(cbr));
+        json_object_set_new(o, "predicted_msr", json_real(pmsr));
+        json_object_set_new(o, "predicted_eor", json_real(peor));
+        json_object_set_new(o, "simulated_msr", json_real(smsr));
+        json_object_set_new(o, "identical", json_boolean(identical));
+        char *str = json_dumps(o, JSON_COMPACT);
+        puts(str);
+        free(str);
+        json_decref(o);
+    } else {
+        printf("%-22s %18s %18s\n", "", vanilla_refused ? "vanilla (refused)*" : "vanilla", pname);
+        printf("%-22s %18s %18s\n", "peak load", fmt_bytes(van.peak_load, b1, sizeof b1),
+               fmt_bytes(sched.peak_load, b2, sizeof b2));
+        printf("%-22s %18s %18s\n", "footprint", fmt_bytes(van.peak_fp, b1, sizeof b1),
+               fmt_bytes(sched.peak_fp, b2, sizeof b2));
+        printf("%-22s %15.2f ms %15.2f ms\n", "iteration (median)", van.iter_ms, sched.iter_ms);
+        if (t.eval)
+            printf("%-22s %17.2f%% %16.2f%%%s\n", "test accuracy", 100 * van.accuracy, 100 * sched.accuracy,
+                   sched.eval_elsewhere ? "+" : " ");
+        printf("%-22s %18.16llx %18.16llx\n", "parameter checksum", (unsigned long long)van.checksum,
+               (unsigned long long)sched.checksum);
+        if (vanilla_refused)
+            printf("* vanilla does not fit in %s (see its message above); its figures are from a "
+                   "device of %s\n",
+                   fmt_bytes(budget, b1, sizeof b1), fmt_bytes(roomy, b2, sizeof b2));
+        if (t.eval && sched.eval_elsewhere)
+            printf("+ evaluated with the trained parameters on a device of %s: the budget holds the "
+                   "scheduled training, not a vanilla evaluation pass\n",
+                   fmt_bytes(roomy, b1, sizeof b1));
+        if (t.policy)
+            printf("memory saved: %s of vanilla's %s peak load (%.1f %%), at %.3fx vanilla's iteration "
+                   "time\n",
+                   fmt_bytes(van.peak_load > sched.peak_load ? van.peak_load - sched.peak_load : 0, b1,
+                             sizeof b1),
+                   fmt_bytes(van.peak_load, b2, sizeof b2), 100 * msr, eor);
+        printf("MSR %.3f (planned %.3f, simulated %.3f), EOR %.3f (simulated %.3f), CBR %.3f\n", msr, pmsr,
+               smsr, eor, peor, cbr);
+        if (t.policy) {
+            const tsl_runtime_stats *s = &sched.rs;
+            printf("plan: %d swaps, %d recomputations per iteration, predicted peak %s (vanilla %s), "
+                   "planned in %.1f ms on profile '%s'\n",
+                   pr.swaps, pr.recomputes, fmt_bytes(pr.planned_peak, b1, sizeof b1),
+                   fmt_bytes(pr.vanilla_peak, b2, sizeof b2), pr.planning_ms, dev.name);
+            printf("done: %lld swap-outs (%s), %lld swap-ins (%s), %lld recomputations, %lld passive "
+                   "swap-ins, %lld evictions, %lld stalls (%.2f ms), %lld replans%s%s\n",
+                   (long long)s->swaps_out, fmt_bytes(s->bytes_d2h, b1, sizeof b1), (long long)s->swaps_in,
+                   fmt_bytes(s->bytes_h2d, b3, sizeof b3), (long long)s->recomputes,
+                   (long long)s->passive_swaps, (long long)s->evictions, (long long)s->stalls,
+                   s->stall_ms, (long long)s->replans, s->replans ? ": " : "",
+                   s->replans ? s->last_replan_reason : "");
+        }
+        printf("final parameters bitwise identical to vanilla's: %s\n", identical ? "yes" : "NO");
+    }
+    if (!identical) {
+        fprintf(stderr, "tensile run: the final parameters differ from vanilla's (%016llx, %016llx)\n",
+                (unsigned long long)van.checksum, (unsigned long long)sched.checksum);
+        rc = 4;
+    }
+out:
+    runner_close(&V);
+    runner_close(&T);
+    free(lat);
+    free(lat_us);
+    free(e.x);
+    free(e.y);
+    tsl_dataset_free(&e.train);
+    tsl_dataset_free(&e.test);
+    tsl_graph_free(e.g);
+    return rc;
+}
