@@ -84,5 +84,26 @@ check "workload error names the file and field: $out" "$(grep -q "w.json" <<<"$o
 sed -i 's/"outputs": \["x2"\]/"outputs": ["b2"]/; s/"kind": "activation"}\], "ops"/"kind": "activation"}, {"name": "b2", "bytes": 8, "kind": "activation"}], "ops"/' "$tmp/w.json"
 expect_exit 0 "a valid workload file plans" "$bin" plan --workload "$tmp/w.json" --json
 
+# tensile run
+expect_exit 0 "tensile run --help" "$bin" run --help
+expect_exit 2 "run without --model" "$bin" run
+expect_exit 2 "run with a bad budget" "$bin" run --model cnn --device-memory 12x
+check "run bad budget message: $out" "$(grep -q -- "--device-memory: '12x' is not a positive size" <<<"$out" && echo 1 || echo 0)"
+expect_exit 2 "run with --iterations and --epochs" "$bin" run --model cnn --iterations 3 --epochs 1
+expect_exit 3 "vanilla policy below vanilla's peak" "$bin" run --model cnn --batch 64 --iterations 2 --device-memory 60% --policy vanilla --quiet
+check "vanilla refusal names the tensor and sizes: $out" "$(grep -q "refused: .*cannot allocate activation '.*' of [0-9]* bytes" <<<"$out" && echo 1 || echo 0)"
+json=$("$bin" run --model cnn --batch 64 --iterations 4 --device-memory 70% --threads 2 --trace "$tmp/run_trace.json" --json --quiet 2>/dev/null); rc=$?
+check "run in 70% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "run --json keys, vanilla refused, identical parameters" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+top=['model','batch','policy','iterations','vanilla','scheduled','msr','eor','cbr','predicted_msr','predicted_eor']
+both=['peak_load_bytes','footprint_bytes','iter_ms','param_checksum']
+sch=['swaps','recomputes','passive_swaps','evictions','stall_ms','replans']
+ok=all(k in d for k in top) and all(k in d['vanilla'] and k in d['scheduled'] for k in both) and all(k in d['scheduled'] for k in sch)
+ok=ok and d['vanilla']['refused'] and d['identical'] and d['vanilla']['param_checksum']==d['scheduled']['param_checksum']
+ok=ok and d['scheduled']['peak_load_bytes'] <= d['device_memory_bytes'] < d['vanilla']['peak_load_bytes']
+print(1 if ok else 0)" "$json")"
+check "run --trace wrote a Chrome trace" "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(1 if d else 0)" "$tmp/run_trace.json" 2>/dev/null || echo 0)"
+
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -16,8 +16,7 @@
  *     budget) with identical parameters, in both clocks;
  *   - a budget the planner cannot reach, near the least memory one op
  *     needs: the runtime completes anyway (waiting for swap-outs, evicting),
- *     never exceeding the budget, with identical parameters.
- *
+ *     never exceeding the budget, with identical parameters;
  *   - the issue's figure, 60 % of vanilla's peak at batch 64 with slow
  *     (throttled) copy channels, over 40 iterations: completes, identical.
  *

@@ -222,7 +222,11 @@ static tsl_status load_file(const char *path, tsl_device_profile *out) {
     tsl_status st = parse_profile(path, root, &p);
     json_decref(root);
     if (st != TSL_OK) return st;
-    if ((st = check_values(path, &p)) != TSL_OK) return tsl_fail(TSL_ERR_FORMAT, "%s", tsl_last_error());
+    if ((st = check_values(path, &p)) != TSL_OK) {
+        char why[512]; /* tsl_fail rewrites the buffer tsl_last_error() points to */
+        snprintf(why, sizeof why, "%s", tsl_last_error());
+        return tsl_fail(TSL_ERR_FORMAT, "%s", why);
+    }
     *out = p;
     return TSL_OK;
 }

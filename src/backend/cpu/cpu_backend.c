@@ -14,6 +14,7 @@
  * from one thread.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -156,9 +157,13 @@ static tsl_status cpu_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *o
     void *w = NULL;
     if (ws) {
         tsl_status st = cpu_alloc(b, ws, &w);
-        if (st != TSL_OK)
+        if (st != TSL_OK) {
+            /* tsl_fail rewrites the buffer tsl_last_error() points to: copy first */
+            char why[512];
+            snprintf(why, sizeof why, "%s", tsl_last_error());
             return tsl_fail(TSL_ERR_OOM, "device out of memory: workspace of %zu bytes for op '%s': %s",
-                            ws, op->name, tsl_last_error());
+                            ws, op->name, why);
+        }
     }
     tsl_kernel_args a = {.g = g, .op = op, .dtype = TSL_F32, .in = in, .out = out,
                          .workspace = w, .workspace_bytes = ws, .step = ctx->step,
