@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/assert.h"
+#include "sched/plan_order.h"
 #include "runtime/runtime_internal.h"
 
 tsl_runtime_opts tsl_runtime_opts_default(void) {
@@ -71,26 +72,6 @@ tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat) {
     return c;
 }
 
-/* An event with its index, for sorting. */
-typedef struct ev_ix {
-    tsl_event ev;
-    int32_t ix;
-} ev_ix;
-
-/* The simulator's event order: recomputations grouped by the op they
- * precede; then trigger, delay, type, tensor, precede, index (total). */
-static int cmp_ev_ix(const void *x, const void *y) {
-    const ev_ix *a = x, *b = y;
-    int rc = a->ev.type == TSL_EV_RECOMPUTE && b->ev.type == TSL_EV_RECOMPUTE;
-    if (rc && a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
-    if (a->ev.trigger != b->ev.trigger) return a->ev.trigger < b->ev.trigger ? -1 : 1;
-    if (a->ev.delay_us != b->ev.delay_us) return a->ev.delay_us < b->ev.delay_us ? -1 : 1;
-    if (a->ev.type != b->ev.type) return a->ev.type < b->ev.type ? -1 : 1;
-    if (a->ev.tensor != b->ev.tensor) return a->ev.tensor < b->ev.tensor ? -1 : 1;
-    if (a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
-    return (a->ix > b->ix) - (a->ix < b->ix);
-}
-
 void tsl__rt_plan_free(tsl__rt_plan *pl) {
     if (!pl) return;
     tsl_plan_free(pl->p);
@@ -123,7 +104,7 @@ static tsl_plan *plan_copy(const tsl_plan *p) {
  * tm[0..n_tm), and their planned times on w's timeline with the
  * recomputations' shifts (docs/SCHEDULING.md). pe (n_ops) and tf
  * (n_tensors) are scratch. */
-static void fill_tables(tsl__rt_plan *pl, const ev_ix *rc, int32_t n_rc, const ev_ix *tm,
+static void fill_tables(tsl__rt_plan *pl, const tsl__ev_ix *rc, int32_t n_rc, const tsl__ev_ix *tm,
                         int32_t n_tm, double *pe, int32_t *tf) {
     const tsl_workload *w = pl->w;
     int32_t k = 0, r = 0;
@@ -171,7 +152,7 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_pl
     pl->tev_list = malloc(sizeof *pl->tev_list * ((size_t)ne + 1));
     pl->ev_plan = calloc((size_t)ne + 1, sizeof *pl->ev_plan);
     pl->recomputed = calloc((size_t)nt + 1, 1);
-    ev_ix *sorted = malloc(sizeof *sorted * ((size_t)ne + 1));
+    tsl__ev_ix *sorted = malloc(sizeof *sorted * ((size_t)ne + 1));
     double *pe = malloc(sizeof *pe * ((size_t)no + 1));
     int32_t *tf = malloc(sizeof *tf * ((size_t)nt + 1));
     if (!tf || !pl->p || !pl->w || !pl->items || !pl->trig_start || !pl->trig_list || !pl->tev_start ||
@@ -182,14 +163,9 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_pl
         tsl__rt_plan_free(pl);
         return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for plan '%s'", p->job);
     }
-    int32_t a = 0, b = n_rc;
-    for (int32_t e = 0; e < ne; e++) {
-        int is_rc = p->events[e].type == TSL_EV_RECOMPUTE;
-        sorted[is_rc ? a++ : b++] = (ev_ix){p->events[e], e};
-        if (is_rc) pl->recomputed[p->events[e].tensor] = 1;
-    }
-    if (n_rc > 1) qsort(sorted, (size_t)n_rc, sizeof *sorted, cmp_ev_ix);
-    if (ne - n_rc > 1) qsort(sorted + n_rc, (size_t)(ne - n_rc), sizeof *sorted, cmp_ev_ix);
+    int32_t n_sorted_rc = tsl__plan_exec_order(p, sorted);
+    TSL_ASSERT(n_sorted_rc == n_rc);
+    for (int32_t r = 0; r < n_rc; r++) pl->recomputed[sorted[r].ev.tensor] = 1;
     fill_tables(pl, sorted, n_rc, sorted + n_rc, ne - n_rc, pe, tf);
     free(sorted);
     free(pe);

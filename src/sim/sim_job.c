@@ -3,33 +3,13 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "sched/plan_order.h"
 #include "sim/sim_job.h"
-
-/* An event with its index, for sorting. */
-typedef struct ev_ix {
-    tsl_event ev;
-    int32_t ix;
-} ev_ix;
-
-/* The planner's event order: trigger, delay, type, tensor, precede; then
- * the index, so that the order is total even on duplicate events. For
- * recomputations the precede op comes first (they are grouped by it). */
-static int cmp_ev_ix(const void *x, const void *y) {
-    const ev_ix *a = x, *b = y;
-    int rc = a->ev.type == TSL_EV_RECOMPUTE && b->ev.type == TSL_EV_RECOMPUTE;
-    if (rc && a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
-    if (a->ev.trigger != b->ev.trigger) return a->ev.trigger < b->ev.trigger ? -1 : 1;
-    if (a->ev.delay_us != b->ev.delay_us) return a->ev.delay_us < b->ev.delay_us ? -1 : 1;
-    if (a->ev.type != b->ev.type) return a->ev.type < b->ev.type ? -1 : 1;
-    if (a->ev.tensor != b->ev.tensor) return a->ev.tensor < b->ev.tensor ? -1 : 1;
-    if (a->ev.precede != b->ev.precede) return a->ev.precede < b->ev.precede ? -1 : 1;
-    return (a->ix > b->ix) - (a->ix < b->ix);
-}
 
 /* Fills the executed sequence and its nominal times (sim_job.h) from the
  * op times s[], e[]; rc[0..n_rc) are the recomputations sorted by
- * cmp_ev_ix (grouped by the op they precede). */
-static void build_items(tsl__sim_job *j, const double *s, const double *e, const ev_ix *rc,
+ * tsl__plan_exec_order (grouped by the op they precede). */
+static void build_items(tsl__sim_job *j, const double *s, const double *e, const tsl__ev_ix *rc,
                         int32_t n_rc) {
     const tsl_workload *w = j->w;
     int32_t k = 0, r = 0;
@@ -49,8 +29,8 @@ static void build_items(tsl__sim_job *j, const double *s, const double *e, const
 }
 
 /* Groups the timed events (everything but recomputations; tm[0..n) sorted
- * by cmp_ev_ix, so by trigger) by trigger + 1. */
-static void build_triggers(tsl__sim_job *j, const ev_ix *tm, int32_t n) {
+ * by tsl__plan_exec_order, so by trigger) by trigger + 1. */
+static void build_triggers(tsl__sim_job *j, const tsl__ev_ix *tm, int32_t n) {
     int32_t no = j->w->n_ops;
     for (int32_t k = 0; k < n; k++) {
         j->trig_list[k] = tm[k].ix;
@@ -62,8 +42,8 @@ static void build_triggers(tsl__sim_job *j, const ev_ix *tm, int32_t n) {
 
 /* Planned end of every op: the workload's times with the recomputations
  * inserted (e'_i = end_us + shift, the planner's arithmetic); rc[0..n_rc)
- * sorted by cmp_ev_ix. */
-static void planned_ends(const tsl_workload *w, const ev_ix *rc, int32_t n_rc, double *pe) {
+ * in tsl__plan_exec_order. */
+static void planned_ends(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_rc, double *pe) {
     double shift = 0.0;
     int32_t r = 0;
     for (int32_t i = 0; i < w->n_ops; i++) {
@@ -75,9 +55,9 @@ static void planned_ends(const tsl_workload *w, const ev_ix *rc, int32_t n_rc, d
     }
 }
 
-/* Planned times of the timed events tm[0..n) (sorted by cmp_ev_ix) and
+/* Planned times of the timed events tm[0..n) (in tsl__plan_exec_order) and
  * their lists per tensor, in that order. */
-static void build_tensor_events(tsl__sim_job *j, const ev_ix *tm, int32_t n, const double *pe) {
+static void build_tensor_events(tsl__sim_job *j, const tsl__ev_ix *tm, int32_t n, const double *pe) {
     int32_t nt = j->w->n_tensors;
     for (int32_t k = 0; k < n; k++) {
         const tsl_event *ev = &tm[k].ev;
@@ -141,7 +121,7 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->n_timed = ne - n_rc;
 
     double *s = malloc(sno * sizeof *s), *e = malloc(sno * sizeof *e);
-    ev_ix *sorted = malloc(sne * sizeof *sorted);
+    tsl__ev_ix *sorted = malloc(sne * sizeof *sorted);
     j->items = malloc(((size_t)j->n_items + 1) * sizeof *j->items);
     j->trig_start = calloc(sno + 2, sizeof *j->trig_start);
     j->trig_list = malloc(sne * sizeof *j->trig_list);
@@ -180,13 +160,8 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->vanilla = at; /* e_{n-1}: the period without a plan */
 
     /* recomputations first (grouped by precede), then the timed events */
-    int32_t a = 0, b = n_rc;
-    for (int32_t x = 0; x < ne; x++) {
-        int rcx = p->events[x].type == TSL_EV_RECOMPUTE;
-        sorted[rcx ? a++ : b++] = (ev_ix){p->events[x], x};
-    }
-    if (n_rc > 1) qsort(sorted, (size_t)n_rc, sizeof *sorted, cmp_ev_ix);
-    if (ne - n_rc > 1) qsort(sorted + n_rc, (size_t)(ne - n_rc), sizeof *sorted, cmp_ev_ix);
+    int32_t n_sorted_rc = p ? tsl__plan_exec_order(p, sorted) : 0; /* no plan: vanilla */
+    TSL_ASSERT(n_sorted_rc == n_rc);
     build_items(j, s, e, sorted, n_rc);
     build_triggers(j, sorted + n_rc, ne - n_rc);
     planned_ends(w, sorted, n_rc, pe);
