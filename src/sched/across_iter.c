@@ -36,7 +36,7 @@ static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t ga
     double T = J->pk.time;
     size_t bytes = J->w->tensors[t].bytes;
     tsl__canon_ctx cx = {.tl = tl};
-    double dur = tsl_copy_us(P->dev, bytes, 0), din = tsl_copy_us(P->dev, bytes, 1);
+    double dur = tsl_copy_us(P->dev, bytes, 0);
     double x = tsl__chan_earliest(tsl__chan_of(P, 0), 0.0, dur, T, tsl__canon_tl, &cx);
     if (x < 0) {
         J->gap_fail_out[gap] = T;
@@ -50,26 +50,7 @@ static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t ga
         return 0;
     }
     double rel = tsl__release_time_with(J, t, d.rel_trig, x, d.so_end);
-    if (rel > T) {
-        J->gap_fail_out[gap] = T;
-        return 0;
-    }
-    double lo = nextafter(T, INFINITY);
-    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[F], tsl__canon_tl, &cx);
-    if (y < 0) {
-        J->gap_fail_in[gap] = T;
-        return 0;
-    }
-    d.si_trig = cx.trigger;
-    d.si_delay = cx.delay;
-    d.si_issue = y;
-    d.si_end = y + din;
-    d.si_precede = F;
-    d.n_abs = 1;
-    d.abs_lo[0] = rel;
-    d.abs_hi[0] = y;
-    *out = d;
-    return 1;
+    return tsl__place_swap_in(P, J, d, rel, F, out);
 }
 
 int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *out) {

@@ -279,6 +279,13 @@ double tsl__canon_tl(void *ctx, double x, int up);
  * gap of t around the peak). Returns 1 and fills *d if a swap fits on the
  * channels as they are (nothing is booked or added), 0 if not. */
 int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *d);
+/* Completes draft d, whose tensor leaves the device at `rel`: it must have
+ * left by the peak time, then its swap-in is placed as late as the H2D
+ * channel allows, ending by the start of op `precede`. If either fails the
+ * gap's failure time is recorded and 0 returned; else the swap-in is filled
+ * in, d stored in *out, and 1 returned. */
+int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double rel,
+                       int32_t precede, tsl__swap_draft *out);
 /* across_iter.c: the wrap gap of persistent t (peak before its first or
  * after its last access op), as tsl__try_swap. */
 int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *d);

@@ -104,6 +104,34 @@ static int32_t latest_write(const tsl__activity *a, int32_t lo, int32_t k) {
     return -1;
 }
 
+int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double rel,
+                       int32_t precede, tsl__swap_draft *out) {
+    const tsl__timeline *tl = &J->tl;
+    double T = J->pk.time;
+    if (rel > T) {
+        J->gap_fail_out[d.gap] = T;
+        return 0;
+    }
+    tsl__canon_ctx cx = {.tl = tl};
+    double din = tsl_copy_us(P->dev, J->w->tensors[d.tensor].bytes, 1);
+    double lo = nextafter(T, INFINITY);
+    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[precede], tsl__canon_tl, &cx);
+    if (y < 0) {
+        J->gap_fail_in[d.gap] = T;
+        return 0;
+    }
+    d.si_trig = cx.trigger;
+    d.si_delay = cx.delay;
+    d.si_issue = y;
+    d.si_end = y + din;
+    d.si_precede = precede;
+    d.n_abs = 1;
+    d.abs_lo[0] = rel;
+    d.abs_hi[0] = y;
+    *out = d;
+    return 1;
+}
+
 int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *out) {
     const tsl__activity *a = &J->act;
     const tsl__timeline *tl = &J->tl;
@@ -158,25 +186,5 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *out)
         d.rel_trig = r;
         rel = tsl__release_time_with(J, t, r, x, d.so_end);
     }
-    if (rel > T) {
-        J->gap_fail_out[gap] = T;
-        return 0;
-    }
-    double din = tsl_copy_us(P->dev, bytes, 1);
-    double lo = nextafter(T, INFINITY);
-    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[next_op], tsl__canon_tl, &cx);
-    if (y < 0) {
-        J->gap_fail_in[gap] = T;
-        return 0;
-    }
-    d.si_trig = cx.trigger;
-    d.si_delay = cx.delay;
-    d.si_issue = y;
-    d.si_end = y + din;
-    d.si_precede = next_op;
-    d.n_abs = 1;
-    d.abs_lo[0] = rel;
-    d.abs_hi[0] = y;
-    *out = d;
-    return 1;
+    return tsl__place_swap_in(P, J, d, rel, next_op, out);
 }
