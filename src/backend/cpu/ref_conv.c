@@ -72,17 +72,8 @@ static void valid_range(int64_t off, int64_t s, int64_t in_len, int64_t out_len,
 
 static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
 
-#define REAL float
-#define SUF(name) name##_f32
-#include "ref_conv.inc"
-#undef REAL
-#undef SUF
-
-#define REAL double
-#define SUF(name) name##_f64
-#include "ref_conv.inc"
-#undef REAL
-#undef SUF
+#define REF_INC "ref_conv.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_conv(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_CONV2D] = (tsl_ref_kernel){k_conv2d_f32, k_conv2d_f64};

@@ -8,20 +8,8 @@
 #include "backend/kernel.h"
 #include "core/assert.h"
 
-#define TSL_PASTE_(a, b) a##_##b
-#define TSL_PASTE(a, b) TSL_PASTE_(a, b)
-
-#define REAL float
-#define FN(name) TSL_PASTE(name, f32)
-#include "ref_dense.inc"
-#undef REAL
-#undef FN
-
-#define REAL double
-#define FN(name) TSL_PASTE(name, f64)
-#include "ref_dense.inc"
-#undef REAL
-#undef FN
+#define REF_INC "ref_dense.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_dense(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_LINEAR] = (tsl_ref_kernel){linear_f32, linear_f64};

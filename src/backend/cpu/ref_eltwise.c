@@ -102,17 +102,8 @@ static inline double dropout_uniform(uint64_t seed, int64_t step, int64_t i) {
     return (double)(splitmix64(v) >> 11) * 0x1.0p-53;
 }
 
-#define REAL float
-#define FN(name) name##_f32
-#include "ref_eltwise.inc"
-#undef REAL
-#undef FN
-
-#define REAL double
-#define FN(name) name##_f64
-#include "ref_eltwise.inc"
-#undef REAL
-#undef FN
+#define REF_INC "ref_eltwise.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_eltwise(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_ADD] = (tsl_ref_kernel){add_f32, add_f64};

@@ -39,20 +39,8 @@ static tsl_status check_labels(const tsl_kernel_args *a, const int32_t *lab, int
     return TSL_OK;
 }
 
-#define TSL_PASTE_(a, b) a##_##b
-#define TSL_PASTE(a, b) TSL_PASTE_(a, b)
-
-#define REAL float
-#define FN(name) TSL_PASTE(name, f32)
-#include "ref_loss.inc"
-#undef REAL
-#undef FN
-
-#define REAL double
-#define FN(name) TSL_PASTE(name, f64)
-#include "ref_loss.inc"
-#undef REAL
-#undef FN
+#define REF_INC "ref_loss.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_loss(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_SOFTMAX_XENT] = (tsl_ref_kernel){softmax_xent_f32, softmax_xent_f64};

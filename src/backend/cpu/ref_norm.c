@@ -20,20 +20,8 @@ static void bn_dims(const tsl_tensor *x, int64_t *n, int64_t *c, int64_t *s) {
     for (int i = 2; i < x->shape.ndim; i++) *s *= x->shape.d[i];
 }
 
-#define TSL_PASTE_(a, b) a##_##b
-#define TSL_PASTE(a, b) TSL_PASTE_(a, b)
-
-#define REAL float
-#define FN(name) TSL_PASTE(name, f32)
-#include "ref_norm.inc"
-#undef REAL
-#undef FN
-
-#define REAL double
-#define FN(name) TSL_PASTE(name, f64)
-#include "ref_norm.inc"
-#undef REAL
-#undef FN
+#define REF_INC "ref_norm.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_norm(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_BATCHNORM] = (tsl_ref_kernel){batchnorm_f32, batchnorm_f64};

@@ -53,17 +53,8 @@ static void clip(int64_t start, int64_t k, int64_t len, int64_t *lo, int64_t *hi
 
 static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
 
-#define REAL float
-#define SUF(name) name##_f32
-#include "ref_pool.inc"
-#undef REAL
-#undef SUF
-
-#define REAL double
-#define SUF(name) name##_f64
-#include "ref_pool.inc"
-#undef REAL
-#undef SUF
+#define REF_INC "ref_pool.inc"
+#include "ref_instantiate.h"
 
 void tsl__ref_register_pool(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_MAXPOOL2D] = (tsl_ref_kernel){k_maxpool_f32, k_maxpool_f64};
