@@ -25,34 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_machine.h"
 #include "backend/cpu/dnnl_util.h"
 #include "backend/kernel.h"
 #include "core/graph_internal.h"
-
-static void machine(void) {
-    struct utsname u;
-    uname(&u);
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) snprintf(model, sizeof model, "%s", c + 2);
-                model[strcspn(model, "\n")] = 0;
-                break;
-            }
-        fclose(f);
-    }
-    const dnnl_version_t *v = dnnl_version();
-    printf("machine: %s %s, %s, %ld online CPUs\n", u.sysname, u.machine, model,
-           sysconf(_SC_NPROCESSORS_ONLN));
-    printf("versions: gcc %s; oneDNN %d.%d.%d (cpu runtime %s); OpenBLAS %s (core %s)\n",
-           __VERSION__, v->major, v->minor, v->patch,
-           v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", openblas_get_config(),
-           openblas_get_corename());
-}
 
 static double now_ms(void) {
     struct timespec t;
@@ -381,7 +357,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_kernels: --reps %d must be in 1..%d\n", reps, MAX_REPS);
         return 2;
     }
-    machine();
+    bench_print_machine(NULL);
     printf("median of %d repetitions, interleaved; fast kernels prepared once per thread count\n\n",
            reps);
     printf("| %-46s | T | %9s | %9s | %7s | %-22s | %9s |\n", "op (shape)", "ref ms", "fast ms",

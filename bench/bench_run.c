@@ -50,32 +50,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bench_machine.h"
 #include "tensile/calibrate.h"
 #include "tensile/sched.h"
-
-static void machine(int threads) {
-    struct utsname u;
-    uname(&u);
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) snprintf(model, sizeof model, "%s", c + 2);
-                model[strcspn(model, "\n")] = 0;
-                break;
-            }
-        fclose(f);
-    }
-    const dnnl_version_t *v = dnnl_version();
-    printf("machine: %s %s, %s, %ld online CPUs; %d kernel threads\n", u.sysname, u.machine, model,
-           sysconf(_SC_NPROCESSORS_ONLN), threads);
-    printf("versions: tensile 0.1.0; gcc %s; oneDNN %d.%d.%d; OpenBLAS %s; jansson %s; zlib %s\n",
-           __VERSION__, v->major, v->minor, v->patch, openblas_get_config(), JANSSON_VERSION,
-           zlibVersion());
-}
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -175,7 +152,11 @@ int main(int argc, char **argv) {
                 tensile);
         return 1;
     }
-    machine(threads);
+    {
+        char extra[64];
+        snprintf(extra, sizeof extra, "%d kernel threads", threads);
+        bench_print_machine(extra);
+    }
 
     /* this machine's FLOP rate and the GPU-like channel rate */
     tsl_calib_opts co = tsl_calib_opts_default();

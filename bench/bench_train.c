@@ -22,33 +22,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bench_machine.h"
 #include "tensile/models.h"
 #include "tensile/session.h"
-
-static void machine(void) {
-    struct utsname u;
-    uname(&u);
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) snprintf(model, sizeof model, "%s", c + 2);
-                model[strcspn(model, "\n")] = 0;
-                break;
-            }
-        fclose(f);
-    }
-    const dnnl_version_t *v = dnnl_version();
-    printf("machine: %s %s, %s, %ld online CPUs\n", u.sysname, u.machine, model,
-           sysconf(_SC_NPROCESSORS_ONLN));
-    printf("versions: gcc %s; oneDNN %d.%d.%d (cpu runtime %s); OpenBLAS %s; jansson %s; zlib %s\n",
-           __VERSION__, v->major, v->minor, v->patch,
-           v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", openblas_get_config(),
-           JANSSON_VERSION, zlibVersion());
-}
 
 typedef struct result {
     double ips[64];
@@ -108,7 +84,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_train: bad arguments\n");
         return 2;
     }
-    machine();
+    bench_print_machine(NULL);
     printf("workload: batch %d, %dx%dx3 images, 10 classes, SGD momentum 0.9; %d repetitions "
            "(interleaved), %d timed steps per repetition (%d with reference kernels) after one warm-up\n\n",
            batch, image, image, reps, iters, ref_iters);
