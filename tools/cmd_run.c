@@ -34,6 +34,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "feed.h"
 #include "backend/kernel.h"
 #include "progress.h"
 #include "runtime/session_internal.h"
@@ -202,61 +203,17 @@ static void parse(int argc, char **argv, run_opts *t) {
 
 static int load_data(run_env *e) {
     const run_opts *t = e->o;
-    tsl_status st;
-    if (t->dataset == 0) {
-        st = tsl_fashion_mnist_load(NULL, 1, &e->train);
-        if (st == TSL_OK && t->eval) st = tsl_fashion_mnist_load(NULL, 0, &e->test);
-    } else {
-        st = tsl_synthetic_dataset(t->train_n ? t->train_n : 4096, e->cfg.in_channels, e->cfg.image_size,
-                                   e->cfg.image_size, e->cfg.n_classes, t->seed, &e->train);
-        if (st == TSL_OK && t->eval)
-            st = tsl_synthetic_dataset(t->test_n ? t->test_n : 1024, e->cfg.in_channels,
-                                       e->cfg.image_size, e->cfg.image_size, e->cfg.n_classes,
-                                       t->seed + 1000003, &e->test);
-    }
-    if (st != TSL_OK) {
-        fprintf(stderr, "tensile run: cannot load data: %s\n", tsl_last_error());
-        return 0;
-    }
-    if (t->train_n && t->train_n < e->train.n) e->train.n = t->train_n;
-    if (t->test_n && t->eval && t->test_n < e->test.n) e->test.n = t->test_n;
-    if (e->train.n < t->batch) {
-        fprintf(stderr, "tensile run: --batch %d is larger than the training set (%lld examples)\n",
-                t->batch, (long long)e->train.n);
-        return 0;
-    }
-    return 1;
-}
-
-/* Per-pixel models take a label per pixel: each example's class spread. */
-static void spread_labels(int32_t *y, int batch, size_t lbl) {
-    if (lbl == 1) return;
-    for (int i = batch - 1; i >= 0; i--) {
-        int32_t v = y[i];
-        for (size_t j = 0; j < lbl; j++) y[(size_t)i * lbl + j] = v;
-    }
+    return tool_load_data("run", t->dataset, &e->cfg, t->train_n, t->test_n, t->seed, t->batch,
+                          &e->train, t->eval ? &e->test : NULL);
 }
 
 /* Test accuracy over every test example (the last batch padded and counted
  * for its real examples only). Returns 0 and records the error on failure. */
 static int evaluate(run_env *e, tsl_session *s, run_result *r) {
-    int batch = e->o->batch;
-    int64_t correct = 0, total = 0;
-    tsl_step_stats st;
-    for (int64_t first = 0; first < e->test.n; first += batch) {
-        int64_t n = e->test.n - first < batch ? e->test.n - first : batch;
-        for (int64_t i = 0; i < batch; i++)
-            tsl_dataset_get(&e->test, i < n ? first + i : first, e->x + (size_t)i * e->img, e->y + i);
-        spread_labels(e->y, batch, e->lbl);
-        if (tsl_session_eval_partial(s, e->x, e->y, n, &st) != TSL_OK) {
-            snprintf(r->error, sizeof r->error, "evaluation: %s", tsl_last_error());
-            return 0;
-        }
-        correct += st.correct;
-        total += st.examples;
+    if (!tool_evaluate(s, &e->test, e->o->batch, e->img, e->lbl, e->x, e->y, &r->accuracy, &r->n_eval)) {
+        snprintf(r->error, sizeof r->error, "evaluation: %s", tsl_last_error());
+        return 0;
     }
-    r->accuracy = total ? (double)correct / (double)total : 0;
-    r->n_eval = total;
     return 1;
 }
 
@@ -350,7 +307,7 @@ static int runner_step(run_env *e, runner *u) {
     const run_opts *t = e->o;
     run_result *r = u->r;
     if (!tsl_batcher_next(u->b, e->x, e->y)) tsl_batcher_next(u->b, e->x, e->y); /* next epoch */
-    spread_labels(e->y, t->batch, e->lbl);
+    tool_spread_labels(e->y, t->batch, e->lbl);
     tsl_step_stats st;
     if (tsl_session_step(u->s, e->x, e->y, &st) != TSL_OK) {
         snprintf(r->error, sizeof r->error, "iteration %lld: %s", (long long)u->done + 1, tsl_last_error());

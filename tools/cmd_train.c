@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "feed.h"
 #include "progress.h"
 #include "tensile/data.h"
 #include "tensile/session.h"
@@ -94,66 +95,6 @@ static void parse(int argc, char **argv, train_opts *t) {
         args_die(&a, "--image-size applies to --dataset synthetic only (Fashion-MNIST is 28x28)");
 }
 
-static int load_data(const train_opts *t, const tsl_model_cfg *cfg, tsl_dataset *train,
-                     tsl_dataset *test) {
-    tsl_status st;
-    if (t->dataset == 0) {
-        st = tsl_fashion_mnist_load(NULL, 1, train);
-        if (st == TSL_OK) st = tsl_fashion_mnist_load(NULL, 0, test);
-    } else {
-        st = tsl_synthetic_dataset(t->train_n ? t->train_n : 4096, cfg->in_channels, cfg->image_size,
-                                   cfg->image_size, cfg->n_classes, t->seed, train);
-        if (st == TSL_OK)
-            st = tsl_synthetic_dataset(t->test_n ? t->test_n : 1024, cfg->in_channels,
-                                       cfg->image_size, cfg->image_size, cfg->n_classes,
-                                       t->seed + 1000003, test);
-    }
-    if (st != TSL_OK) {
-        fprintf(stderr, "tensile train: cannot load data: %s\n", tsl_last_error());
-        return 0;
-    }
-    if (t->train_n && t->train_n < train->n) train->n = t->train_n;
-    if (t->test_n && t->test_n < test->n) test->n = t->test_n;
-    if (train->n < t->batch || test->n < t->batch) {
-        fprintf(stderr, "tensile train: --batch %d is larger than the training (%lld) or test (%lld) set\n",
-                t->batch, (long long)train->n, (long long)test->n);
-        return 0;
-    }
-    return 1;
-}
-
-/* Per-pixel models (unet) take a label per pixel: each image's class is
- * spread over its pixels (a synthetic segmentation target). y holds `batch`
- * labels, one per example, and room for batch * lbl. */
-static void spread_labels(int32_t *y, int batch, size_t lbl) {
-    if (lbl == 1) return;
-    for (int i = batch - 1; i >= 0; i--) {
-        int32_t v = y[i];
-        for (size_t j = 0; j < lbl; j++) y[(size_t)i * lbl + j] = v;
-    }
-}
-
-/* Accuracy over every test example: batches of the graph's static size, the
- * last one padded with copies of the first example and counted only for its
- * real examples. */
-static int evaluate(tsl_session *s, const tsl_dataset *test, int batch, size_t img, size_t lbl,
-                    float *x, int32_t *y, double *acc, int64_t *n_eval) {
-    int64_t correct = 0, total = 0;
-    tsl_step_stats st;
-    for (int64_t first = 0; first < test->n; first += batch) {
-        int64_t n = test->n - first < batch ? test->n - first : batch;
-        for (int64_t i = 0; i < batch; i++)
-            tsl_dataset_get(test, i < n ? first + i : first, x + (size_t)i * img, y + i);
-        spread_labels(y, batch, lbl);
-        if (tsl_session_eval_partial(s, x, y, n, &st) != TSL_OK) return 0;
-        correct += st.correct;
-        total += st.examples;
-    }
-    *acc = total ? (double)correct / (double)total : 0;
-    *n_eval = total;
-    return 1;
-}
-
 int cmd_train(int argc, char **argv) {
     train_opts t;
     parse(argc, argv, &t);
@@ -169,7 +110,8 @@ int cmd_train(int argc, char **argv) {
         cfg.image_size = t.image;
     }
     tsl_dataset train = {0}, test = {0};
-    if (!load_data(&t, &cfg, &train, &test)) return 1;
+    if (!tool_load_data("train", t.dataset, &cfg, t.train_n, t.test_n, t.seed, t.batch, &train, &test))
+        return 1;
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
     opt.weight_decay = (float)t.wd;
     tsl_graph *g = tool_build_training_graph("train", t.model, &cfg, &opt);
@@ -212,7 +154,7 @@ int cmd_train(int argc, char **argv) {
         int64_t it = 0;
         while (tsl_batcher_next(b, x, y)) {
             tsl_step_stats st;
-            spread_labels(y, t.batch, lbl);
+            tool_spread_labels(y, t.batch, lbl);
             if (tsl_session_step(s, x, y, &st) != TSL_OK) {
                 progress_end(&p);
                 fprintf(stderr, "tensile train: %s\n", tsl_last_error());
@@ -239,7 +181,7 @@ int cmd_train(int argc, char **argv) {
         last_loss = it ? loss_sum / (double)it : NAN;
         qsort(times, (size_t)it, sizeof *times, cmp_double);
         iter_ms = it ? times[it / 2] : 0;
-        if (!evaluate(s, &test, t.batch, img, lbl, x, y, &acc, &n_eval)) {
+        if (!tool_evaluate(s, &test, t.batch, img, lbl, x, y, &acc, &n_eval)) {
             fprintf(stderr, "tensile train: evaluation failed: %s\n", tsl_last_error());
             rc = strstr(tsl_last_error(), "out of memory") ? 3 : 1;
             break;
