@@ -39,3 +39,20 @@ tsl_status tsl__json_bad(const char *file, const char *path, const char *fmt, ..
     va_end(ap);
     return tsl_fail(TSL_ERR_FORMAT, "%s: %s: %s", file, path, msg);
 }
+
+tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, size_t maxlen,
+                              const char **out) {
+    char vb[80];
+    if (!json_is_string(v))
+        return tsl__json_bad(file, path, "expected a string, got %s %s", tsl__json_type_name(v),
+                             tsl__json_value_str(v, vb, sizeof vb));
+    size_t len = json_string_length(v);
+    if (len == 0 || len >= maxlen)
+        return tsl__json_bad(file, path, "%s has %zu characters (expected 1 to %zu)",
+                             tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
+    if (strlen(json_string_value(v)) != len)
+        return tsl__json_bad(file, path, "%s contains a NUL character",
+                             tsl__json_value_str(v, vb, sizeof vb));
+    *out = json_string_value(v);
+    return TSL_OK;
+}

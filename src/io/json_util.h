@@ -15,4 +15,8 @@ const char *tsl__json_type_name(const json_t *v);
 /* Records "FILE: PATH: MESSAGE" as TSL_ERR_FORMAT and returns it. */
 tsl_status tsl__json_bad(const char *file, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A string of 1 to maxlen-1 bytes without NUL characters, at `path` of
+ * `file`; *out points into v. TSL_ERR_FORMAT naming the value otherwise. */
+tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, size_t maxlen,
+                              const char **out);
 #endif

@@ -79,23 +79,6 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o, cons
     return TSL_OK;
 }
 
-/* A string of 1 to maxlen-1 bytes. */
-static tsl_status get_str(const char *file, const char *path, json_t *v, size_t maxlen,
-                          const char **out) {
-    char vb[80];
-    if (!json_is_string(v))
-        return tsl__json_bad(file, path, "expected a string, got %s %s", tsl__json_type_name(v),
-                   tsl__json_value_str(v, vb, sizeof vb));
-    size_t len = json_string_length(v);
-    if (len == 0 || len >= maxlen)
-        return tsl__json_bad(file, path, "%s has %zu characters (expected 1 to %zu)",
-                   tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
-    if (strlen(json_string_value(v)) != len)
-        return tsl__json_bad(file, path, "%s contains a NUL character", tsl__json_value_str(v, vb, sizeof vb));
-    *out = json_string_value(v);
-    return TSL_OK;
-}
-
 /* A number in [0, TSL__PLAN_MAX_US] (µs); -0 becomes 0. */
 static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
     char vb[80], xb[32];
@@ -246,7 +229,7 @@ typedef struct parser {
 static tsl_status get_op(parser *p, const char *path, json_t *v, int allow_start, int32_t *out) {
     const char *s;
     char vb[80];
-    tsl_status st = get_str(p->file, path, v, TSL_NAME_MAX, &s);
+    tsl_status st = tsl__json_get_name(p->file, path, v, TSL_NAME_MAX, &s);
     if (st != TSL_OK) return st;
     if (strcmp(s, "start") == 0) {
         if (!allow_start)
@@ -279,7 +262,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     snprintf(path, sizeof path, "jobs[%d].events[%d].type", jj, (int)k);
     json_t *tv = json_object_get(o, "type");
     if (!tv) return tsl__json_bad(p->file, path, "missing");
-    tsl_status st = get_str(p->file, path, tv, 32, &ty);
+    tsl_status st = tsl__json_get_name(p->file, path, tv, 32, &ty);
     if (st != TSL_OK) return st;
     int type = 0;
     while (type < 4 && strcmp(ty, ev_names[type]) != 0) type++;
@@ -302,7 +285,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     const char *tn;
     json_t *v = json_object_get(o, "tensor");
     snprintf(path, sizeof path, "jobs[%d].events[%d].tensor", jj, (int)k);
-    if ((st = get_str(p->file, path, v, TSL_NAME_MAX, &tn))) return st;
+    if ((st = tsl__json_get_name(p->file, path, v, TSL_NAME_MAX, &tn))) return st;
     e->tensor = index_find(&p->tix, tn);
     if (e->tensor < 0)
         return tsl__json_bad(p->file, path, "unknown tensor %s in job '%s'", tsl__json_value_str(v, vb, sizeof vb),
@@ -422,7 +405,7 @@ static tsl_status parse_root(const char *file, json_t *root, const tsl_workload 
             st = tsl__json_bad(file, path, "missing");
             break;
         }
-        if ((st = get_str(file, path, jv, sizeof w[0]->job, &name))) break;
+        if ((st = tsl__json_get_name(file, path, jv, sizeof w[0]->job, &name))) break;
         int wi = 0;
         while (wi < n && strcmp(w[wi]->job, name) != 0) wi++;
         if (wi == n) {

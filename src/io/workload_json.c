@@ -66,21 +66,6 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o,
     return TSL_OK;
 }
 
-/* A string of 1 to maxlen-1 bytes. */
-static tsl_status get_name(const char *file, const char *path, json_t *v, size_t maxlen,
-                           const char **out) {
-    char vb[80];
-    if (!json_is_string(v))
-        return tsl__json_bad(file, path, "expected a string, got %s %s", tsl__json_type_name(v),
-                   tsl__json_value_str(v, vb, sizeof vb));
-    size_t len = json_string_length(v);
-    if (len == 0 || len >= maxlen)
-        return tsl__json_bad(file, path, "%s has %zu characters (expected 1 to %zu)",
-                   tsl__json_value_str(v, vb, sizeof vb), len, maxlen - 1);
-    *out = json_string_value(v);
-    return TSL_OK;
-}
-
 /* An integer in [lo, hi]. */
 static tsl_status get_int(const char *file, const char *path, json_t *v, json_int_t lo,
                           json_int_t hi, json_int_t *out) {
@@ -191,7 +176,7 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
         const char *name, *kind;
         json_int_t bytes;
         snprintf(path, sizeof path, "tensors[%d].name", i);
-        if ((st = get_name(p->file, path, json_object_get(o, "name"), TSL_NAME_MAX, &name)))
+        if ((st = tsl__json_get_name(p->file, path, json_object_get(o, "name"), TSL_NAME_MAX, &name)))
             return st;
         int32_t dup = index_find(&p->tix, (const char *)w->tensors, sizeof *w->tensors, name);
         if (dup >= 0)
@@ -206,7 +191,7 @@ static tsl_status parse_tensors(parser *p, json_t *arr) {
         total += (uint64_t)bytes;
         snprintf(path, sizeof path, "tensors[%d].kind", i);
         json_t *kv = json_object_get(o, "kind");
-        if ((st = get_name(p->file, path, kv, TSL_NAME_MAX, &kind))) return st;
+        if ((st = tsl__json_get_name(p->file, path, kv, TSL_NAME_MAX, &kind))) return st;
         int k = 0;
         while (k < TSL_KIND_COUNT && strcmp(kind, kind_names[k]) != 0) k++;
         if (k == TSL_KIND_COUNT)
@@ -310,7 +295,7 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         tsl_wl_op *op = &w->ops[i];
         const char *name;
         snprintf(path, sizeof path, "ops[%d].name", i);
-        if ((st = get_name(p->file, path, json_object_get(o, "name"), TSL_NAME_MAX, &name)))
+        if ((st = tsl__json_get_name(p->file, path, json_object_get(o, "name"), TSL_NAME_MAX, &name)))
             return st;
         if (strcmp(name, "start") == 0)
             return tsl__json_bad(p->file, path, "'start' is reserved (it names the iteration start)");
@@ -371,7 +356,7 @@ static tsl_status parse_root(parser *p, json_t *root) {
     if (st != TSL_OK) return st;
     tsl_workload *w = p->w;
     const char *job;
-    if ((st = get_name(p->file, "job", json_object_get(root, "job"), sizeof w->job, &job)))
+    if ((st = tsl__json_get_name(p->file, "job", json_object_get(root, "job"), sizeof w->job, &job)))
         return st;
     snprintf(w->job, sizeof w->job, "%s", job);
     double period;
