@@ -122,20 +122,6 @@ int tsl__rt_evict(tsl__runtime *rt, int32_t t) {
     return 1;
 }
 
-/* 1 if every swap-out of t planned at or before the release e has been
- * triggered (so each will end without the executor moving on). */
-static int deps_triggered(const tsl__runtime *rt, int32_t e) {
-    const tsl__rt_plan *pl = rt->cur;
-    int32_t t = pl->p->events[e].tensor;
-    for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
-        int32_t x = pl->tev_list[k];
-        if (pl->p->events[x].type == TSL_EV_SWAP_OUT && pl->ev_plan[x] <= pl->ev_plan[e] &&
-            rt->ev_state[x] == TSL__EV_IDLE)
-            return 0;
-    }
-    return 1;
-}
-
 int tsl__rt_frees_pending(const tsl__runtime *rt) {
     for (int32_t t = 0; t < rt->nt; t++)
         if (rt->s->ptr[t] && rt->res[t].dying) return 1;
@@ -144,7 +130,7 @@ int tsl__rt_frees_pending(const tsl__runtime *rt) {
     for (int32_t e = 0; e < pl->p->n_events; e++) {
         const tsl_event *ev = &pl->p->events[e];
         if (ev->type == TSL_EV_RELEASE && rt->ev_state[e] == TSL__EV_WAIT &&
-            rt->s->ptr[ev->tensor] && !rt->res[ev->tensor].pinned && deps_triggered(rt, e))
+            rt->s->ptr[ev->tensor] && !rt->res[ev->tensor].pinned && !tsl__se_waits_on_idle(rt, e))
             return 1;
     }
     return 0;
