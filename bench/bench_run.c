@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     default_tensile(tensile, sizeof tensile);
     int batch = 32, image = 32, reps = 3, iters = 12, epochs = 1, fashion = 1;
     int threads = 1; /* the other core(s) play the copy engines (see the head comment) */
-    double gbps = 0;
+    double gbps = 0, slack = tsl_plan_opts_default().swap_in_slack;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tensile") && i + 1 < argc)
             snprintf(tensile, sizeof tensile, "%s", argv[++i]);
@@ -132,19 +132,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--gbps") && i + 1 < argc) gbps = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--slack") && i + 1 < argc) slack = atof(argv[++i]);
         else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-fashion")) fashion = 0;
         else {
             fprintf(stderr,
                     "usage: %s [--tensile PATH] [--models a,b] [--batch B] [--image S] [--reps R]\n"
-                    "          [--iters N] [--threads T] [--gbps G] [--epochs E] [--no-fashion]\n",
+                    "          [--iters N] [--threads T] [--gbps G] [--slack F] [--epochs E]\n"
+                    "          [--no-fashion]\n",
                     argv[0]);
             return 2;
         }
     }
     if (batch < 1 || image < 1 || reps < 1 || reps > MAXR || iters < 2 || threads < 1 || epochs < 1 ||
-        gbps < 0) {
-        fprintf(stderr, "bench_run: bad arguments (reps 1..%d, iters >= 2)\n", MAXR);
+        gbps < 0 || !(slack >= 0) || slack > 10) {
+        fprintf(stderr, "bench_run: bad arguments (reps 1..%d, iters >= 2, slack 0..10)\n", MAXR);
         return 2;
     }
     if (access(tensile, X_OK) != 0) {
@@ -186,8 +188,8 @@ int main(int argc, char **argv) {
            ratio, a6000.flops / 1e12, a6000.h2d_bw / 1e9, gbps, ratio);
 
     /* 1. MSR against the simulator, EOR */
-    printf("### Measured against predicted, %dx%d, batch %d, %d iterations per run, %d runs\n\n", image,
-           image, batch, iters, reps);
+    printf("### Measured against predicted, %dx%d, batch %d, %d iterations per run, %d runs, "
+           "swap-in slack %g\n\n", image, image, batch, iters, reps, slack);
     printf("| model | vanilla peak | tensile peak | MSR measured | MSR simulated | diff | "
            "iteration vanilla / tensile | EOR measured | EOR simulated | swap-outs/iter | "
            "stall ms/iter | replans | identical | targets |\n");
@@ -203,8 +205,9 @@ int main(int argc, char **argv) {
             char cmd[8192];
             snprintf(cmd, sizeof cmd,
                      "'%s' run --model %s --batch %d --dataset synthetic --image-size %d --policy tensile "
-                     "--pcie-gbps %.6f --iterations %d --threads %d --profile '%s' --json --quiet",
-                     tensile, m, batch, image, gbps, iters, threads, profile_path);
+                     "--pcie-gbps %.6f --swap-in-slack %g --iterations %d --threads %d --profile '%s' "
+                     "--json --quiet",
+                     tensile, m, batch, image, gbps, slack, iters, threads, profile_path);
             int status;
             json_t *o = run_json(cmd, &status);
             if (!o || (status != 0 && status != 4)) {

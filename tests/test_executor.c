@@ -193,6 +193,22 @@ static uint64_t vanilla_checksum(const fixture *f, tsl_kernel_mode k) {
     return h;
 }
 
+/* Makes f's workload count kernel mode k's workspaces (a probe session's,
+ * tsl_workload_match_session) and plans it again: with the fast kernels
+ * the reference workspaces the fixture was planned with are wrong, and
+ * attaching would be refused. */
+static void fx_use_kernels(fixture *f, tsl_kernel_mode k) {
+    tsl_session *probe = open_session(f, (size_t)1 << 30, k);
+    cr_assert_eq(tsl_workload_match_session(f->w, probe), TSL_OK, "%s", tsl_last_error());
+    tsl_session_free(probe);
+    tsl_plan_free(f->plan);
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.budget = f->dev.mem_bytes;
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep), TSL_OK, "%s",
+                 tsl_last_error());
+}
+
 static tsl_runtime_opts rt_opts(const fixture *f, int virtual_clock) {
     tsl_runtime_opts ro = tsl_runtime_opts_default();
     ro.profile = f->dev;
@@ -292,6 +308,7 @@ static void check_real(const char *model, int batch, int image, double frac, dou
     fixture f;
     fx_init(&f, model, batch, image, frac);
     uint64_t van = vanilla_checksum(&f, k);
+    fx_use_kernels(&f, k);
     tsl_runtime_opts ro = rt_opts(&f, 0);
     ro.pcie_gbps = gbps;
     tsl_session *s = open_rt(&f, (size_t)1 << 30, k, &ro, f.plan, 1);
@@ -302,10 +319,9 @@ static void check_real(const char *model, int batch, int image, double frac, dou
     print_stats(what, &r);
     cr_assert_eq(r.checksum, van, "%s: parameters differ from vanilla's", model);
     cr_assert_eq(r.limit, f.plan->predicted_peak);
-    if (k == TSL_KERNELS_REF) /* the limit accounts for the reference kernels' workspace */
-        for (int i = 0; i < STEPS; i++)
-            cr_assert_leq(r.st[i].peak_load, r.limit, "%s step %d: peak %zu > limit %zu (by %zu)",
-                          model, i + 1, r.st[i].peak_load, r.limit, r.st[i].peak_load - r.limit);
+    for (int i = 0; i < STEPS; i++) /* the limit counts the kernels' workspace */
+        cr_assert_leq(r.st[i].peak_load, r.limit, "%s step %d: peak %zu > limit %zu (by %zu)", model,
+                      i + 1, r.st[i].peak_load, r.limit, r.st[i].peak_load - r.limit);
     cr_assert_gt(r.rs.swaps_out, 0);
     tsl_session_free(s);
     fx_free(&f);
@@ -528,6 +544,7 @@ Test(executor, replan_when_latencies_drift_virtual) {
     uint64_t van = vanilla_checksum(&f, TSL_KERNELS_REF);
     tsl_runtime_opts ro = rt_opts(&f, 1);
     ro.replan = 1;
+    ro.replan_patience = 1; /* the paper's rule */
     tsl_session *s = open_rt(&f, (size_t)1 << 30, TSL_KERNELS_REF, &ro, f.plan, 1);
     double *lat = malloc(sizeof *lat * (size_t)f.w->n_ops);
     for (int32_t i = 0; i < f.w->n_ops; i++)
@@ -552,6 +569,39 @@ Test(executor, replan_when_latencies_drift_virtual) {
     fx_free(&f);
 }
 
+/* Hysteresis: latencies that jump to 2x and back every other iteration
+ * (noise) never keep the change rate above the threshold for 3 boundaries
+ * in a row: no replan, each jump counted as ignored drift. Then 3
+ * iterations at a steady 2x: one replan, at the third. */
+Test(executor, replan_waits_for_drift_that_lasts_virtual) {
+    fixture f;
+    fx_init(&f, "small", 8, 0, 0.7);
+    tsl_runtime_opts ro = rt_opts(&f, 1);
+    ro.replan = 1;
+    cr_assert_eq(ro.replan_patience, 3, "default patience %d", ro.replan_patience);
+    tsl_session *s = open_rt(&f, (size_t)1 << 30, TSL_KERNELS_REF, &ro, f.plan, 1);
+    double *lat = malloc(sizeof *lat * (size_t)f.w->n_ops);
+    tsl_runtime_stats rs;
+    for (int i = 0; i < 9; i++) {
+        double k = i < 6 ? (i % 2 == 0 ? 2.0 : 1.0) : 2.0;
+        for (int32_t j = 0; j < f.w->n_ops; j++) lat[j] = k * (f.w->ops[j].end_us - f.w->ops[j].start_us);
+        cr_assert_eq(tsl__session_set_virtual_latency(s, lat), TSL_OK, "%s", tsl_last_error());
+        tsl_step_stats st;
+        cr_assert_eq(tsl_session_step(s, f.x[i % STEPS], f.y[i % STEPS], &st), TSL_OK, "step %d: %s",
+                     i + 1, tsl_last_error());
+        tsl_session_runtime_stats(s, &rs);
+        if (i < 8) cr_assert_eq(rs.replans, 0, "step %d: %lld replans", i + 1, (long long)rs.replans);
+    }
+    printf("  reason: %s; drift ignored %lld times\n", rs.last_replan_reason, (long long)rs.drift_ignored);
+    cr_assert_eq(rs.replans, 1, "%lld replans", (long long)rs.replans);
+    cr_assert(strstr(rs.last_replan_reason, "for 3 iterations") != NULL, "%s", rs.last_replan_reason);
+    /* steps 1, 3, 5 (noise) and 7, 8 (the steady drift before it counts) */
+    cr_assert_eq(rs.drift_ignored, 5, "drift ignored %lld times", (long long)rs.drift_ignored);
+    free(lat);
+    tsl_session_free(s);
+    fx_free(&f);
+}
+
 Test(executor, replan_every_iteration_with_threshold_zero_real) {
     fixture f;
     fx_init(&f, "small", 8, 0, 0.7);
@@ -559,6 +609,7 @@ Test(executor, replan_every_iteration_with_threshold_zero_real) {
     tsl_runtime_opts ro = rt_opts(&f, 0);
     ro.replan = 1;
     ro.replan_threshold = 0.0;
+    ro.replan_patience = 1;
     tsl_session *s = open_rt(&f, (size_t)1 << 30, TSL_KERNELS_REF, &ro, f.plan, 1);
     result r;
     run_steps(&f, s, &r);
@@ -573,6 +624,28 @@ Test(executor, replan_every_iteration_with_threshold_zero_real) {
 }
 
 /* ---- refusals -------------------------------------------------------------------------------- */
+
+/* A workload that counts less workspace than the backend's kernels
+ * allocate (the reference figures, with oneDNN's scratchpads) is refused,
+ * naming the op and both sizes; matched, it is taken. */
+Test(executor, attach_refuses_a_workload_short_of_the_kernels_workspace) {
+    fixture f;
+    fx_init(&f, "cnn", 2, CNN_IMAGE, 0.7);
+    tsl_session *s = open_session(&f, (size_t)1 << 30, TSL_KERNELS_FAST);
+    tsl_runtime_opts ro = rt_opts(&f, 0);
+    cr_assert_eq(tsl_session_attach_runtime(s, &ro, f.w), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "workspace") && strstr(tsl_last_error(), "conv1"), "%s",
+              tsl_last_error());
+    cr_assert_eq(tsl_workload_match_session(f.w, s), TSL_OK, "%s", tsl_last_error());
+    size_t ws;
+    cr_assert_eq(tsl_session_op_workspace(s, 0, &ws), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(f.w->ops[0].workspace, ws);
+    cr_assert_gt(ws, 0, "oneDNN's convolution has a scratchpad");
+    cr_assert_eq(tsl_session_op_workspace(s, -1, &ws), TSL_ERR_INVALID);
+    cr_assert_eq(tsl_session_attach_runtime(s, &ro, f.w), TSL_OK, "%s", tsl_last_error());
+    tsl_session_free(s);
+    fx_free(&f);
+}
 
 Test(executor, set_plan_refuses_an_invalid_plan) {
     fixture f;

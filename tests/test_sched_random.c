@@ -85,6 +85,7 @@ static void case_make(rcase *c, uint64_t seed, int n) {
     c->po.budget = sum_p + (size_t)((double)(sum_v - sum_p) * th_uniform(&rs, 0, 1));
     if (c->po.budget == 0) c->po.budget = 1;
     c->po.recompute = th_uniform(&rs, 0, 1) < 0.8;
+    c->po.swap_in_slack = seed % 3 == 0 ? 0.0 : th_uniform(&rs, 0, 1); /* 0: the paper's placement */
 }
 
 static void case_free(rcase *c) {
@@ -117,7 +118,8 @@ static void dump_case(const rcase *c, tsl_plan *const *plans) {
             (unsigned long long)c->seed, c->n, (unsigned long long)c->seed);
     fprintf(stderr, "profile: h2d %.17g d2h %.17g B/s, duplex %d, copy latency %.17g us\n",
             c->dev.h2d_bw, c->dev.d2h_bw, c->dev.duplex, c->dev.copy_latency_us);
-    fprintf(stderr, "budget %zu, recompute %d\n", c->po.budget, c->po.recompute);
+    fprintf(stderr, "budget %zu, recompute %d, swap-in slack %g\n", c->po.budget, c->po.recompute,
+            c->po.swap_in_slack);
     for (int j = 0; j < c->n; j++) {
         fprintf(stderr, "job %d: max swap rate %g, vanilla peak %zu, persistent %zu\n", j,
                 c->po.max_swap_rate[j], c->vanilla[j], c->persistent[j]);

@@ -40,6 +40,8 @@ static const char help[] =
     "  --max-swap-rate R      every job's maximum swapping rate, its priority (0..1]\n"
     "  --optimizer O          adam (default) or sgd (momentum 0.9)\n"
     "  --no-recompute         swapping only\n"
+    "  --swap-in-slack F      plan each swap-in to land F times its copy time before\n"
+    "                         its access (default 0: the paper's placement)\n"
     "  --out FILE             write the plans as JSON\n"
     "  --trace FILE           write a Chrome trace of the simulation (Perfetto)\n"
     "  --json                 one JSON object on stdout\n";
@@ -83,7 +85,7 @@ int cmd_plan(int argc, char **argv) {
     int n = 0, json = 0, policy = 1, optimizer = 0, recompute = 1, batch = 0, image = 0;
     const char *model = NULL, *profile = "a6000", *out = NULL, *trace = NULL;
     size_t budget = 0;
-    double msr_limit = 1.0;
+    double msr_limit = 1.0, slack = tsl_plan_opts_default().swap_in_slack;
     static const char *const policies[] = {"vanilla", "tensile", NULL};
     static const char *const optims[] = {"adam", "sgd", NULL};
     for (const char *o; (o = args_next(&a));) {
@@ -104,6 +106,7 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(o, "--max-swap-rate")) msr_limit = args_double(&a, o, 1e-6, 1.0);
         else if (!strcmp(o, "--optimizer")) optimizer = args_choice(&a, o, optims);
         else if (!strcmp(o, "--no-recompute")) recompute = 0;
+        else if (!strcmp(o, "--swap-in-slack")) slack = args_double(&a, o, 0, 10);
         else if (!strcmp(o, "--out")) out = args_value(&a, o);
         else if (!strcmp(o, "--trace")) trace = args_value(&a, o);
         else if (!strcmp(o, "--json")) json = 1;
@@ -160,6 +163,7 @@ int cmd_plan(int argc, char **argv) {
     po.policy = policy ? TSL_POLICY_TENSILE : TSL_POLICY_VANILLA;
     po.budget = budget;
     po.recompute = recompute;
+    po.swap_in_slack = slack;
     for (int i = 0; i < MAX_JOBS; i++) po.max_swap_rate[i] = msr_limit;
     tsl_plan_report rep;
     memset(&rep, 0, sizeof rep);

@@ -35,9 +35,7 @@
 #include "args.h"
 #include "commands.h"
 #include "feed.h"
-#include "backend/kernel.h"
 #include "progress.h"
-#include "runtime/session_internal.h"
 #include "tensile/data.h"
 #include "tensile/runtime.h"
 #include "tensile/sched.h"
@@ -69,6 +67,8 @@ static const char help[] =
     "                       Vanilla is run in it and refused if it does not fit\n"
     "  --pcie-gbps G        throttle each copy channel to G GB/s (default 0:\n"
     "                       unthrottled, the profile's copy bandwidth is planned with)\n"
+    "  --swap-in-slack F    plan each swap-in to land F times its copy time before\n"
+    "                       its access (default 0: the paper's placement)\n"
     "  --iterations N       training iterations per run (default 20)\n"
     "  --epochs E           instead of --iterations: E passes over the training set\n"
     "  --eval               also report test accuracy after each run\n"
@@ -102,6 +102,7 @@ typedef struct run_opts {
     size_t budget;       /* 0: none */
     double budget_pct;   /* > 0: percent of vanilla's peak load */
     double pcie_gbps, lr;
+    double slack;        /* tsl_plan_opts.swap_in_slack */
     uint64_t seed;
 } run_opts;
 
@@ -112,6 +113,7 @@ typedef struct run_result {
     char error[512];
     size_t peak_load, peak_fp;
     double iter_ms;          /* median */
+    double kernel_ms;        /* the kernels' own time in those iterations, median */
     uint64_t checksum;
     double accuracy;         /* test accuracy (with --eval) */
     int64_t n_eval;
@@ -148,7 +150,7 @@ static void parse(int argc, char **argv, run_opts *t) {
     static const char *const optims[] = {"sgd", "adam", NULL};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *t = (run_opts){.batch = 64, .policy = 1, .threads = cpus > 0 ? (int)cpus : 1, .lr = -1,
-                    .seed = 42, .iterations = 20};
+                    .seed = 42, .iterations = 20, .slack = tsl_plan_opts_default().swap_in_slack};
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -175,6 +177,7 @@ static void parse(int argc, char **argv, run_opts *t) {
                 t->budget_pct = 0;
             }
         } else if (!strcmp(o, "--pcie-gbps")) t->pcie_gbps = args_double(&a, o, 0, 1e4);
+        else if (!strcmp(o, "--swap-in-slack")) t->slack = args_double(&a, o, 0, 10);
         else if (!strcmp(o, "--iterations")) {
             t->iterations = args_int(&a, o, 1, 100000000);
             have_iter = 1;
@@ -207,6 +210,15 @@ static int load_data(run_env *e) {
                           &e->train, t->eval ? &e->test : NULL);
 }
 
+/* The session options of every run: capacity, threads, seed. */
+static tsl_session_opts session_opts(const run_opts *t, size_t capacity) {
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = capacity;
+    so.nthreads = t->threads;
+    so.seed = t->seed;
+    return so;
+}
+
 /* Test accuracy over every test example (the last batch padded and counted
  * for its real examples only). Returns 0 and records the error on failure. */
 static int evaluate(run_env *e, tsl_session *s, run_result *r) {
@@ -223,10 +235,7 @@ static int evaluate(run_env *e, tsl_session *s, run_result *r) {
  * statistics) are copied into a session of `capacity` bytes and evaluated
  * there. Returns 0 and records the error on failure. */
 static int evaluate_copy(run_env *e, tsl_session *s, size_t capacity, run_result *r) {
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = capacity;
-    so.nthreads = e->o->threads;
-    so.seed = e->o->seed;
+    tsl_session_opts so = session_opts(e->o, capacity);
     tsl_session *v;
     if (tsl_session_new(e->g, &so, &v) != TSL_OK) {
         snprintf(r->error, sizeof r->error, "evaluation: %s", tsl_last_error());
@@ -257,17 +266,10 @@ typedef struct runner {
     tsl_batcher *b;
     int64_t n, done;       /* iterations to run, run so far */
     double *ms;            /* per iteration: wall time */
+    double *kms;           /* per iteration: the kernels' own time */
     double *lat;           /* per iteration, per op: kernel ms (vanilla runs; may be NULL) */
     run_result *r;
 } runner;
-
-static tsl_session_opts session_opts(const run_opts *t, size_t capacity) {
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = capacity;
-    so.nthreads = t->threads;
-    so.seed = t->seed;
-    return so;
-}
 
 /* Opens a session of `capacity` bytes for n iterations; with `lat` its
  * kernel times are recorded. Returns 0 with r->error (and r->refused for
@@ -287,7 +289,8 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
     }
     u->b = tsl_batcher_new(&e->train, e->o->batch, e->o->seed, 1);
     u->ms = malloc(sizeof *u->ms * (size_t)n);
-    if (!u->b || !u->ms) {
+    u->kms = malloc(sizeof *u->kms * (size_t)n);
+    if (!u->b || !u->ms || !u->kms) {
         snprintf(r->error, sizeof r->error, "out of host memory");
         return 0;
     }
@@ -298,6 +301,7 @@ static void runner_close(runner *u) {
     tsl_session_free(u->s);
     tsl_batcher_free(u->b);
     free(u->ms);
+    free(u->kms);
     memset(u, 0, sizeof *u);
 }
 
@@ -320,11 +324,13 @@ static int runner_step(run_env *e, runner *u) {
         return 0;
     }
     u->ms[u->done] = st.ms;
+    u->kms[u->done] = st.kernel_ms;
     if (st.peak_load > r->peak_load) r->peak_load = st.peak_load;
     if (st.peak_footprint > r->peak_fp) r->peak_fp = st.peak_footprint;
     int32_t n_ops = tsl_graph_n_ops(e->g);
-    if (u->lat) /* (the vanilla executor's kernel times, session_internal.h) */
-        memcpy(u->lat + (size_t)u->done * (size_t)n_ops, u->s->op_ms, sizeof *u->lat * (size_t)n_ops);
+    if (u->lat)
+        for (int32_t i = 0; i < n_ops; i++)
+            u->lat[(size_t)u->done * (size_t)n_ops + (size_t)i] = tsl_session_op_ms(u->s, i);
     u->done++;
     return 1;
 }
@@ -338,6 +344,7 @@ static void runner_time(runner *u, int64_t first, int64_t last) {
         last = u->done;
     }
     u->r->iter_ms = last > first ? median(u->ms + first, last - first) : 0;
+    u->r->kernel_ms = last > first ? median(u->kms + first, last - first) : 0;
 }
 
 /* The checksum and (with --eval) the test accuracy at the end of a run;
@@ -387,34 +394,6 @@ static void latency_table(const double *lat, int64_t n_iter, int32_t n_ops, doub
     free(col);
 }
 
-/* The scratch the CPU backend's kernels really allocate for op at
- * `nthreads`: a fast kernel's prepared scratchpad (oneDNN), or the
- * reference kernel's tsl_op_workspace for ops without a fast path. Returns
- * 0 with a message printed if the kernel cannot be prepared. */
-static int backend_workspace(const tsl_graph *g, const tsl_op *op, int nthreads, size_t *ws) {
-    const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(op->type);
-    *ws = 0;
-    if (!fk || !fk->run) {
-        *ws = tsl_op_workspace(g, op);
-        return 1;
-    }
-    if (!fk->prepare) return 1;
-    void *state = NULL;
-    tsl_status st = fk->prepare(g, op, nthreads, &state, ws);
-    if (fk->release) fk->release(state);
-    if (st != TSL_OK) fprintf(stderr, "tensile run: op '%s': %s\n", op->name, tsl_last_error());
-    return st == TSL_OK;
-}
-
-/* Sets each op's workspace in w to backend_workspace(): tsl_workload_from_graph
- * takes tsl_op_workspace, which the fast kernels' scratch does not match,
- * and the plan's predicted peak (and the strict limit) would miss it. */
-static int match_backend_workspace(const tsl_graph *g, tsl_workload *w, int nthreads) {
-    for (int32_t i = 0; i < w->n_ops; i++)
-        if (!backend_workspace(g, tsl_graph_op(g, i), nthreads, &w->ops[i].workspace)) return 0;
-    return 1;
-}
-
 /* What the planner and the simulator predict for the plan. */
 typedef struct prediction {
     size_t vanilla_peak, planned_peak;
@@ -426,11 +405,9 @@ typedef struct prediction {
 
 /* Plans the workload within `budget`, verifies and simulates the plan.
  * Returns the plan, or NULL with a message printed. */
-static tsl_plan *make_plan(tsl_workload *w, const tsl_device_profile *dev, size_t budget,
+static tsl_plan *make_plan(tsl_workload *w, const tsl_device_profile *dev, const tsl_plan_opts *opts,
                            prediction *pr) {
-    tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = TSL_POLICY_TENSILE;
-    po.budget = budget;
+    tsl_plan_opts po = *opts;
     tsl_plan *plan = NULL;
     tsl_plan_report rep;
     if (tsl_plan_jobs(&w, 1, dev, &po, &plan, &rep) != TSL_OK) {
@@ -469,10 +446,11 @@ static tsl_plan *make_plan(tsl_workload *w, const tsl_device_profile *dev, size_
     return plan;
 }
 
-/* The TENSILE run's setup: the workload from the vanilla latencies, the
- * plan within `budget`, a session of `capacity` bytes with the runtime
- * attached and the plan installed. Returns 0 on a setup error (message
- * printed) or with r->refused when the session does not fit (r->error). */
+/* The TENSILE run's setup: a session of `capacity` bytes, the workload from
+ * the vanilla latencies with the session's kernel workspaces, the plan
+ * within `budget`, the runtime attached and the plan installed. Returns 0 on
+ * a setup error (message printed) or with r->refused when the session does
+ * not fit (r->error). */
 static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
                         int64_t n_iter, run_result *r, prediction *pr, tsl_device_profile *dev) {
     const run_opts *t = e->o;
@@ -480,37 +458,41 @@ static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, c
     memset(u, 0, sizeof *u);
     memset(r, 0, sizeof *r);
     if (!load_profile(t, capacity, dev)) return 0;
+    if (!runner_open(e, u, capacity, n_iter, NULL, r)) {
+        int refused = r->refused; /* reported by the caller */
+        if (!refused) fprintf(stderr, "tensile run: %s\n", r->error);
+        runner_close(u);
+        return refused;
+    }
     tsl_latency_table tab = {tsl_graph_n_ops(e->g), lat_us};
     tsl_workload *w = NULL;
     char job[64];
     snprintf(job, sizeof job, "%.40s:%d", t->model, t->batch);
-    if (tsl_workload_from_graph(e->g, job, &tab, dev, &w) != TSL_OK) {
+    if (tsl_workload_from_graph(e->g, job, &tab, dev, &w) != TSL_OK ||
+        tsl_workload_match_session(w, u->s) != TSL_OK) {
         fprintf(stderr, "tensile run: workload: %s\n", tsl_last_error());
-        return 0;
-    }
-    if (!match_backend_workspace(e->g, w, t->threads)) {
         tsl_workload_free(w);
+        runner_close(u);
         return 0;
     }
-    tsl_plan *plan = make_plan(w, dev, budget, pr);
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = TSL_POLICY_TENSILE;
+    po.budget = budget;
+    po.swap_in_slack = t->slack;
+    tsl_plan *plan = make_plan(w, dev, &po, pr);
     int ok = plan != NULL;
-    if (ok && !runner_open(e, u, capacity, n_iter, NULL, r)) {
-        ok = r->refused; /* reported by the caller */
-        if (!ok) fprintf(stderr, "tensile run: %s\n", r->error);
-        runner_close(u);
-    } else if (ok) {
+    if (ok) {
         tsl_runtime_opts ro = tsl_runtime_opts_default();
         ro.pcie_gbps = t->pcie_gbps;
         ro.profile = *dev;
-        ro.plan_opts.policy = TSL_POLICY_TENSILE;
-        ro.plan_opts.budget = budget;
+        ro.plan_opts = po; /* replans plan as the first plan was */
         if (tsl_session_attach_runtime(u->s, &ro, w) != TSL_OK ||
             tsl_session_set_plan(u->s, plan) != TSL_OK) {
             fprintf(stderr, "tensile run: runtime: %s\n", tsl_last_error());
-            runner_close(u);
             ok = 0;
         }
     }
+    if (!ok) runner_close(u);
     tsl_plan_free(plan);
     tsl_workload_free(w);
     return ok;
@@ -527,6 +509,7 @@ static json_t *json_run(const run_result *r, int scheduled) {
     json_object_set_new(o, "peak_load_bytes", json_integer((json_int_t)r->peak_load));
     json_object_set_new(o, "footprint_bytes", json_integer((json_int_t)r->peak_fp));
     json_object_set_new(o, "iter_ms", json_real(r->iter_ms));
+    json_object_set_new(o, "kernel_ms", json_real(r->kernel_ms));
     json_object_set_new(o, "param_checksum", json_string(ck));
     if (scheduled) {
         const tsl_runtime_stats *s = &r->rs;
@@ -597,15 +580,23 @@ int cmd_run(int argc, char **argv) {
         goto out;
     }
     /* (the dry run counts the reference kernels' workspace; a fast kernel's
-     * scratch can be larger, one op at a time) */
+     * scratch can be larger, one op at a time: a probe session asks) */
     size_t max_ws = 0;
-    for (int32_t i = 0; i < n_ops; i++) {
-        size_t ws;
-        if (!backend_workspace(e.g, tsl_graph_op(e.g, i), t.threads, &ws)) {
+    {
+        tsl_session_opts so = session_opts(&t, dry.peak_footprint + ((size_t)16 << 20));
+        tsl_session *probe = NULL;
+        tsl_status st = tsl_session_new(e.g, &so, &probe);
+        for (int32_t i = 0; i < n_ops && st == TSL_OK; i++) {
+            size_t ws;
+            st = tsl_session_op_workspace(probe, i, &ws);
+            if (ws > max_ws) max_ws = ws;
+        }
+        tsl_session_free(probe);
+        if (st != TSL_OK) {
+            fprintf(stderr, "tensile run: kernel workspaces: %s\n", tsl_last_error());
             rc = 1;
             goto out;
         }
-        if (ws > max_ws) max_ws = ws;
     }
     size_t roomy = dry.peak_footprint + (dry.peak_footprint >> 2) + max_ws + ((size_t)16 << 20);
     size_t budget = t.budget_pct > 0 ? (size_t)((double)dry.peak_load * t.budget_pct / 100.0) : t.budget;
@@ -757,6 +748,7 @@ int cmd_run(int argc, char **argv) {
         printf("%-22s %18s %18s\n", "footprint", fmt_bytes(van.peak_fp, b1, sizeof b1),
                fmt_bytes(sched.peak_fp, b2, sizeof b2));
         printf("%-22s %15.2f ms %15.2f ms\n", "iteration (median)", van.iter_ms, sched.iter_ms);
+        printf("%-22s %15.2f ms %15.2f ms\n", "  of which kernels", van.kernel_ms, sched.kernel_ms);
         if (t.eval)
             printf("%-22s %17.2f%% %16.2f%%%s\n", "test accuracy", 100 * van.accuracy, 100 * sched.accuracy,
                    sched.eval_elsewhere ? "+" : " ");

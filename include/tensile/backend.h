@@ -59,6 +59,11 @@ struct tsl_backend_i {
      * fit, nothing run). Writes the kernel's wall time in *ms if non-NULL. */
     tsl_status (*run_op)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, void *const *in,
                          void *const *out, const tsl_run_ctx *ctx, double *ms);
+    /* The scratch workspace run_op allocates for op, in bytes (a fast
+     * kernel's prepared scratchpad, or tsl_op_workspace for a reference
+     * kernel): what a plan must count for the op. May prepare the kernel
+     * (the preparation is kept for run_op); an error if it cannot be. */
+    tsl_status (*op_workspace)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, size_t *bytes);
     /* Synchronous copies between host memory and device memory. */
     tsl_status (*copy_to_device)(tsl_backend *b, void *dst, const void *src, size_t n);
     tsl_status (*copy_to_host)(tsl_backend *b, void *dst, const void *src, size_t n);

@@ -44,6 +44,10 @@ typedef struct tsl_runtime_opts {
     int strict;                /* 1: never exceed min(predicted peak, budget) (default 1) */
     double ewma_weight;        /* weight of the new latency sample (default 0.9, as the paper's code) */
     double replan_threshold;   /* |s'-s|/s of summed latencies that triggers a replan (default 0.3) */
+    int replan_patience;       /* replan only when the change rate stays above the threshold
+                                  this many iteration boundaries in a row (default 3; 1:
+                                  the paper's rule), so that one noisy iteration does not
+                                  cost a replan */
     int replan;                /* 1: replan on drift with `profile` (default 1) */
     tsl_device_profile profile;/* for replanning: channel bandwidths and memory */
     tsl_plan_opts plan_opts;   /* for replanning */
@@ -65,13 +69,25 @@ typedef struct tsl_runtime_stats {
     int64_t stalls;                /* times compute waited for a copy */
     double stall_ms;               /* total wait */
     int64_t replans;               /* plans replaced because latencies drifted */
+    int64_t drift_ignored;         /* boundaries above the threshold not (yet) acted on:
+                                    the drift had not lasted replan_patience boundaries */
     char last_replan_reason[160];
     size_t bytes_h2d, bytes_d2h;
 } tsl_runtime_stats;
 
+/* Sets each op's workspace in w (a workload of the session's graph, e.g.
+ * from tsl_workload_from_graph, which counts the reference kernels'
+ * tsl_op_workspace) to what the session's backend really allocates
+ * (tsl_session_op_workspace: oneDNN's scratchpads differ). Call it before
+ * planning with w, so that the plan's predicted peak and the strict limit
+ * count the kernels' scratch. */
+tsl_status tsl_workload_match_session(tsl_workload *w, tsl_session *s);
+
 /* Attaches the runtime to a session: starts the copy channel threads, and
  * takes `w` (the workload of the session's graph, same indices; copied) as
- * the latency model the EWMA corrects. */
+ * the latency model the EWMA corrects. TSL_ERR_INVALID if w does not match
+ * the graph, or counts less workspace for an op than the backend allocates
+ * (see tsl_workload_match_session). */
 tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
                                       const tsl_workload *w);
 /* Installs a plan (copied; NULL: vanilla) to take effect at the next

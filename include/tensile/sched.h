@@ -183,6 +183,11 @@ typedef struct tsl_plan_opts {
     double max_swap_rate[16];  /* per job, its priority; 1.0 = no limit */
     int recompute;             /* allow recomputation (default 1) */
     int max_iterations;        /* hard cap on Algorithm 3's loop (default 10000) */
+    double swap_in_slack;      /* a swap-in is placed to land this fraction of its copy
+                                  time before its access, so that ops running faster
+                                  than their latency estimates do not make compute wait
+                                  for the copy (default 0: exactly at the access, the
+                                  paper's placement; docs/RESULTS.md compares 0.25) */
 } tsl_plan_opts;
 tsl_plan_opts tsl_plan_opts_default(void);
 

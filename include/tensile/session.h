@@ -53,6 +53,8 @@ typedef struct tsl_step_stats {
     size_t peak_load;       /* bytes, this step */
     size_t peak_footprint;  /* bytes, this step */
     double ms;              /* wall time of the step */
+    double kernel_ms;       /* the kernels' own time (recomputations included), so
+                               ms - kernel_ms is what the executor added */
 } tsl_step_stats;
 
 typedef struct tsl_session tsl_session;
@@ -87,6 +89,17 @@ uint64_t tsl_session_param_checksum(tsl_session *s);
 
 /* Steps run so far (the next step is number steps+1). */
 int64_t tsl_session_steps(const tsl_session *s);
+
+/* The kernel time in ms of op i's last execution (training step or
+ * evaluation, vanilla or under a plan; a recomputation counts as an
+ * execution): the time run_op measured, without the executor's own waits.
+ * 0 for an op not run yet or an index out of range. */
+double tsl_session_op_ms(const tsl_session *s, int32_t i);
+
+/* The scratch workspace in bytes the session's backend allocates for op
+ * i's kernel (see tsl_backend_i.op_workspace). TSL_ERR_INVALID for an index
+ * out of range; the backend's error if the kernel cannot be prepared. */
+tsl_status tsl_session_op_workspace(tsl_session *s, int32_t i, size_t *bytes);
 
 /* Vanilla memory of one training iteration without allocating anything: the
  * liveness-freeing executor played against the allocator ledger only. */

@@ -112,7 +112,7 @@ static tsl_status acquire(step *S, int32_t t, size_t n) {
     for (;;) {
         if (t >= 0 ? tsl__rt_try_alloc(rt, t) == TSL_OK : tsl__rt_try_reserve(rt, n)) break;
         if (rt->async_err != TSL_OK) {
-            rc = rt->async_err;
+            rc = tsl__rt_async_error(rt);
             break;
         }
         if (tsl__rt_drop_cold(rt)) continue; /* the plan has it absent: free */
@@ -171,7 +171,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
     tsl__res *r = &rt->res[t];
     int no_plan = 0; /* the planned swap-in will not come: go passive */
     for (;;) {
-        if (rt->async_err != TSL_OK) return rt->async_err;
+        if (rt->async_err != TSL_OK) return tsl__rt_async_error(rt);
         if (rt->s->ptr[t] && r->readable) {
             tsl__se_cancel_releases(rt, t); /* needed now: a waiting release is void */
             r->dying = 0;
@@ -244,7 +244,7 @@ static tsl_status prepare_output(step *S, int32_t t) {
             tsl__se_swap_out(rt, x);
     }
     while (r->out_n > 0 || r->in_x >= 0) {
-        if (rt->async_err != TSL_OK) return rt->async_err;
+        if (rt->async_err != TSL_OK) return tsl__rt_async_error(rt);
         wait_step(S);
     }
     return TSL_OK;
@@ -378,6 +378,7 @@ static tsl_status run_item(step *S, int32_t k) {
     uint64_t seq_end = rt->virtual_clock ? tsl__vc_next_seq(rt) : 0;
     double ms = 0.0;
     if (!skip) rc = exec_kernel(S, it, &ms);
+    if (!skip) S->st->kernel_ms += rt->virtual_clock ? (it->ne - it->ns) * 1e-3 : ms;
     void *ph = NULL; /* virtual clock: the workspace held over the op's duration */
     if (rc == TSL_OK && rt->virtual_clock && ws && rt->b->iface->alloc(rt->b, ws, &ph) != TSL_OK) {
         tsl_clear_error();
@@ -464,6 +465,7 @@ static tsl_status install(tsl__runtime *rt) {
     if (!rt->has_pending) return TSL_OK;
     tsl__rt_plan_free(rt->cur);
     rt->cur = rt->pending;
+    rt->drift_run = 0; /* a new base for the change rate */
     rt->pending = NULL;
     rt->has_pending = 0;
     if (rt->cur) {
@@ -567,7 +569,7 @@ static tsl_status defrag(step *S, int32_t k) {
     while (rc == TSL_OK && tsl__rt_frees_pending(rt) && rt->async_err == TSL_OK)
         if (!wait_step(S)) break;
     rt->pos = pos; /* compute_wants_mem stays: the retried item places its tensors first */
-    return rc != TSL_OK ? rc : rt->async_err;
+    return rc != TSL_OK ? rc : tsl__rt_async_error(rt);
 }
 
 /* Runs the executed sequence; an item that failed for fragmentation is
@@ -592,7 +594,7 @@ static tsl_status plan_step(step *S) {
                                            "defragment the arena)", why);
         }
     }
-    if (rc == TSL_OK) rc = rt->async_err;
+    if (rc == TSL_OK) rc = tsl__rt_async_error(rt);
     return rc;
 }
 
@@ -607,6 +609,10 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
                         tsl_graph_name(s->g));
     pthread_mutex_lock(&rt->mu);
     tsl_status rc = install(rt);
+    if (rc == TSL_OK && rt->parked) { /* after an evaluation: the parked tensors come back, */
+        rt->parked = 0;                /* under a plan what fits (the rest passively) */
+        rc = tsl__rt_restore_some(rt, NULL, rt->cur != NULL);
+    }
     if (rc != TSL_OK || !rt->cur) { /* no plan: the vanilla executor */
         pthread_mutex_unlock(&rt->mu);
         if (rc != TSL_OK) return rc;

@@ -9,8 +9,11 @@
  * attached workload's latencies (the cold start: cost model or a latency
  * table). At each iteration boundary with a plan, the change rate
  * |S' - S| / S compares the summed estimates S' with the summed latencies S
- * of the workload the current plan was made for. Above
- * opts.replan_threshold (and with opts.replan), the runtime rebuilds the
+ * of the workload the current plan was made for. When it has been above
+ * opts.replan_threshold at opts.replan_patience boundaries in a row (the
+ * hysteresis: CPU kernel times are noisy, and with the paper's rule, a
+ * patience of 1, one slow iteration costs a replan and often a second one
+ * back), and with opts.replan, the runtime rebuilds the
  * workload with the estimates (same tensors and ops, new times), plans it
  * with tsl_plan_jobs(opts.profile, opts.plan_opts), verifies the plan and
  * installs it at the next boundary; the count and the reason (the rates)
@@ -79,14 +82,23 @@ void tsl__lat_end_iteration(tsl__runtime *rt) {
     if (!(base > 0)) return;
     double rate = fabs(sum - base) / base;
     rt->last_rate = rate;
-    if (!rt->o.replan || !(rate > rt->o.replan_threshold) || rt->has_pending) return;
+    if (!rt->o.replan || rt->has_pending) return;
+    if (!(rate > rt->o.replan_threshold)) {
+        rt->drift_run = 0;
+        return;
+    }
+    if (++rt->drift_run < rt->o.replan_patience) {
+        rt->st.drift_ignored++;
+        return;
+    }
+    rt->drift_run = 0;
     tsl_status st = replan(rt);
     if (st == TSL_OK) {
         rt->st.replans++;
         snprintf(rt->st.last_replan_reason, sizeof rt->st.last_replan_reason,
                  "iteration %lld: summed op latency %.1f us vs %.1f us of the plan: change rate "
-                 "%.3f > threshold %.3f",
-                 (long long)rt->iter, sum, base, rate, rt->o.replan_threshold);
+                 "%.3f > threshold %.3f for %d iterations",
+                 (long long)rt->iter, sum, base, rate, rt->o.replan_threshold, rt->o.replan_patience);
     } else {
         char why[96];
         snprintf(why, sizeof why, "%s", tsl_last_error());

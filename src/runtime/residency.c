@@ -106,7 +106,7 @@ void tsl__rt_free_block(tsl__runtime *rt, int32_t t) {
     rt->used -= n;
     tsl__rt_note_mem(rt);
     tsl__se_retry_wmem(rt);
-    if (!rt->virtual_clock) pthread_cond_broadcast(&rt->cv);
+    if (!rt->virtual_clock) pthread_cond_signal(&rt->cv); /* the compute thread */
 }
 
 void tsl__rt_release_block(tsl__runtime *rt, int32_t t) {

@@ -26,6 +26,7 @@ tsl_runtime_opts tsl_runtime_opts_default(void) {
     o.strict = 1;
     o.ewma_weight = 0.9;
     o.replan_threshold = 0.3;
+    o.replan_patience = 3;
     o.replan = 1;
     snprintf(o.profile.name, sizeof o.profile.name, "cpu-runtime");
     o.profile.duplex = 1;
@@ -180,7 +181,8 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_pl
 /* ---- attach --------------------------------------------------------------------- */
 
 /* The workload must be the graph's: same tensors (sizes) and ops (arity). */
-static tsl_status check_workload(const tsl_graph *g, const tsl_workload *w) {
+static tsl_status check_workload(tsl_session *s, const tsl_workload *w) {
+    const tsl_graph *g = s->g;
     if (!w) return tsl_fail(TSL_ERR_INVALID, "attach runtime: the workload is NULL");
     if (w->n_tensors != tsl_graph_n_tensors(g) || w->n_ops != tsl_graph_n_ops(g))
         return tsl_fail(TSL_ERR_INVALID,
@@ -204,6 +206,26 @@ static tsl_status check_workload(const tsl_graph *g, const tsl_workload *w) {
                             "times [%g, %g]; the graph's op has %d inputs, %d outputs",
                             w->job, i, o->name, o->n_in, o->n_out, o->start_us, o->end_us,
                             op->n_in, op->n_out);
+        size_t ws;
+        tsl_status st = tsl_session_op_workspace(s, i, &ws);
+        if (st != TSL_OK) return st;
+        if (o->workspace < ws) /* the plan's peak and the strict limit would not hold */
+            return tsl_fail(TSL_ERR_INVALID,
+                            "attach runtime: workload '%s' op %d ('%s'): workspace %zu bytes, but "
+                            "the backend's kernel allocates %zu (tsl_workload_match_session)",
+                            w->job, i, o->name, o->workspace, ws);
+    }
+    return TSL_OK;
+}
+
+tsl_status tsl_workload_match_session(tsl_workload *w, tsl_session *s) {
+    if (!w || !s) return tsl_fail(TSL_ERR_INVALID, "match workload: the workload or session is NULL");
+    if (w->n_ops != tsl_graph_n_ops(s->g))
+        return tsl_fail(TSL_ERR_INVALID, "match workload: workload '%s' has %d ops, graph '%s' has %d",
+                        w->job, w->n_ops, tsl_graph_name(s->g), tsl_graph_n_ops(s->g));
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        tsl_status st = tsl_session_op_workspace(s, i, &w->ops[i].workspace);
+        if (st != TSL_OK) return st;
     }
     return TSL_OK;
 }
@@ -215,6 +237,9 @@ static tsl_status check_opts(const tsl_runtime_opts *o) {
     if (!(o->replan_threshold >= 0.0) || !isfinite(o->replan_threshold))
         return tsl_fail(TSL_ERR_INVALID, "runtime opts: replan_threshold %g must be finite and >= 0",
                         o->replan_threshold);
+    if (o->replan_patience < 1 || o->replan_patience > 1000000)
+        return tsl_fail(TSL_ERR_INVALID, "runtime opts: replan_patience %d must be in 1..1000000",
+                        o->replan_patience);
     if (!(o->pcie_gbps >= 0.0) || !isfinite(o->pcie_gbps))
         return tsl_fail(TSL_ERR_INVALID, "runtime opts: pcie_gbps %g must be finite and >= 0",
                         o->pcie_gbps);
@@ -254,7 +279,7 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     if (s->rt) return tsl_fail(TSL_ERR_INVALID, "attach runtime: a runtime is already attached");
     tsl_runtime_opts opts = o ? *o : tsl_runtime_opts_default();
     tsl_status st = check_opts(&opts);
-    if (st == TSL_OK) st = check_workload(s->g, w);
+    if (st == TSL_OK) st = check_workload(s, w);
     if (st != TSL_OK) return st;
     const struct tsl_backend_i *bi = s->b->iface;
     if (!bi->copy_async || !bi->event_wait || !bi->event_times || !bi->event_release ||
@@ -282,6 +307,8 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&rt->cv, &ca);
+    pthread_cond_init(&rt->cv_queue, &ca);
+    for (int d = 0; d < 2; d++) pthread_cond_init(&rt->cv_watch[d], &ca);
     pthread_condattr_destroy(&ca);
     rt->w0 = tsl__rt_workload_copy(w, NULL);
     st = rt->w0 ? TSL_OK : tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
@@ -318,6 +345,8 @@ void tsl__rt_free(tsl__runtime *rt) {
     free(rt->ewma);
     tsl__log_free(&rt->log);
     pthread_cond_destroy(&rt->cv);
+    pthread_cond_destroy(&rt->cv_queue);
+    for (int d = 0; d < 2; d++) pthread_cond_destroy(&rt->cv_watch[d]);
     pthread_mutex_destroy(&rt->mu);
     free(rt);
 }
@@ -422,11 +451,20 @@ size_t tsl__session_runtime_limit(const tsl_session *s) {
 
 /* ---- boundary helpers ----------------------------------------------------------------- */
 
-tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) {
+/* 1 in need[t] for each tensor an evaluation (forward) op reads. */
+static void eval_reads(const tsl__runtime *rt, uint8_t *need) {
+    memset(need, 0, (size_t)rt->nt);
+    for (int32_t i = 0; i < rt->s->live_eval.end; i++) {
+        const tsl_op *op = tsl_graph_op(rt->g, i);
+        for (int j = 0; j < op->n_in; j++) need[op->in[j]] = 1;
+    }
+}
+
+tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_effort) {
     tsl_session *s = rt->s;
     for (int32_t t = 0; t < rt->nt; t++) {
         const tsl_tensor *tt = tsl_graph_tensor(rt->g, t);
-        if (!tsl_kind_is_persistent(tt->kind) || s->ptr[t]) continue;
+        if (!tsl_kind_is_persistent(tt->kind) || s->ptr[t] || (only && !only[t])) continue;
         tsl__res *r = &rt->res[t];
         TSL_ASSERT(tsl__rt_host_valid(rt, t)); /* never freed without a host copy */
         tsl_status st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
@@ -434,6 +472,10 @@ tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) {
             st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
         if (st != TSL_OK) {
             s->ptr[t] = NULL;
+            if (best_effort) { /* the executor swaps it in at its access */
+                tsl_clear_error();
+                continue;
+            }
             tsl_alloc_stats ms;
             rt->b->iface->mem_stats(rt->b, &ms);
             return tsl_fail(TSL_ERR_OOM,
@@ -448,10 +490,38 @@ tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) {
     return TSL_OK;
 }
 
+tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) { return tsl__rt_restore_some(rt, NULL, 0); }
+
+/* Parks persistent t on the host: a host copy if it has none that is
+ * current, then its device block freed (at a boundary: nothing in flight). */
+static tsl_status park(tsl__runtime *rt, int32_t t) {
+    tsl__res *r = &rt->res[t];
+    if (!tsl__rt_host_valid(rt, t)) {
+        void *h = tsl__rt_host_buf(rt, t);
+        if (!h) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for a copy of '%s'",
+                                tsl_graph_tensor(rt->g, t)->name);
+        rt->b->iface->copy_to_host(rt->b, h, rt->s->ptr[t], tsl_graph_tensor(rt->g, t)->nbytes);
+        r->host_ok = 1;
+        r->host_gen = r->gen;
+    }
+    tsl__rt_free_block(rt, t);
+    return TSL_OK;
+}
+
 tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt) {
+    uint8_t *need = malloc((size_t)rt->nt + 1);
+    if (!need) return tsl_fail(TSL_ERR_OOM, "evaluation: out of host memory");
     pthread_mutex_lock(&rt->mu);
-    tsl_status st = tsl__rt_restore_persistent(rt);
+    eval_reads(rt, need);
+    tsl_status st = TSL_OK;
+    for (int32_t t = 0; t < rt->nt && st == TSL_OK; t++)
+        if (tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind) && rt->s->ptr[t] && !need[t]) {
+            st = park(rt, t);
+            rt->parked = 1;
+        }
+    if (st == TSL_OK) st = tsl__rt_restore_some(rt, need, 0);
     pthread_mutex_unlock(&rt->mu);
+    free(need);
     return st;
 }
 

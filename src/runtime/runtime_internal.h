@@ -11,7 +11,11 @@
  *    thread releases due events in time order and issues their copies on
  *    the backend's channels; one watcher thread per channel completes the
  *    copies in order (a channel is FIFO). Every piece of state below is
- *    guarded by `mu`; `cv` is broadcast on every change.
+ *    guarded by `mu`. Each waiter has its own condition variable, so that
+ *    a change wakes only the thread that waits for it: `cv` the compute
+ *    thread (any change of residency, events or memory), `cv_queue` the
+ *    queue thread (an event queued, or stop), `cv_watch[d]` channel d's
+ *    watcher (a copy in flight, or stop).
  *  - Virtual clock (opts.virtual_clock): one thread. Each op takes its
  *    latency in virtual time, each copy tsl_copy_us of the profile; the
  *    events are processed from an agenda keyed (time, phase, seq) exactly as
@@ -177,6 +181,7 @@ typedef struct tsl__runtime {
     uint8_t *ev_state;
     int32_t outstanding;       /* timed events not done */
     int32_t pos;               /* op the executor is at (next-use distances) */
+    int parked;                /* an evaluation parked persistent tensors on the host */
     tsl__xfer *xf;
     int64_t n_xf, cap_xf;
     int64_t xf_inflight;
@@ -185,7 +190,9 @@ typedef struct tsl__runtime {
 
     /* real time: Swap Executor threads */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;         /* the compute thread's */
+    pthread_cond_t cv_queue;   /* the queue thread's */
+    pthread_cond_t cv_watch[2];/* the channel watchers' */
     int threads_on, stop;
     int draining;              /* a failed step: due events are not issued any more */
     pthread_t queue_th, watch_th[2];
@@ -202,10 +209,12 @@ typedef struct tsl__runtime {
     /* latency tracking */
     double *ewma;
     double last_rate;
+    int drift_run;             /* boundaries in a row with the change rate above the threshold */
 
     tsl_runtime_stats st;
     int64_t defrags;           /* items retried after moving their tensors out (tests) */
     tsl_status async_err;      /* first error met by a Swap Executor thread */
+    char async_msg[256];       /* its message (tsl_last_error is per thread) */
     double attach_ms;
     tsl__rt_log log;
 } tsl__runtime;
@@ -222,6 +231,10 @@ tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat);
  * (synchronously; at an iteration boundary, rt->mu held). TSL_ERR_OOM if
  * the arena cannot hold them. */
 tsl_status tsl__rt_restore_persistent(tsl__runtime *rt);
+/* Brings back the absent persistent tensors t with only[t] (NULL: all);
+ * best_effort: one that does not fit stays on the host (the executor swaps
+ * it in at its access) instead of failing with TSL_ERR_OOM. */
+tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_effort);
 /* The same, taking rt->mu (for session.c, between steps). */
 tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt);
 /* Cold start of a newly installed plan: marks the persistent tensors the
@@ -306,9 +319,13 @@ void tsl__se_cancel_releases(tsl__runtime *rt, int32_t t);
 int tsl__se_waits_on_idle(const tsl__runtime *rt, int32_t e);
 /* The swap-in of t still to come this iteration (SCHED, WAIT or WMEM), -1. */
 int32_t tsl__se_pending_swap_in(const tsl__runtime *rt, int32_t t);
-/* Waits for any change: real time, a timed wait on cv (returns 1);
+/* Waits for any change (compute thread only): real time, a timed wait on
+ * cv (returns 1);
  * virtual, processes the next agenda entry (0 if the agenda is empty). */
 int tsl__se_wait(tsl__runtime *rt);
+/* TSL_OK, or the error a Swap Executor thread met (async_err), recorded
+ * again with its message on the calling thread. */
+tsl_status tsl__rt_async_error(tsl__runtime *rt);
 /* Virtual: processes the agenda entries ordered before (t, phase, seq). */
 void tsl__vc_run_before(tsl__runtime *rt, double t, int32_t phase, uint64_t seq);
 uint64_t tsl__vc_next_seq(tsl__runtime *rt);

@@ -219,6 +219,7 @@ tsl_status tsl__session_run_vanilla(tsl_session *s, const float *x, const int32_
         for (int j = 0; j < op->n_out; j++) out[j] = s->ptr[op->out[j]];
         rc = s->b->iface->run_op(s->b, g, op, in, out, &ctx, &s->op_ms[i]);
         if (rc != TSL_OK) break;
+        st->kernel_ms += s->op_ms[i];
         tsl__session_after_op(s, i, y, n_valid, st);
         int nf;
         const tsl_tid *fl = tsl__liveness_after(lv, i, &nf);
@@ -319,3 +320,15 @@ uint64_t tsl_session_param_checksum(tsl_session *s) {
 }
 
 int64_t tsl_session_steps(const tsl_session *s) { return s->steps; }
+
+double tsl_session_op_ms(const tsl_session *s, int32_t i) {
+    return i >= 0 && i < tsl_graph_n_ops(s->g) ? s->op_ms[i] : 0;
+}
+
+tsl_status tsl_session_op_workspace(tsl_session *s, int32_t i, size_t *bytes) {
+    *bytes = 0;
+    if (i < 0 || i >= tsl_graph_n_ops(s->g))
+        return tsl_fail(TSL_ERR_INVALID, "op workspace: op %d outside 0..%d of graph '%s'", i,
+                        tsl_graph_n_ops(s->g) - 1, tsl_graph_name(s->g));
+    return s->b->iface->op_workspace(s->b, s->g, tsl_graph_op(s->g, i), bytes);
+}

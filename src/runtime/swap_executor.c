@@ -34,6 +34,7 @@
  * occupies its channel (one transfer at a time, FIFO; one shared channel if
  * the profile is not duplex) for tsl_copy_us.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -118,14 +119,21 @@ double tsl__rt_now(const tsl__runtime *rt) {
     return (tsl_backend_now_ms() - rt->t0_ms) * 1e3;
 }
 
+/* Wakes the compute thread if it waits for a change (real time). */
 static void wake(tsl__runtime *rt) {
-    if (!rt->virtual_clock) pthread_cond_broadcast(&rt->cv);
+    if (!rt->virtual_clock) pthread_cond_signal(&rt->cv);
 }
 
 /* Out of host memory in a Swap Executor structure: the step reports it. */
 static void note_oom(tsl__runtime *rt) {
-    if (rt->async_err == TSL_OK)
-        rt->async_err = tsl_fail(TSL_ERR_OOM, "runtime: out of host memory in the Swap Executor");
+    if (rt->async_err != TSL_OK) return;
+    rt->async_err = TSL_ERR_OOM;
+    snprintf(rt->async_msg, sizeof rt->async_msg, "runtime: out of host memory in the Swap Executor");
+}
+
+tsl_status tsl__rt_async_error(tsl__runtime *rt) {
+    if (rt->async_err == TSL_OK) return TSL_OK;
+    return tsl_fail(rt->async_err, "%s", rt->async_msg); /* on the calling thread */
 }
 
 static void set_state(tsl__runtime *rt, int32_t e, int s) {
@@ -275,7 +283,10 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
         if (bytes) r->host_ok = 0; /* the host buffer is being overwritten */
     }
     if (rt->virtual_clock) vchan_request(rt, x);
-    else wake(rt);
+    else {
+        pthread_cond_signal(&rt->cv_watch[to_device ? 1 : 0]);
+        wake(rt);
+    }
     return x;
 }
 
@@ -448,6 +459,8 @@ void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end) {
             if (heap_push(&rt->queue, q) != 0) {
                 note_oom(rt);
                 tsl__se_ev_done(rt, e);
+            } else {
+                pthread_cond_signal(&rt->cv_queue);
             }
         }
     }
@@ -523,7 +536,7 @@ static void *queue_main(void *arg) {
     pthread_mutex_lock(&rt->mu);
     while (!rt->stop) {
         if (rt->queue.n == 0) {
-            pthread_cond_wait(&rt->cv, &rt->mu);
+            pthread_cond_wait(&rt->cv_queue, &rt->mu);
             continue;
         }
         tsl__qent top = rt->queue.a[0];
@@ -544,7 +557,7 @@ static void *queue_main(void *arg) {
         long ns = ts.tv_nsec + (long)(wait_ms * 1e6);
         ts.tv_sec += ns / 1000000000L;
         ts.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
+        pthread_cond_timedwait(&rt->cv_queue, &rt->mu, &ts);
     }
     pthread_mutex_unlock(&rt->mu);
     return NULL;
@@ -563,7 +576,7 @@ static void *watch_main(void *arg) {
     tsl__fifo *f = &rt->inflight[d];
     pthread_mutex_lock(&rt->mu);
     for (;;) {
-        while (!rt->stop && f->n == 0) pthread_cond_wait(&rt->cv, &rt->mu);
+        while (!rt->stop && f->n == 0) pthread_cond_wait(&rt->cv_watch[d], &rt->mu);
         if (f->n == 0) break; /* stopping, nothing in flight */
         int64_t x = f->a[f->head];
         tsl_copy_event *ev = rt->xf[x].ev;
@@ -612,6 +625,8 @@ void tsl__se_stop(tsl__runtime *rt) {
     pthread_mutex_lock(&rt->mu);
     rt->stop = 1;
     pthread_cond_broadcast(&rt->cv);
+    pthread_cond_broadcast(&rt->cv_queue);
+    for (int d = 0; d < 2; d++) pthread_cond_broadcast(&rt->cv_watch[d]);
     pthread_mutex_unlock(&rt->mu);
     pthread_join(rt->queue_th, NULL);
     for (int d = 0; d < rt->threads_on - 1 && d < 2; d++) pthread_join(rt->watch_th[d], NULL);

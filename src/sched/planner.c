@@ -47,6 +47,7 @@ tsl_plan_opts tsl_plan_opts_default(void) {
     for (int i = 0; i < 16; i++) o.max_swap_rate[i] = 1.0;
     o.recompute = 1;
     o.max_iterations = 10000;
+    o.swap_in_slack = 0.0;
     return o;
 }
 
@@ -548,6 +549,9 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     if (!opts) opts = &def;
     if (opts->policy != TSL_POLICY_VANILLA && opts->policy != TSL_POLICY_TENSILE)
         return tsl_fail(TSL_ERR_INVALID, "planner: opts.policy %d unknown", (int)opts->policy);
+    if (!(opts->swap_in_slack >= 0) || opts->swap_in_slack > 10)
+        return tsl_fail(TSL_ERR_INVALID, "planner: opts.swap_in_slack = %g outside [0, 10]",
+                        opts->swap_in_slack);
     for (int j = 0; j < n_jobs; j++) {
         tsl_status st = check_workload(w[j], j);
         if (st != TSL_OK) return st;

@@ -281,7 +281,8 @@ double tsl__canon_tl(void *ctx, double x, int up);
 int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *d);
 /* Completes draft d, whose tensor leaves the device at `rel`: it must have
  * left by the peak time, then its swap-in is placed as late as the H2D
- * channel allows, ending by the start of op `precede`. If either fails the
+ * channel allows, ending by the start of op `precede` less the slack
+ * (opts->swap_in_slack times its copy time). If either fails the
  * gap's failure time is recorded and 0 returned; else the swap-in is filled
  * in, d stored in *out, and 1 returned. */
 int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double rel,

@@ -115,7 +115,8 @@ int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double r
     tsl__canon_ctx cx = {.tl = tl};
     double din = tsl_copy_us(P->dev, J->w->tensors[d.tensor].bytes, 1);
     double lo = nextafter(T, INFINITY);
-    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[precede], tsl__canon_tl, &cx);
+    double end_by = tl->s[precede] - P->opts->swap_in_slack * din; /* see tsl_plan_opts */
+    double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, end_by, tsl__canon_tl, &cx);
     if (y < 0) {
         J->gap_fail_in[d.gap] = T;
         return 0;

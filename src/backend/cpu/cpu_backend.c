@@ -128,14 +128,12 @@ static op_state *state_slot(cpu_ctx *c, const tsl_graph *g, const tsl_op *op) {
     return &c->states[j];
 }
 
-static tsl_status cpu_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
-                             void *const *in, void *const *out, const tsl_run_ctx *ctx,
-                             double *ms) {
-    cpu_ctx *c = b->context;
+/* The kernel that runs op: a fast kernel (prepared on first use; its state
+ * and workspace kept per op) or the reference kernel. */
+static tsl_status pick_kernel(cpu_ctx *c, const tsl_graph *g, const tsl_op *op, tsl_kernel_fn *fn,
+                              void ***state, size_t *ws) {
     const tsl_fast_kernel *fk = c->kernels == TSL_KERNELS_FAST ? tsl_cpu_fast_kernel(op->type) : NULL;
-    tsl_kernel_fn fn;
-    void **state = NULL;
-    size_t ws;
+    *state = NULL;
     if (fk && fk->run) {
         op_state *s = state_slot(c, g, op);
         if (!s) return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory for kernel state");
@@ -147,13 +145,32 @@ static tsl_status cpu_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *o
             }
             s->workspace = w;
         }
-        fn = fk->run;
-        state = &s->state;
-        ws = s->workspace;
+        *fn = fk->run;
+        *state = &s->state;
+        *ws = s->workspace;
     } else {
-        fn = tsl_cpu_ref_kernel(op->type, TSL_F32);
-        ws = tsl_op_workspace(g, op);
+        *fn = tsl_cpu_ref_kernel(op->type, TSL_F32);
+        *ws = tsl_op_workspace(g, op);
     }
+    return TSL_OK;
+}
+
+static tsl_status cpu_op_workspace(tsl_backend *b, const tsl_graph *g, const tsl_op *op, size_t *bytes) {
+    tsl_kernel_fn fn;
+    void **state;
+    *bytes = 0;
+    return pick_kernel(b->context, g, op, &fn, &state, bytes);
+}
+
+static tsl_status cpu_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                             void *const *in, void *const *out, const tsl_run_ctx *ctx,
+                             double *ms) {
+    cpu_ctx *c = b->context;
+    tsl_kernel_fn fn;
+    void **state;
+    size_t ws;
+    tsl_status pst = pick_kernel(c, g, op, &fn, &state, &ws);
+    if (pst != TSL_OK) return pst;
     void *w = NULL;
     if (ws) {
         tsl_status st = cpu_alloc(b, ws, &w);
@@ -265,6 +282,7 @@ static const struct tsl_backend_i cpu_iface = {
     .reset_peaks = cpu_reset_peaks,
     .fail_alloc_at = cpu_fail_alloc_at,
     .run_op = cpu_run_op,
+    .op_workspace = cpu_op_workspace,
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
     .sync = cpu_sync,
