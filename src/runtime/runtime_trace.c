@@ -18,25 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/grow.h"
 #include "runtime/runtime_internal.h"
 #include "sim/trace.h"
 
 enum { TID_COMPUTE = 1, TID_H2D, TID_D2H, TID_ITER };
 
-/* Grows an array of `size`-byte records to hold one more; 0 on failure. */
-static int grow(void **a, int64_t n, int64_t *cap, size_t size) {
-    if (n < *cap) return 1;
-    int64_t c = *cap ? 2 * *cap : 1024;
-    void *p = realloc(*a, (size_t)c * size);
-    if (!p) return 0;
-    *a = p;
-    *cap = c;
-    return 1;
-}
-
 void tsl__log_span(tsl__runtime *rt, const tsl__rt_span *sp) {
     tsl__rt_log *l = &rt->log;
-    if (!grow((void **)&l->span, l->n_span, &l->cap_span, sizeof *l->span)) {
+    if (tsl__grow((void **)&l->span, l->n_span, &l->cap_span, sizeof *l->span)) {
         l->oom = 1;
         return;
     }
@@ -45,7 +35,7 @@ void tsl__log_span(tsl__runtime *rt, const tsl__rt_span *sp) {
 
 void tsl__log_mem(tsl__runtime *rt, double t, size_t load) {
     tsl__rt_log *l = &rt->log;
-    if (!grow((void **)&l->mem, l->n_mem, &l->cap_mem, sizeof *l->mem)) {
+    if (tsl__grow((void **)&l->mem, l->n_mem, &l->cap_mem, sizeof *l->mem)) {
         l->oom = 1;
         return;
     }
@@ -54,7 +44,7 @@ void tsl__log_mem(tsl__runtime *rt, double t, size_t load) {
 
 void tsl__log_iter(tsl__runtime *rt, const tsl__rt_iter *it) {
     tsl__rt_log *l = &rt->log;
-    if (!grow((void **)&l->iter, l->n_iter, &l->cap_iter, sizeof *l->iter)) {
+    if (tsl__grow((void **)&l->iter, l->n_iter, &l->cap_iter, sizeof *l->iter)) {
         l->oom = 1;
         return;
     }

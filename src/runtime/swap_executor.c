@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "core/assert.h"
+#include "core/heap_impl.h"
 #include "runtime/runtime_internal.h"
 
 /* ---- heap and fifo --------------------------------------------------------------- */
@@ -50,42 +51,8 @@ static int qlt(const tsl__qent *a, const tsl__qent *b) {
     return a->seq < b->seq;
 }
 
-/* Pushes e with the next seq; 0 on success, -1 if out of memory. */
-static int heap_push(tsl__heap *h, tsl__qent e) {
-    if (h->n == h->cap) {
-        int64_t cap = h->cap ? 2 * h->cap : 256;
-        tsl__qent *a = realloc(h->a, (size_t)cap * sizeof *a);
-        if (!a) return -1;
-        h->a = a;
-        h->cap = cap;
-    }
-    e.seq = h->next_seq++;
-    int64_t i = h->n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!qlt(&e, &h->a[p])) break;
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = e;
-    return 0;
-}
-
-static tsl__qent heap_pop(tsl__heap *h) {
-    TSL_ASSERT(h->n > 0);
-    tsl__qent top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && qlt(&h->a[c + 1], &h->a[c])) c++;
-        if (!qlt(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n > 0) h->a[i] = last;
-    return top;
-}
+/* heap_push (gives e the next seq; -1 if out of memory) and heap_pop */
+TSL__HEAP_DEFINE(heap, tsl__heap, tsl__qent, qlt)
 
 static int fifo_push(tsl__fifo *f, int64_t x) {
     if (f->head + f->n == f->cap) {

@@ -1,21 +1,10 @@
 /* sim_log.c - the simulator's timeline records (see sim_internal.h). */
 #include <stdlib.h>
+#include "core/grow.h"
 #include "sim/sim_internal.h"
 
-/* Grows *arr (elements of `size` bytes) to hold one more than *n; returns 0,
- * or -1 if out of memory (the array is left as it was). */
-static int grow(void **arr, int64_t n, int64_t *cap, size_t size) {
-    if (n < *cap) return 0;
-    int64_t c = *cap ? 2 * *cap : 1024;
-    void *a = realloc(*arr, (size_t)c * size);
-    if (!a) return -1;
-    *arr = a;
-    *cap = c;
-    return 0;
-}
-
 int64_t tsl__sim_log_span(tsl__sim_log *log, const tsl__sim_span *s) {
-    if (grow((void **)&log->span, log->n_span, &log->cap_span, sizeof *s)) {
+    if (tsl__grow((void **)&log->span, log->n_span, &log->cap_span, sizeof *s)) {
         log->oom = 1;
         return -1;
     }
@@ -24,7 +13,7 @@ int64_t tsl__sim_log_span(tsl__sim_log *log, const tsl__sim_span *s) {
 }
 
 void tsl__sim_log_mem(tsl__sim_log *log, const tsl__sim_mem *m) {
-    if (grow((void **)&log->mem, log->n_mem, &log->cap_mem, sizeof *m)) {
+    if (tsl__grow((void **)&log->mem, log->n_mem, &log->cap_mem, sizeof *m)) {
         log->oom = 1;
         return;
     }
@@ -32,7 +21,7 @@ void tsl__sim_log_mem(tsl__sim_log *log, const tsl__sim_mem *m) {
 }
 
 int64_t tsl__sim_log_iter(tsl__sim_log *log, const tsl__sim_iter *it) {
-    if (grow((void **)&log->iter, log->n_iter, &log->cap_iter, sizeof *it)) {
+    if (tsl__grow((void **)&log->iter, log->n_iter, &log->cap_iter, sizeof *it)) {
         log->oom = 1;
         return -1;
     }
