@@ -84,35 +84,12 @@ int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__s
      * is then on the device for sure) */
     double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : tl->e[F];
     size_t bytes = J->w->tensors[t].bytes;
-    double dur = tsl_copy_us(P->dev, bytes, 0), din = tsl_copy_us(P->dev, bytes, 1);
+    double din = tsl_copy_us(P->dev, bytes, 1);
     double D = head ? tl->period - tsl__margin(tl->period) : T;
     tsl__canon_ctx cx = {.tl = tl};
     tsl__swap_draft d = {.tensor = t, .gap = gap};
-    int ok = 1;
-    double rel = 0;
-    if (tsl__find_swap_out(J, t, gen_end, tl->e[L]) >= 0) {
-        d.rel_trig = L;
-        rel = tsl__release_time_with(J, t, L, -1, 0);
-        ok = rel <= D;
-    } else {
-        double x = tsl__chan_earliest(tsl__chan_of(P, 0), gen_end, dur, D, tsl__canon_tl, &cx);
-        if (x < 0) ok = 0;
-        else {
-            int32_t r = tsl__op_ending_from(tl, x);
-            if (r < L) r = L;
-            if (r >= tl->n_ops) ok = 0;
-            else {
-                d.has_out = 1;
-                d.so_trig = cx.trigger;
-                d.so_delay = cx.delay;
-                d.so_issue = x;
-                d.so_end = x + dur;
-                d.rel_trig = r;
-                rel = tsl__release_time_with(J, t, r, x, d.so_end);
-                ok = rel <= D;
-            }
-        }
-    }
+    double rel = tsl__place_swap_out(P, J, t, gen_end, L, D, &d);
+    int ok = rel >= 0 && rel <= D;
     if (ok) {
         double lo = head ? nextafter(T, INFINITY) : 0.0;
         double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[F], tsl__canon_tl, &cx);

@@ -104,6 +104,29 @@ static int32_t latest_write(const tsl__activity *a, int32_t lo, int32_t k) {
     return -1;
 }
 
+double tsl__place_swap_out(tsl__planner *P, tsl__job *J, int32_t t, double gen_end, int32_t last,
+                           double by, tsl__swap_draft *d) {
+    const tsl__timeline *tl = &J->tl;
+    if (tsl__find_swap_out(J, t, gen_end, tl->e[last]) >= 0) { /* that value is on the host */
+        d->rel_trig = last;
+        return tsl__release_time_with(J, t, last, -1, 0);
+    }
+    tsl__canon_ctx cx = {.tl = tl};
+    double dur = tsl_copy_us(P->dev, J->w->tensors[t].bytes, 0);
+    double x = tsl__chan_earliest(tsl__chan_of(P, 0), gen_end, dur, by, tsl__canon_tl, &cx);
+    if (x < 0) return -1;
+    int32_t r = tsl__op_ending_from(tl, x);
+    if (r < last) r = last;
+    if (r >= tl->n_ops) return -1;
+    d->has_out = 1;
+    d->so_trig = cx.trigger;
+    d->so_delay = cx.delay;
+    d->so_issue = x;
+    d->so_end = x + dur;
+    d->rel_trig = r;
+    return tsl__release_time_with(J, t, r, x, d->so_end);
+}
+
 int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double rel,
                        int32_t precede, tsl__swap_draft *out) {
     const tsl__timeline *tl = &J->tl;
@@ -159,33 +182,11 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *out)
      * since, the end of its first access (its swap-in then has landed) */
     double gen_end = wr >= 0 ? tl->e[a->acc[wr].op]
                              : J->absent0[t] ? tl->e[a->acc[a->acc_off[t]].op] : 0.0;
-    size_t bytes = J->w->tensors[t].bytes;
     tsl__swap_draft d = {.tensor = t, .gap = gap};
-    tsl__canon_ctx cx = {.tl = tl};
-    double rel;
-    if (tsl__find_swap_out(J, t, gen_end, tl->e[prev_op]) >= 0) {
-        d.rel_trig = prev_op;
-        rel = tsl__release_time_with(J, t, prev_op, -1, 0);
-    } else {
-        double dur = tsl_copy_us(P->dev, bytes, 0);
-        double x = tsl__chan_earliest(tsl__chan_of(P, 0), gen_end, dur, T, tsl__canon_tl, &cx);
-        if (x < 0) {
-            J->gap_fail_out[gap] = T;
-            return 0;
-        }
-        int32_t r = tsl__op_ending_from(tl, x);
-        if (r < prev_op) r = prev_op;
-        if (r >= tl->n_ops) {
-            J->gap_fail_out[gap] = T;
-            return 0;
-        }
-        d.has_out = 1;
-        d.so_trig = cx.trigger;
-        d.so_delay = cx.delay;
-        d.so_issue = x;
-        d.so_end = x + dur;
-        d.rel_trig = r;
-        rel = tsl__release_time_with(J, t, r, x, d.so_end);
+    double rel = tsl__place_swap_out(P, J, t, gen_end, prev_op, T, &d);
+    if (rel < 0) {
+        J->gap_fail_out[gap] = T;
+        return 0;
     }
     return tsl__place_swap_in(P, J, d, rel, next_op, out);
 }
