@@ -17,6 +17,8 @@
  * holds: symmetric when the floor already makes it hold, else the tight
  * value (a transposed conv with out_pad >= stride).
  */
+#include <stdio.h>
+
 #include "backend/cpu/dnnl_util.h"
 #include "core/assert.h"
 
@@ -123,16 +125,30 @@ tsl_status tsl__dnnl_build_conv(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
     return st;
 }
 
-/* Creates the forward hint for a backward conv primitive; *hint is NULL
- * when the builder must stop (fallback set, or error returned). */
-static tsl_status fwd_hint(const conv_md *c, int bias, tsl__dnnl_op *s, const tsl_op *op,
-                           dnnl_primitive_desc_t *hint) {
-    *hint = NULL;
-    dnnl_convolution_desc_t d;
-    tsl_status st = tsl__dnnl_soft(fwd_desc(&d, c, bias), s, op, "convolution descriptor");
+/* Makes primitive 0 of s from the backward descriptor d, whose init
+ * returned `init`, with the forward primitive descriptor oneDNN takes as
+ * its hint. `what` names it in messages ("convolution backward-data").
+ * Returns an error, or TSL_OK with s->fallback set when oneDNN has no
+ * primitive for it (the reference kernel runs instead). */
+static tsl_status backward_primitive(const conv_md *c, int bias, dnnl_status_t init,
+                                     const dnnl_convolution_desc_t *d, const char *what,
+                                     tsl__dnnl_op *s, const tsl_op *op) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s descriptor", what);
+    tsl_status st = tsl__dnnl_soft(init, s, op, msg);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_soft(tsl__dnnl_pd(hint, &d, NULL), s, op, "convolution hint");
-    if (st != TSL_OK || s->fallback) *hint = NULL;
+    dnnl_convolution_desc_t fd;
+    st = tsl__dnnl_soft(fwd_desc(&fd, c, bias), s, op, "convolution descriptor");
+    if (st != TSL_OK || s->fallback) return st;
+    dnnl_primitive_desc_t hint, pd;
+    st = tsl__dnnl_soft(tsl__dnnl_pd(&hint, &fd, NULL), s, op, "convolution hint");
+    if (st != TSL_OK || s->fallback) return st;
+    snprintf(msg, sizeof msg, "%s primitive descriptor", what);
+    st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, d, hint), s, op, msg);
+    dnnl_primitive_desc_destroy(hint);
+    if (st != TSL_OK || s->fallback) return st;
+    st = tsl__dnnl_finish(s, 0, pd, op);
+    dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
@@ -144,21 +160,13 @@ tsl_status tsl__dnnl_build_conv_bwd_data(const tsl_graph *g, const tsl_op *op, t
         s->fallback = 1;
         return TSL_OK;
     }
-    dnnl_primitive_desc_t hint, pd;
-    tsl_status st = fwd_hint(&c, 0, s, op, &hint);
-    if (!hint) return st;
     dnnl_convolution_desc_t d;
-    st = tsl__dnnl_soft(dnnl_dilated_convolution_backward_data_desc_init(
-                            &d, dnnl_convolution_direct, &c.x, &c.w, &c.y, c.strides, c.dil, c.pl,
-                            c.pr),
-                        s, op, "convolution backward-data descriptor");
-    if (st == TSL_OK && !s->fallback)
-        st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, hint), s, op,
-                            "convolution backward-data primitive descriptor");
-    dnnl_primitive_desc_destroy(hint);
+    tsl_status st = backward_primitive(
+        &c, 0,
+        dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &c.x, &c.w,
+                                                         &c.y, c.strides, c.dil, c.pl, c.pr),
+        &d, "convolution backward-data", s, op);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
-    dnnl_primitive_desc_destroy(pd);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &c.y, TSL__FROM_IN, 0, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_WEIGHTS, &c.w, TSL__FROM_IN, 1, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_SRC, &c.x, TSL__FROM_OUT, 0, op);
@@ -175,21 +183,14 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
         s->fallback = 1;
         return TSL_OK;
     }
-    dnnl_primitive_desc_t hint, pd;
-    tsl_status st = fwd_hint(&c, bias, s, op, &hint);
-    if (!hint) return st;
     dnnl_convolution_desc_t d;
-    st = tsl__dnnl_soft(dnnl_dilated_convolution_backward_weights_desc_init(
-                            &d, dnnl_convolution_direct, &c.x, &c.w, bias ? &c.b : NULL, &c.y,
-                            c.strides, c.dil, c.pl, c.pr),
-                        s, op, "convolution backward-weights descriptor");
-    if (st == TSL_OK && !s->fallback)
-        st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, hint), s, op,
-                            "convolution backward-weights primitive descriptor");
-    dnnl_primitive_desc_destroy(hint);
+    tsl_status st = backward_primitive(
+        &c, bias,
+        dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &c.x, &c.w,
+                                                            bias ? &c.b : NULL, &c.y, c.strides,
+                                                            c.dil, c.pl, c.pr),
+        &d, "convolution backward-weights", s, op);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
-    dnnl_primitive_desc_destroy(pd);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &c.y, TSL__FROM_IN, 0, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &c.x, TSL__FROM_IN, 1, op);
     if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_WEIGHTS, &c.w, TSL__FROM_OUT, 0, op);
