@@ -1,5 +1,7 @@
 /* json_util.c - see json_util.h. */
 #include "io/json_util.h"
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,4 +57,74 @@ tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, siz
                              tsl__json_value_str(v, vb, sizeof vb));
     *out = json_string_value(v);
     return TSL_OK;
+}
+
+void tsl__json_fmt_real(double x, char buf[32]) {
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, 32, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+tsl_status tsl__json_get_time(const char *file, const char *path, json_t *v, double max_us,
+                              double *out) {
+    char vb[80], xb[32];
+    if (!json_is_number(v))
+        return tsl__json_bad(file, path, "expected a number, got %s %s", tsl__json_type_name(v),
+                             tsl__json_value_str(v, vb, sizeof vb));
+    double x = json_number_value(v);
+    if (!isfinite(x))
+        return tsl__json_bad(file, path, "%s is not finite", tsl__json_value_str(v, vb, sizeof vb));
+    tsl__json_fmt_real(x, xb);
+    if (x < 0) return tsl__json_bad(file, path, "%s is negative", xb);
+    if (x > max_us) return tsl__json_bad(file, path, "%s us is absurd (limit %g us)", xb, max_us);
+    *out = x == 0 ? 0.0 : x;
+    return TSL_OK;
+}
+
+tsl_status tsl__json_read_file(const char *path, const char *what, long max, char **buf,
+                               size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || n > max || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return tsl_fail(TSL_ERR_IO, "%s: cannot read %s (size %ld, limit %ld bytes)", path, what, n,
+                        max);
+    }
+    char *b = malloc((size_t)n + 1);
+    if (!b) {
+        fclose(f);
+        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for %ld bytes", path, n);
+    }
+    size_t got = fread(b, 1, (size_t)n, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr || got != (size_t)n) {
+        free(b);
+        return tsl_fail(TSL_ERR_IO, "%s: read %zu of %ld bytes", path, got, n);
+    }
+    b[got] = 0;
+    *buf = b;
+    *len = got;
+    return TSL_OK;
+}
+
+void tsl__json_put_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+void tsl__json_put_real(FILE *f, double x) {
+    char b[32];
+    tsl__json_fmt_real(x == 0 ? 0.0 : x, b);
+    fputs(b, f);
 }

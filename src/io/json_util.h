@@ -1,11 +1,13 @@
 /*
- * json_util.h - what every strict JSON reader of tensile shares: naming a
- * value and its type in a message, and the "FILE: PATH: MESSAGE" error.
+ * json_util.h - what tensile's strict JSON readers and writers share:
+ * naming a value and its type in a message, the "FILE: PATH: MESSAGE"
+ * error, times, names, reading a whole file, writing strings and numbers.
  */
 #ifndef TSL_IO_JSON_UTIL_H
 #define TSL_IO_JSON_UTIL_H
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "tensile/status.h"
 
 /* The value, compact, cut to about 60 characters, written into buf. */
@@ -19,4 +21,20 @@ tsl_status tsl__json_bad(const char *file, const char *path, const char *fmt, ..
  * `file`; *out points into v. TSL_ERR_FORMAT naming the value otherwise. */
 tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, size_t maxlen,
                               const char **out);
+/* A time in µs at `path`: a finite number in [0, max_us]; -0 becomes 0.
+ * TSL_ERR_FORMAT naming the value otherwise. */
+tsl_status tsl__json_get_time(const char *file, const char *path, json_t *v, double max_us,
+                              double *out);
+/* The whole of file `path` (a `what`, e.g. "plan", for messages; at most
+ * max bytes) in *buf (malloc'd, NUL-terminated, *len bytes before the NUL).
+ * TSL_ERR_IO naming the path if it cannot be opened or read or is larger;
+ * TSL_ERR_OOM. */
+tsl_status tsl__json_read_file(const char *path, const char *what, long max, char **buf,
+                               size_t *len);
+/* x in the shortest %g form (15 to 17 digits) that reads back to it. */
+void tsl__json_fmt_real(double x, char buf[32]);
+/* Writes s as a JSON string literal. */
+void tsl__json_put_str(FILE *f, const char *s);
+/* Writes finite x in the shortest form that reads back to it (-0 as 0). */
+void tsl__json_put_real(FILE *f, double x);
 #endif

@@ -50,14 +50,6 @@ static const char *const ev_names[] = {"swap_out", "swap_in", "release", "recomp
 /* ---- small helpers -------------------------------------------------------------- */
 
 /* The shortest %g form of a finite x that reads back to the same double. */
-static void fmt_real(double x, char buf[32]) {
-    for (int p = 15; p <= 17; p++) {
-        snprintf(buf, 32, "%.*g", p, x);
-        if (strtod(buf, NULL) == x) return;
-    }
-}
-
-
 /* Checks that object o at `path` has every key of req[0..nr) and no other.
  * `what` is appended to messages (" (for a release)"); when it is not empty
  * o is an event, and an event field of another type is "not allowed". */
@@ -76,22 +68,6 @@ static tsl_status check_keys(const char *file, const char *path, json_t *o, cons
         if (known) return tsl__json_bad(file, path, "field '%s' is not allowed%s", k, what);
         if (!ok) return tsl__json_bad(file, path, "unknown field '%s'%s", k, what);
     }
-    return TSL_OK;
-}
-
-/* A number in [0, TSL__PLAN_MAX_US] (µs); -0 becomes 0. */
-static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
-    char vb[80], xb[32];
-    if (!json_is_number(v))
-        return tsl__json_bad(file, path, "expected a number, got %s %s", tsl__json_type_name(v),
-                   tsl__json_value_str(v, vb, sizeof vb));
-    double x = json_number_value(v);
-    if (!isfinite(x)) return tsl__json_bad(file, path, "%s is not finite", tsl__json_value_str(v, vb, sizeof vb));
-    fmt_real(x, xb);
-    if (x < 0) return tsl__json_bad(file, path, "%s is negative", xb);
-    if (x > TSL__PLAN_MAX_US)
-        return tsl__json_bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__PLAN_MAX_US);
-    *out = x == 0 ? 0.0 : x;
     return TSL_OK;
 }
 
@@ -303,7 +279,8 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
         if ((st = get_op(p, path, json_object_get(o, "trigger"), 1, &e->trigger))) return st;
         if (e->type != TSL_EV_RELEASE) {
             snprintf(path, sizeof path, "jobs[%d].events[%d].delay_us", jj, (int)k);
-            if ((st = get_time(p->file, path, json_object_get(o, "delay_us"), &e->delay_us)))
+            if ((st = tsl__json_get_time(p->file, path,
+                    json_object_get(o, "delay_us"), TSL__PLAN_MAX_US, &e->delay_us)))
                 return st;
         }
     }
@@ -340,7 +317,8 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
                    peak < 0 ? "negative" : "absurd", (long long)TSL__PLAN_MAX_BYTES);
     double period;
     snprintf(path, sizeof path, "jobs[%d].predicted_period_us", jj);
-    if ((st = get_time(p->file, path, json_object_get(o, "predicted_period_us"), &period)))
+    if ((st = tsl__json_get_time(p->file, path,
+            json_object_get(o, "predicted_period_us"), TSL__PLAN_MAX_US, &period)))
         return st;
 
     json_t *ev = json_object_get(o, "events");
@@ -504,54 +482,16 @@ tsl_status tsl_plan_parse_json(const char *text, size_t len, const char *name,
 tsl_status tsl_plan_read_json(const char *path, const tsl_workload *const *w, int n,
                               tsl_plan **plans) {
     TSL_ASSERT(path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open plan: %s", path, strerror(errno));
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || len > TSL__PLAN_MAX_FILE || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_IO, "%s: cannot read plan (size %ld, limit %ld bytes)", path, len,
-                        TSL__PLAN_MAX_FILE);
-    }
-    char *buf = malloc((size_t)len + 1);
-    if (!buf) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for %ld bytes", path, len);
-    }
-    size_t got = fread(buf, 1, (size_t)len, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr || got != (size_t)len) {
-        free(buf);
-        return tsl_fail(TSL_ERR_IO, "%s: read %zu of %ld bytes", path, got, len);
-    }
+    char *buf;
+    size_t got;
+    tsl_status rs = tsl__json_read_file(path, "plan", TSL__PLAN_MAX_FILE, &buf, &got);
+    if (rs != TSL_OK) return rs;
     tsl_status st = tsl_plan_parse_json(buf, got, path, w, n, plans);
     free(buf);
     return st;
 }
 
 /* ---- writing ------------------------------------------------------------------------ */
-
-/* Writes s as a JSON string literal. */
-static void put_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(f, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(f, "\\u%04x", *c);
-        else
-            fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
-/* Writes finite x in the shortest form that reads back to it (-0 as 0). */
-static void put_real(FILE *f, double x) {
-    char b[32];
-    fmt_real(x == 0 ? 0.0 : x, b);
-    fputs(b, f);
-}
 
 /* Checks that plans[i] can be written for w[i]; TSL_ERR_INVALID naming the
  * job, the event and the field otherwise. */
@@ -587,18 +527,18 @@ static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
  * of its type. */
 static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
     fprintf(f, "{\"type\": \"%s\", \"tensor\": ", ev_names[e->type]);
-    put_str(f, w->tensors[e->tensor].name);
+    tsl__json_put_str(f, w->tensors[e->tensor].name);
     if (e->type != TSL_EV_RECOMPUTE) {
         fputs(", \"trigger\": ", f);
-        put_str(f, e->trigger < 0 ? "start" : w->ops[e->trigger].name);
+        tsl__json_put_str(f, e->trigger < 0 ? "start" : w->ops[e->trigger].name);
     }
     if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN) {
         fputs(", \"delay_us\": ", f);
-        put_real(f, e->delay_us);
+        tsl__json_put_real(f, e->delay_us);
     }
     if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
         fputs(", \"precede\": ", f);
-        put_str(f, w->ops[e->precede].name);
+        tsl__json_put_str(f, w->ops[e->precede].name);
     }
     fputc('}', f);
 }
@@ -625,9 +565,9 @@ tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_wo
         const tsl_plan *p = plans[i];
         fputs(i ? ",\n " : "\n ", f);
         fputs("{\"job\": ", f);
-        put_str(f, p->job);
+        tsl__json_put_str(f, p->job);
         fprintf(f, ", \"predicted_peak_bytes\": %zu, \"predicted_period_us\": ", p->predicted_peak);
-        put_real(f, p->predicted_period_us);
+        tsl__json_put_real(f, p->predicted_period_us);
         fputs(",\n  \"events\": [", f);
         for (int32_t k = 0; k < p->n_events; k++) {
             fputs(k ? ",\n   " : "\n   ", f);

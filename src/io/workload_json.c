@@ -41,14 +41,6 @@
 /* ---- small helpers -------------------------------------------------------------- */
 
 /* The shortest %g form of a finite x that reads back to the same double. */
-static void fmt_real(double x, char buf[32]) {
-    for (int p = 15; p <= 17; p++) {
-        snprintf(buf, 32, "%.*g", p, x);
-        if (strtod(buf, NULL) == x) return;
-    }
-}
-
-
 /* Checks that object `o` at `path` has only the `n` keys of `allowed`, all of
  * them present. */
 static tsl_status check_keys(const char *file, const char *path, json_t *o,
@@ -79,21 +71,6 @@ static tsl_status get_int(const char *file, const char *path, json_t *v, json_in
                    x < 0 ? "negative" : x > hi && hi >= TSL__WL_MAX_BYTES ? "absurd" : "out of range",
                    (long long)lo, (long long)hi);
     *out = x;
-    return TSL_OK;
-}
-
-/* A time in µs: a number in [0, TSL__WL_MAX_US]; -0 becomes 0. */
-static tsl_status get_time(const char *file, const char *path, json_t *v, double *out) {
-    char vb[80];
-    if (!json_is_number(v))
-        return tsl__json_bad(file, path, "expected a number, got %s %s", tsl__json_type_name(v),
-                   tsl__json_value_str(v, vb, sizeof vb));
-    double x = json_number_value(v);
-    char xb[32];
-    fmt_real(x, xb);
-    if (!(x >= 0)) return tsl__json_bad(file, path, "%s is negative", xb);
-    if (x > TSL__WL_MAX_US) return tsl__json_bad(file, path, "%s us is absurd (limit %g us)", xb, TSL__WL_MAX_US);
-    *out = x == 0 ? 0.0 : x;
     return TSL_OK;
 }
 
@@ -305,10 +282,11 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         index_add(&p->oix, op->name, i);
 
         snprintf(path, sizeof path, "ops[%d].start_us", i);
-        if ((st = get_time(p->file, path, json_object_get(o, "start_us"), &op->start_us)))
+        if ((st = tsl__json_get_time(p->file, path,
+                json_object_get(o, "start_us"), TSL__WL_MAX_US, &op->start_us)))
             return st;
-        fmt_real(op->start_us, b1);
-        fmt_real(prev_end, b2);
+        tsl__json_fmt_real(op->start_us, b1);
+        tsl__json_fmt_real(prev_end, b2);
         if (i == 0 && op->start_us != 0)
             return tsl__json_bad(p->file, path, "%s must be 0 (the iteration starts at 0)", b1);
         if (i > 0 && op->start_us != prev_end)
@@ -316,9 +294,10 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
                        "%s is not the end of ops[%d] (%s): op times must be contiguous", b1,
                        i - 1, b2);
         snprintf(path, sizeof path, "ops[%d].end_us", i);
-        if ((st = get_time(p->file, path, json_object_get(o, "end_us"), &op->end_us))) return st;
+        if ((st = tsl__json_get_time(p->file, path,
+                json_object_get(o, "end_us"), TSL__WL_MAX_US, &op->end_us))) return st;
         if (op->end_us < op->start_us) {
-            fmt_real(op->end_us, b2);
+            tsl__json_fmt_real(op->end_us, b2);
             return tsl__json_bad(p->file, path, "%s is before start_us %s (negative latency)", b2, b1);
         }
         prev_end = op->end_us;
@@ -360,7 +339,8 @@ static tsl_status parse_root(parser *p, json_t *root) {
         return st;
     snprintf(w->job, sizeof w->job, "%s", job);
     double period;
-    if ((st = get_time(p->file, "period_us", json_object_get(root, "period_us"), &period)))
+    if ((st = tsl__json_get_time(p->file, "period_us",
+            json_object_get(root, "period_us"), TSL__WL_MAX_US, &period)))
         return st;
     json_t *ta = json_object_get(root, "tensors"), *oa = json_object_get(root, "ops");
     if ((st = get_array(p->file, "tensors", ta, TSL__WL_MAX_ITEMS))) return st;
@@ -382,8 +362,8 @@ static tsl_status parse_root(parser *p, json_t *root) {
     w->optimizer_begin = (int32_t)ob;
     double end = w->n_ops ? w->ops[w->n_ops - 1].end_us : 0.0;
     if (period != end) {
-        fmt_real(period, b1);
-        fmt_real(end, b2);
+        tsl__json_fmt_real(period, b1);
+        tsl__json_fmt_real(end, b2);
         return tsl__json_bad(p->file, "period_us", "%s is not the end of the last op (%s)", b1, b2);
     }
     w->period_us = period;
@@ -418,28 +398,10 @@ tsl_status tsl_workload_parse_json(const char *text, size_t len, const char *nam
 /* Reads and parses a workload file. TSL_ERR_IO if it cannot be read (or is
  * larger than 1 GiB), else as tsl_workload_parse_json. */
 tsl_status tsl_workload_read_json(const char *path, tsl_workload **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open workload: %s", path, strerror(errno));
-    char *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || len > TSL__WL_MAX_FILE || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_IO, "%s: cannot read workload (size %ld, limit %ld bytes)", path,
-                        len, TSL__WL_MAX_FILE);
-    }
-    buf = malloc((size_t)len + 1);
-    if (!buf) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for %ld bytes", path, len);
-    }
-    size_t got = fread(buf, 1, (size_t)len, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr || got != (size_t)len) {
-        free(buf);
-        return tsl_fail(TSL_ERR_IO, "%s: read %zu of %ld bytes", path, got, len);
-    }
+    char *buf;
+    size_t got;
+    tsl_status rs = tsl__json_read_file(path, "workload", TSL__WL_MAX_FILE, &buf, &got);
+    if (rs != TSL_OK) return rs;
     tsl_status st = tsl_workload_parse_json(buf, got, path, out);
     free(buf);
     return st;
@@ -447,30 +409,12 @@ tsl_status tsl_workload_read_json(const char *path, tsl_workload **out) {
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-/* Writes s as a JSON string literal. */
-static void put_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
-static void put_real(FILE *f, double x) {
-    char b[32];
-    TSL_ASSERT(isfinite(x));
-    fmt_real(x, b);
-    fputs(b, f);
-}
-
 static void put_names(FILE *f, const tsl_workload *w, const int32_t *ids, int n) {
     fputc('[', f);
     for (int j = 0; j < n; j++) {
         TSL_ASSERT(ids[j] >= 0 && ids[j] < w->n_tensors);
         if (j) fputs(", ", f);
-        put_str(f, w->tensors[ids[j]].name);
+        tsl__json_put_str(f, w->tensors[ids[j]].name);
     }
     fputc(']', f);
 }
@@ -483,26 +427,26 @@ tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write workload: %s", path, strerror(errno));
     fputs("{\"job\": ", f);
-    put_str(f, w->job);
+    tsl__json_put_str(f, w->job);
     fputs(",\n \"period_us\": ", f);
-    put_real(f, w->period_us);
+    tsl__json_put_real(f, w->period_us);
     fprintf(f, ",\n \"optimizer_begin\": %d,\n \"tensors\": [", w->optimizer_begin);
     for (int32_t i = 0; i < w->n_tensors; i++) {
         const tsl_wl_tensor *t = &w->tensors[i];
         TSL_ASSERT((unsigned)t->kind < TSL_KIND_COUNT);
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
-        put_str(f, t->name);
+        tsl__json_put_str(f, t->name);
         fprintf(f, ", \"bytes\": %zu, \"kind\": \"%s\"}", t->bytes, kind_names[t->kind]);
     }
     fputs(w->n_tensors ? "\n ],\n \"ops\": [" : "],\n \"ops\": [", f);
     for (int32_t i = 0; i < w->n_ops; i++) {
         const tsl_wl_op *op = &w->ops[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
-        put_str(f, op->name);
+        tsl__json_put_str(f, op->name);
         fputs(", \"start_us\": ", f);
-        put_real(f, op->start_us);
+        tsl__json_put_real(f, op->start_us);
         fputs(", \"end_us\": ", f);
-        put_real(f, op->end_us);
+        tsl__json_put_real(f, op->end_us);
         fprintf(f, ", \"workspace\": %zu, \"inputs\": ", op->workspace);
         put_names(f, w, op->in, op->n_in);
         fputs(", \"outputs\": ", f);

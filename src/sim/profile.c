@@ -316,16 +316,6 @@ tsl_status tsl_profile_load(const char *name_or_path, tsl_device_profile *out) {
 
 /* ---- saving ------------------------------------------------------------------------ */
 
-static void put_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
 /* Writes the profile with its "source" (required, non-empty) and optional
  * "notes". TSL_ERR_INVALID for bad values (named), TSL_ERR_IO if the file
  * cannot be written. The file loads back to the same values, bit for bit. */
@@ -340,12 +330,12 @@ tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p
     FILE *f = fopen(path, "w");
     if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write profile: %s", path, strerror(errno));
     fputs("{\n  \"name\": ", f);
-    put_str(f, p->name);
+    tsl__json_put_str(f, p->name);
     fputs(",\n  \"source\": ", f);
-    put_str(f, source);
+    tsl__json_put_str(f, source);
     if (notes) {
         fputs(",\n  \"notes\": ", f);
-        put_str(f, notes);
+        tsl__json_put_str(f, notes);
     }
     for (int i = 0; i < N_NUM; i++) {
         char b[32];
