@@ -426,38 +426,10 @@ static tsl_status run_item(step *S, int32_t k) {
 /* ---- the iteration ---------------------------------------------------------------------------- */
 
 /* Nominal item times of the virtual clock: the plan's workload times, or
- * the override latencies (sim_job.h's arithmetic). */
-static tsl_status item_times(tsl__runtime *rt) {
+ * the override latencies (back to back). */
+static void item_times(tsl__runtime *rt) {
     tsl__rt_plan *pl = rt->cur;
-    const tsl_workload *w = pl->w;
-    int32_t no = w->n_ops;
-    double *s = malloc(sizeof *s * ((size_t)no + 1)), *e = malloc(sizeof *e * ((size_t)no + 1));
-    if (!s || !e) {
-        free(s);
-        free(e);
-        return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
-    }
-    double at = 0.0;
-    for (int32_t i = 0; i < no; i++) {
-        s[i] = rt->vlat ? at : w->ops[i].start_us;
-        e[i] = at = rt->vlat ? at + rt->vlat[i] : w->ops[i].end_us;
-    }
-    double shift = 0.0;
-    for (int32_t k = 0; k < pl->n_items; k++) {
-        tsl__rt_item *it = &pl->items[k];
-        if (it->tensor >= 0) {
-            int32_t p = pl->p->events[it->event].precede;
-            it->ns = s[p] + shift;
-            shift += e[it->op] - s[it->op];
-            it->ne = s[p] + shift;
-        } else {
-            it->ns = s[it->op] + shift;
-            it->ne = e[it->op] + shift;
-        }
-    }
-    free(s);
-    free(e);
-    return TSL_OK;
+    tsl__exec_times(pl->w, pl->p, rt->vlat, pl->items, pl->n_items, NULL);
 }
 
 /* Installs the pending plan (boundary). */
@@ -646,7 +618,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     if (!rt->virtual_clock) rt->iter_base_us = (rt->t0_ms - rt->attach_ms) * 1e3;
     step S = {.rt = rt, .s = s, .y = y, .st = st};
     tsl__rt_note_mem(rt);
-    if (rt->virtual_clock) rc = item_times(rt);
+    if (rt->virtual_clock) item_times(rt);
     if (rc == TSL_OK) rc = load_data(&S, x, y);
     if (rc == TSL_OK) rc = plan_step(&S);
     double ops_end = rt->virtual_clock ? S.order_ready : tsl__rt_now(rt);

@@ -108,18 +108,8 @@ static tsl_plan *plan_copy(const tsl_plan *p) {
 static void fill_tables(tsl__rt_plan *pl, const tsl__ev_ix *rc, int32_t n_rc, const tsl__ev_ix *tm,
                         int32_t n_tm, double *pe, int32_t *tf) {
     const tsl_workload *w = pl->w;
-    int32_t k = 0, r = 0;
-    double shift = 0.0;
-    for (int32_t i = 0; i < w->n_ops; i++) {
-        for (; r < n_rc && rc[r].ev.precede == i; r++) {
-            int32_t g = w->tensors[rc[r].ev.tensor].producer;
-            pl->items[k++] = (tsl__rt_item){g, rc[r].ev.tensor, rc[r].ix, 0.0, 0.0};
-            shift += w->ops[g].end_us - w->ops[g].start_us;
-        }
-        pl->items[k++] = (tsl__rt_item){i, -1, -1, 0.0, 0.0};
-        pe[i] = w->ops[i].end_us + shift;
-    }
-    TSL_ASSERT(k == pl->n_items && r == n_rc);
+    tsl__exec_sequence(w, rc, n_rc, pl->items);
+    tsl__exec_times(w, pl->p, NULL, pl->items, pl->n_items, pe);
     for (int32_t x = 0; x < n_tm; x++) {
         pl->trig_start[tm[x].ev.trigger + 2]++;
         pl->tev_start[tm[x].ev.tensor + 1]++;
@@ -131,8 +121,7 @@ static void fill_tables(tsl__rt_plan *pl, const tsl__ev_ix *rc, int32_t n_rc, co
         const tsl_event *ev = &tm[x].ev;
         pl->trig_list[x] = tm[x].ix; /* sorted by trigger: groups are contiguous */
         pl->tev_list[tf[ev->tensor]++] = tm[x].ix;
-        double te = ev->trigger < 0 ? 0.0 : pe[ev->trigger];
-        pl->ev_plan[tm[x].ix] = ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+        pl->ev_plan[tm[x].ix] = tsl__event_plan_time(ev, pe);
     }
 }
 

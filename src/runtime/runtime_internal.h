@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sched/plan_order.h"
 #include "runtime/session_internal.h"
 #include "tensile/runtime.h"
 
@@ -54,14 +55,9 @@ enum { TSL__PH_DONE = 0, TSL__PH_ZERO, TSL__PH_SWAP_OUT, TSL__PH_RELEASE, TSL__P
 /* What a transfer is for. */
 enum { TSL__X_PLANNED = 0, TSL__X_PASSIVE, TSL__X_EVICT };
 
-/* One entry of the executed sequence: an op, or a recomputation inserted
- * before the op it precedes (re-running the tensor's producer). */
-typedef struct tsl__rt_item {
-    int32_t op;            /* the op run (a recomputation: the producer) */
-    int32_t tensor;        /* recomputation: the tensor regenerated; else -1 */
-    int32_t event;         /* recomputation: its event index; else -1 */
-    double ns, ne;         /* nominal start and end in the virtual clock */
-} tsl__rt_item;
+/* One entry of the executed sequence (sched/plan_order.h); ns and ne are
+ * the nominal start and end in the virtual clock. */
+typedef tsl__exec_item tsl__rt_item;
 
 /* An installed plan with its lookup tables (built by tsl__rt_plan_new). */
 typedef struct tsl__rt_plan {

@@ -1,6 +1,8 @@
 /*
- * plan_order.h - the order in which a plan's events are executed, shared by
- * the simulator and the runtime so that the two run a plan alike.
+ * plan_order.h - how a plan is executed, shared by the simulator and the
+ * runtime so that the two run a plan alike: the order of its events, the
+ * executed sequence (ops with the recomputations inserted) and its nominal
+ * times.
  */
 #ifndef TSL_SCHED_PLAN_ORDER_H
 #define TSL_SCHED_PLAN_ORDER_H
@@ -17,4 +19,35 @@ typedef struct tsl__ev_ix {
  * (trigger, delay, type, tensor, precede); ties by index, so the order is
  * total and deterministic. Returns the number of recomputations. */
 int32_t tsl__plan_exec_order(const tsl_plan *p, tsl__ev_ix *out);
+
+/* One entry of the executed sequence: an op, or a recomputation inserted
+ * before the op it precedes (re-running the tensor's producer). */
+typedef struct tsl__exec_item {
+    int32_t op;             /* the op run (for a recomputation: the producer) */
+    int32_t tensor;         /* recomputation: the tensor regenerated; else -1 */
+    int32_t event;          /* recomputation: its plan event index; else -1 */
+    double ns, ne;          /* nominal start and end (tsl__exec_times) */
+} tsl__exec_item;
+
+/* The executed sequence of w under a plan whose recomputations are
+ * rc[0..n_rc), as tsl__plan_exec_order puts them first: items[0 .. n_ops +
+ * n_rc), each op preceded by the recomputations that precede it. Times are
+ * left 0. */
+void tsl__exec_sequence(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_rc,
+                        tsl__exec_item *items);
+/* Nominal times of items[0..n) (p: the plan whose recomputation events they
+ * name; NULL if none): each op at its times, from w or, with lat, ops back
+ * to back with latencies lat[], shifted by the recomputations run before
+ * it; a recomputation of producer g before op i over [s_i + shift, s_i +
+ * shift + (e_g - s_g)). With ends, ends[i] = op i's shifted end (where the
+ * plan's event times are anchored when lat is NULL). */
+void tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const double *lat,
+                     tsl__exec_item *items, int32_t n, double *ends);
+/* The planned time of timed event ev: its trigger's shifted end (ends from
+ * tsl__exec_times on w's times; trigger -1: 0), plus its delay unless it is
+ * a release (due at the trigger's end). */
+static inline double tsl__event_plan_time(const tsl_event *ev, const double *ends) {
+    double te = ev->trigger < 0 ? 0.0 : ends[ev->trigger];
+    return ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+}
 #endif

@@ -6,28 +6,6 @@
 #include "sched/plan_order.h"
 #include "sim/sim_job.h"
 
-/* Fills the executed sequence and its nominal times (sim_job.h) from the
- * op times s[], e[]; rc[0..n_rc) are the recomputations sorted by
- * tsl__plan_exec_order (grouped by the op they precede). */
-static void build_items(tsl__sim_job *j, const double *s, const double *e, const tsl__ev_ix *rc,
-                        int32_t n_rc) {
-    const tsl_workload *w = j->w;
-    int32_t k = 0, r = 0;
-    double shift = 0.0;
-    for (int32_t i = 0; i < w->n_ops; i++) {
-        for (; r < n_rc && rc[r].ev.precede == i; r++) {
-            int32_t g = w->tensors[rc[r].ev.tensor].producer;
-            j->items[k] = (tsl__sim_item){g, rc[r].ev.tensor, rc[r].ix, s[i] + shift, 0.0};
-            shift += e[g] - s[g];
-            j->items[k].ne = s[i] + shift;
-            k++;
-        }
-        j->items[k] = (tsl__sim_item){i, -1, -1, s[i] + shift, e[i] + shift};
-        k++;
-    }
-    TSL_ASSERT(k == j->n_items && r == n_rc);
-}
-
 /* Groups the timed events (everything but recomputations; tm[0..n) sorted
  * by tsl__plan_exec_order, so by trigger) by trigger + 1. */
 static void build_triggers(tsl__sim_job *j, const tsl__ev_ix *tm, int32_t n) {
@@ -40,29 +18,13 @@ static void build_triggers(tsl__sim_job *j, const tsl__ev_ix *tm, int32_t n) {
     for (int32_t i = 1; i < no + 3; i++) j->trig_start[i] += j->trig_start[i - 1];
 }
 
-/* Planned end of every op: the workload's times with the recomputations
- * inserted (e'_i = end_us + shift, the planner's arithmetic); rc[0..n_rc)
- * in tsl__plan_exec_order. */
-static void planned_ends(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_rc, double *pe) {
-    double shift = 0.0;
-    int32_t r = 0;
-    for (int32_t i = 0; i < w->n_ops; i++) {
-        for (; r < n_rc && rc[r].ev.precede == i; r++) {
-            const tsl_wl_op *g = &w->ops[w->tensors[rc[r].ev.tensor].producer];
-            shift += g->end_us - g->start_us;
-        }
-        pe[i] = w->ops[i].end_us + shift;
-    }
-}
-
 /* Planned times of the timed events tm[0..n) (in tsl__plan_exec_order) and
  * their lists per tensor, in that order. */
 static void build_tensor_events(tsl__sim_job *j, const tsl__ev_ix *tm, int32_t n, const double *pe) {
     int32_t nt = j->w->n_tensors;
     for (int32_t k = 0; k < n; k++) {
         const tsl_event *ev = &tm[k].ev;
-        double te = ev->trigger < 0 ? 0.0 : pe[ev->trigger];
-        j->ev_plan[tm[k].ix] = ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+        j->ev_plan[tm[k].ix] = tsl__event_plan_time(ev, pe);
         j->tev_start[ev->tensor + 1]++;
     }
     for (int32_t t = 0; t < nt; t++) j->tev_start[t + 1] += j->tev_start[t];
@@ -120,7 +82,6 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->n_items = no + n_rc;
     j->n_timed = ne - n_rc;
 
-    double *s = malloc(sno * sizeof *s), *e = malloc(sno * sizeof *e);
     tsl__ev_ix *sorted = malloc(sne * sizeof *sorted);
     j->items = malloc(((size_t)j->n_items + 1) * sizeof *j->items);
     j->trig_start = calloc(sno + 2, sizeof *j->trig_start);
@@ -140,37 +101,31 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     j->tev_list = malloc(sne * sizeof *j->tev_list);
     double *pe = malloc(sno * sizeof *pe);
     int32_t *last_read = malloc(snt * sizeof *last_read);
-    if (!s || !e || !sorted || !j->items || !j->trig_start || !j->trig_list || !j->death_start ||
+    if (!sorted || !j->items || !j->trig_start || !j->trig_list || !j->death_start ||
         !j->death_list || !j->data || !j->ev_copy || !j->alloc ||
         !j->readable || !j->gen || !j->host_gen || !j->incoming || !j->ev_state ||
         !j->ev_plan || !j->tev_start || !j->tev_list || !pe || !last_read) {
         free(last_read);
         free(pe);
-        free(s);
-        free(e);
         free(sorted);
         return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory for job '%s'", w->job);
     }
 
     double at = 0.0;
-    for (int32_t i = 0; i < no; i++) {
-        s[i] = actual ? at : w->ops[i].start_us;
-        e[i] = at = actual ? at + actual->us[i] : w->ops[i].end_us;
-    }
+    for (int32_t i = 0; i < no; i++) at = actual ? at + actual->us[i] : w->ops[i].end_us;
     j->vanilla = at; /* e_{n-1}: the period without a plan */
 
     /* recomputations first (grouped by precede), then the timed events */
     int32_t n_sorted_rc = p ? tsl__plan_exec_order(p, sorted) : 0; /* no plan: vanilla */
     TSL_ASSERT(n_sorted_rc == n_rc);
-    build_items(j, s, e, sorted, n_rc);
+    tsl__exec_sequence(w, sorted, n_rc, j->items);
+    tsl__exec_times(w, p, NULL, j->items, j->n_items, pe); /* the plan's timeline */
+    if (actual) tsl__exec_times(w, p, actual->us, j->items, j->n_items, NULL);
     build_triggers(j, sorted + n_rc, ne - n_rc);
-    planned_ends(w, sorted, n_rc, pe);
     build_tensor_events(j, sorted + n_rc, ne - n_rc, pe);
     free(pe);
     build_deaths(j, last_read);
     free(last_read);
-    free(s);
-    free(e);
     free(sorted);
 
     for (int32_t x = 0; x < ne; x++) {

@@ -26,18 +26,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sched/plan_order.h"
 #include "sim/sim_internal.h"
 
 /* State of a timed event in the current iteration. */
 enum { TSL__EV_IDLE = 0, TSL__EV_SCHED, TSL__EV_WAIT, TSL__EV_RUN, TSL__EV_DONE };
 
-/* One entry of the executed sequence. */
-typedef struct tsl__sim_item {
-    int32_t op;             /* the op run (for a recomputation: the producer) */
-    int32_t tensor;         /* recomputation: the tensor regenerated; else -1 */
-    int32_t event;          /* recomputation: its plan event index; else -1 */
-    double ns, ne;          /* nominal start and end (see above) */
-} tsl__sim_item;
+/* One entry of the executed sequence (sched/plan_order.h). */
+typedef tsl__exec_item tsl__sim_item;
 
 typedef struct tsl__sim_job {
     int index;
