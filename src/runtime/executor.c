@@ -574,13 +574,10 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     tsl__runtime *rt = s->rt;
     tsl_step_stats local;
     if (!st) st = &local;
-    memset(st, 0, sizeof *st);
-    st->loss = NAN;
-    if (s->input == TSL_NONE || s->label == TSL_NONE)
-        return tsl_fail(TSL_ERR_INVALID, "graph '%s' has no INPUT named 'input' or LABEL named 'label'",
-                        tsl_graph_name(s->g));
+    tsl_status rc = tsl__session_step_begin(s, st);
+    if (rc != TSL_OK) return rc;
     pthread_mutex_lock(&rt->mu);
-    tsl_status rc = install(rt);
+    rc = install(rt);
     if (rc == TSL_OK && rt->parked) { /* after an evaluation: the parked tensors come back, */
         rt->parked = 0;                /* under a plan what fits (the rest passively) */
         rc = tsl__rt_restore_some(rt, NULL, rt->cur != NULL);

@@ -185,15 +185,12 @@ tsl_status tsl__session_run_vanilla(tsl_session *s, const float *x, const int32_
     const tsl_liveness *lv = training ? &s->live_train : &s->live_eval;
     tsl_step_stats local;
     if (!st) st = &local;
-    memset(st, 0, sizeof *st);
-    st->loss = NAN;
-    if (s->input == TSL_NONE || s->label == TSL_NONE)
-        return tsl_fail(TSL_ERR_INVALID, "graph '%s' has no INPUT named 'input' or LABEL named 'label'",
-                        tsl_graph_name(g));
+    tsl_status rc = tsl__session_step_begin(s, st);
+    if (rc != TSL_OK) return rc;
     s->b->iface->reset_peaks(s->b);
     double t0 = now_ms();
     tsl_run_ctx ctx = {.step = s->steps + 1, .training = training};
-    tsl_status rc = place(s, s->input, -1);
+    rc = place(s, s->input, -1);
     if (rc == TSL_OK) rc = place(s, s->label, -1);
     if (rc == TSL_OK) {
         s->b->iface->copy_to_device(s->b, s->ptr[s->input], x, tsl_graph_tensor(g, s->input)->nbytes);
@@ -331,4 +328,13 @@ tsl_status tsl_session_op_workspace(tsl_session *s, int32_t i, size_t *bytes) {
         return tsl_fail(TSL_ERR_INVALID, "op workspace: op %d outside 0..%d of graph '%s'", i,
                         tsl_graph_n_ops(s->g) - 1, tsl_graph_name(s->g));
     return s->b->iface->op_workspace(s->b, s->g, tsl_graph_op(s->g, i), bytes);
+}
+
+tsl_status tsl__session_step_begin(const tsl_session *s, tsl_step_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->loss = NAN;
+    if (s->input == TSL_NONE || s->label == TSL_NONE)
+        return tsl_fail(TSL_ERR_INVALID, "graph '%s' has no INPUT named 'input' or LABEL named 'label'",
+                        tsl_graph_name(s->g));
+    return TSL_OK;
 }

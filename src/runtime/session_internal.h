@@ -27,6 +27,10 @@ struct tsl_session {
  * executor of session.c, used as is when no plan is followed. */
 tsl_status tsl__session_run_vanilla(tsl_session *s, const float *x, const int32_t *y,
                                     int training, int64_t n_valid, tsl_step_stats *st);
+/* The start of every step (training or evaluation, vanilla or under a
+ * plan): zeroes *st with the loss NaN, and checks the graph has the INPUT
+ * "input" and LABEL "label" it loads (TSL_ERR_INVALID otherwise). */
+tsl_status tsl__session_step_begin(const tsl_session *s, tsl_step_stats *st);
 /* After op i ran: reads the loss (and counts correct predictions) if i is
  * the loss op; nothing otherwise. */
 void tsl__session_after_op(tsl_session *s, int32_t i, const int32_t *y, int64_t n_valid,
