@@ -332,6 +332,7 @@ void tsl__rt_free(tsl__runtime *rt) {
     }
     free(rt->vlat);
     free(rt->ewma);
+    free(rt->eval_reads);
     tsl__log_free(&rt->log);
     pthread_cond_destroy(&rt->cv);
     pthread_cond_destroy(&rt->cv_queue);
@@ -440,13 +441,17 @@ size_t tsl__session_runtime_limit(const tsl_session *s) {
 
 /* ---- boundary helpers ----------------------------------------------------------------- */
 
-/* 1 in need[t] for each tensor an evaluation (forward) op reads. */
-static void eval_reads(const tsl__runtime *rt, uint8_t *need) {
-    memset(need, 0, (size_t)rt->nt);
+/* The tensors an evaluation (forward) op reads, as 1 in rt->eval_reads[t]
+ * (computed once). NULL if out of host memory. */
+static const uint8_t *eval_reads(tsl__runtime *rt) {
+    if (rt->eval_reads) return rt->eval_reads;
+    uint8_t *need = calloc((size_t)rt->nt + 1, 1);
+    if (!need) return NULL;
     for (int32_t i = 0; i < rt->s->live_eval.end; i++) {
         const tsl_op *op = tsl_graph_op(rt->g, i);
         for (int j = 0; j < op->n_in; j++) need[op->in[j]] = 1;
     }
+    return rt->eval_reads = need;
 }
 
 tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_effort) {
@@ -498,11 +503,9 @@ static tsl_status park(tsl__runtime *rt, int32_t t) {
 }
 
 tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt) {
-    uint8_t *need = malloc((size_t)rt->nt + 1);
-    if (!need) return tsl_fail(TSL_ERR_OOM, "evaluation: out of host memory");
     pthread_mutex_lock(&rt->mu);
-    eval_reads(rt, need);
-    tsl_status st = TSL_OK;
+    const uint8_t *need = eval_reads(rt);
+    tsl_status st = need ? TSL_OK : tsl_fail(TSL_ERR_OOM, "evaluation: out of host memory");
     for (int32_t t = 0; t < rt->nt && st == TSL_OK; t++)
         if (tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind) && rt->s->ptr[t] && !need[t]) {
             st = park(rt, t);
@@ -510,7 +513,6 @@ tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt) {
         }
     if (st == TSL_OK) st = tsl__rt_restore_some(rt, need, 0);
     pthread_mutex_unlock(&rt->mu);
-    free(need);
     return st;
 }
 

@@ -178,6 +178,7 @@ typedef struct tsl__runtime {
     int32_t outstanding;       /* timed events not done */
     int32_t pos;               /* op the executor is at (next-use distances) */
     int parked;                /* an evaluation parked persistent tensors on the host */
+    uint8_t *eval_reads;       /* per tensor: 1 if an evaluation op reads it (lazily built) */
     tsl__xfer *xf;
     int64_t n_xf, cap_xf;
     int64_t xf_inflight;
