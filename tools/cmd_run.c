@@ -36,6 +36,7 @@
 #include "commands.h"
 #include "feed.h"
 #include "progress.h"
+#include "tensile/backend.h"
 #include "tensile/data.h"
 #include "tensile/runtime.h"
 #include "tensile/sched.h"
@@ -580,18 +581,19 @@ int cmd_run(int argc, char **argv) {
         goto out;
     }
     /* (the dry run counts the reference kernels' workspace; a fast kernel's
-     * scratch can be larger, one op at a time: a probe session asks) */
+     * scratch can be larger, one op at a time: the backend the sessions
+     * will use says, from an arena that is reserved, never touched) */
     size_t max_ws = 0;
     {
-        tsl_session_opts so = session_opts(&t, dry.peak_footprint + ((size_t)16 << 20));
-        tsl_session *probe = NULL;
-        tsl_status st = tsl_session_new(e.g, &so, &probe);
+        tsl_session_opts so = session_opts(&t, 0);
+        tsl_backend *probe = NULL;
+        tsl_status st = tsl_cpu_backend_new((size_t)1 << 20, so.kernels, so.nthreads, &probe);
         for (int32_t i = 0; i < n_ops && st == TSL_OK; i++) {
             size_t ws;
-            st = tsl_session_op_workspace(probe, i, &ws);
+            st = probe->iface->op_workspace(probe, e.g, tsl_graph_op(e.g, i), &ws);
             if (ws > max_ws) max_ws = ws;
         }
-        tsl_session_free(probe);
+        tsl_backend_free(probe);
         if (st != TSL_OK) {
             fprintf(stderr, "tensile run: kernel workspaces: %s\n", tsl_last_error());
             rc = 1;
