@@ -1,6 +1,7 @@
 /* gradcheck.c - see gradcheck.h. */
 #include "gradcheck.h"
 
+#include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,4 +181,18 @@ double th_gradcheck(tsl_graph *g, int32_t op_index, int out_index, const tsl_tid
     for (int j = 0; j < 16; j++) free(saved[j]);
     th_f64_free(run);
     return worst;
+}
+
+void th_f64_set(th_f64 *r, tsl_tid t, const double *v, size_t n) {
+    memcpy(th_f64_buf(r, t), v, n * sizeof *v);
+}
+
+/* See gradcheck.h. */
+void th_expect64(const char *what, const double *got, const double *want, size_t n) {
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(got[i] - want[i]) > worst) worst = fabs(got[i] - want[i]), at = i;
+    cr_assert_lt(worst, 1e-12, "%s: element %zu is %.17g, expected %.17g (diff %.3g)", what, at,
+                 got[at], want[at], worst);
 }

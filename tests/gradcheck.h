@@ -4,6 +4,7 @@
  */
 #ifndef TSL_TESTS_GRADCHECK_H
 #define TSL_TESTS_GRADCHECK_H
+#include <stddef.h>
 #include <stdint.h>
 #include "tensile/graph.h"
 
@@ -15,6 +16,12 @@ void *th_f64_buf(th_f64 *r, tsl_tid t);          /* double* or int32_t* */
  * error fails the calling test (abort with the message). */
 void th_f64_run(th_f64 *r, int32_t first_op, int32_t end_op, int64_t step, int training);
 void th_f64_free(th_f64 *r);
+/* Copies v[0..n) into tensor t's doubles (n at most its element count). */
+void th_f64_set(th_f64 *r, tsl_tid t, const double *v, size_t n);
+/* Asserts got[0..n) equals want[0..n) within 1e-12 (hand oracles: exact
+ * small integers or simple fractions); fails with "WHAT: element i is ..,
+ * expected .. (diff ..)" naming the worst element. */
+void th_expect64(const char *what, const double *got, const double *want, size_t n);
 
 /* Gradient check of op `op_index` of the NOT yet finalized graph g, whose
  * output `out_index` is y. Adds an INPUT r shaped like y, builds the op's

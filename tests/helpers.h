@@ -35,6 +35,43 @@ tsl_status th_rt_run(th_rt *r, int32_t first, int32_t end, int training, int nth
 void th_rt_to_f64(const th_rt *r, tsl_tid t, double *dst);
 /* Copies the leaves (inputs, labels, params) of float runner a into double runner b. */
 void th_rt_copy_leaves_f32_to_f64(const th_rt *a, th_rt *b);
+/* Elements of tensor t of g. */
+int64_t th_numel(const tsl_graph *g, tsl_tid t);
+/* Fills float tensor t with uniform[lo,hi) values rounded to float (the
+ * same numbers in both precisions: the f32 values, widened for f64). */
+void th_rt_fill_tensor(th_rt *r, tsl_tid t, uint64_t seed, double lo, double hi);
+/* Element i of float tensor t, as a double. */
+double th_rt_get(const th_rt *r, tsl_tid t, int64_t i);
+/* max|a-b| / max(max|b|, 1e-30) over tensor t of two runners of one graph
+ * (any precisions). */
+double th_rt_err(const th_rt *a, const th_rt *b, tsl_tid t);
+/* Runs ops [first, end) with the reference kernels as th_rt_run does, but
+ * with training step `step`, each op's workspace (tsl_op_workspace bytes),
+ * and the thread count only passed to the kernels (the OpenMP setting is
+ * left alone: call tsl_cpu_set_threads around it where that matters). A
+ * kernel error fails the calling test with "op 'NAME': message". */
+void th_rt_exec(th_rt *r, int32_t first, int32_t end, int64_t step, int training, int nthreads);
+
+/* Float vs double reference and determinism of the finalized graph g: three
+ * f32 runs of every op with leaves from th_rt_fill(seed) (two with 1
+ * thread, one with 2 threads, OpenMP set to each and reset to 1 after) and
+ * one f64 run (th_f64_run) of the same leaves, widened. For every tensor
+ * that is not an INPUT or PARAM, asserts the f32 result within `tol`
+ * (th_norm_err_f64) of the f64 one and bit-identical in the three f32 runs;
+ * messages start with `label`. */
+void th_check_f32_f64_threads(const tsl_graph *g, uint64_t seed, double tol, const char *label);
+
+/* Checks a builder call that must fail on g: res is TSL_NONE (else fails
+ * with "`what` should fail"), g's status TSL_ERR_INVALID, and the last error
+ * holds each of needles[0..n) (a NULL entry ends the list early, so
+ * NULL-terminated lists may pass n = SIZE_MAX). */
+void th_expect_build_fail(tsl_graph *g, tsl_tid res, const char *what, const char *const *needles,
+                          size_t n);
+
+/* Appends the backward of `loss` and the optimizer o to g and finalizes g;
+ * a failure of any of the three fails the calling test with the library's
+ * message. */
+void th_train_graph(tsl_graph *g, tsl_tid loss, const tsl_optimizer_cfg *o);
 
 /* 1 if TSL_TEST_QUICK is set (sanitizer builds run smaller cases). */
 int th_quick(void);

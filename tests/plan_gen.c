@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "tensile/backend.h"
 #include "helpers.h"
 
 pg_opts pg_opts_default(void) {
@@ -303,23 +303,13 @@ static int recompute_item(pg_ctx *c, int32_t t, int32_t a, tsl_event *out) {
 /* ---- the backend's real workspaces --------------------------------------------- */
 
 tsl_status pg_match_backend_workspace(const tsl_graph *g, tsl_workload *w, int fast, int nthreads) {
-    for (int32_t i = 0; i < w->n_ops; i++) {
-        const tsl_op *op = tsl_graph_op(g, i);
-        const tsl_fast_kernel *fk = fast ? tsl_cpu_fast_kernel(op->type) : NULL;
-        size_t ws = 0;
-        if (fk && fk->run) { /* as the CPU backend's run_op: the prepared scratch */
-            if (fk->prepare) {
-                void *state = NULL;
-                tsl_status st = fk->prepare(g, op, nthreads, &state, &ws);
-                if (fk->release) fk->release(state);
-                if (st != TSL_OK) return st;
-            }
-        } else {
-            ws = tsl_op_workspace(g, op);
-        }
-        w->ops[i].workspace = ws;
-    }
-    return TSL_OK;
+    tsl_backend *b = NULL; /* the backend's own answer; its arena is reserved, never touched */
+    tsl_status st = tsl_cpu_backend_new((size_t)1 << 20, fast ? TSL_KERNELS_FAST : TSL_KERNELS_REF,
+                                        nthreads, &b);
+    for (int32_t i = 0; i < w->n_ops && st == TSL_OK; i++)
+        st = b->iface->op_workspace(b, g, tsl_graph_op(g, i), &w->ops[i].workspace);
+    tsl_backend_free(b);
+    return st;
 }
 
 /* ---- judging ---------------------------------------------------------------------- */

@@ -70,8 +70,8 @@ tsl_plan *pg_random_plan(const tsl_graph *g, const tsl_workload *w, const tsl_de
 
 /* Sets every op's workspace in w (a workload of graph g, same indices) to
  * the scratch the CPU backend really allocates for it with the given kernels
- * and thread count: a fast kernel's prepared scratchpad (oneDNN), else the
- * reference kernel's tsl_op_workspace. tsl_workload_from_graph takes
+ * and thread count (its op_workspace: a fast kernel's prepared scratchpad,
+ * else the reference kernel's tsl_op_workspace). tsl_workload_from_graph takes
  * tsl_op_workspace, which the fast kernels' scratch does not match; with
  * this the ledger of a virtual-clock run can equal the predicted peak.
  * Returns TSL_OK or a kernel's preparation error. */

@@ -34,70 +34,6 @@ static tsl_conv_attr attr(int sh, int sw, int ph, int pw, int dh, int dw, int g)
 /* Runs op `i` of finalized g with the f64 reference kernel on buffers `r`. */
 static void run_op64(th_f64 *r, int32_t i) { th_f64_run(r, i, i + 1, 1, 1); }
 
-static void set64(th_f64 *r, tsl_tid t, const double *v, size_t n) {
-    memcpy(th_f64_buf(r, t), v, n * sizeof *v);
-}
-
-/* Asserts buffer `got` equals `want` within 1e-12 (hand oracles are exact
- * small integers or simple fractions). */
-static void expect64(const char *what, const double *got, const double *want, size_t n) {
-    double worst = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(got[i] - want[i]) > worst) worst = fabs(got[i] - want[i]), at = i;
-    cr_assert_lt(worst, 1e-12, "%s: element %zu is %.17g, expected %.17g (diff %.3g)", what, at,
-                 got[at], want[at], worst);
-}
-
-/* ---- f32 runner: every op of a finalized graph with the f32 reference ----------- */
-
-typedef struct r32 {
-    const tsl_graph *g;
-    void **buf;
-} r32;
-
-/* Buffers for every tensor; leaves (INPUT, PARAM, BUFFER) filled with
- * uniform[-1,1) floats from seed + id. */
-static r32 *r32_new(const tsl_graph *g, uint64_t seed) {
-    r32 *r = calloc(1, sizeof *r);
-    int32_t nt = tsl_graph_n_tensors(g);
-    r->g = g;
-    r->buf = calloc((size_t)nt, sizeof *r->buf);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        r->buf[t] = calloc(1, tt->nbytes ? tt->nbytes : 1);
-        if (tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM || tt->kind == TSL_KIND_BUFFER)
-            th_fill_f32(r->buf[t], (size_t)tsl_shape_numel(&tt->shape), seed + (uint64_t)t, -1.f,
-                        1.f);
-    }
-    return r;
-}
-
-static void r32_run(r32 *r, int nthreads) {
-    tsl_cpu_set_threads(nthreads);
-    for (int32_t i = 0; i < tsl_graph_n_ops(r->g); i++) {
-        const tsl_op *op = tsl_graph_op(r->g, i);
-        void *in[16], *out[16];
-        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
-        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
-        size_t ws = tsl_op_workspace(r->g, op);
-        void *w = ws ? calloc(1, ws) : NULL;
-        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = TSL_F32, .in = in, .out = out,
-                             .workspace = w, .workspace_bytes = ws, .step = 1,
-                             .nthreads = nthreads, .training = 1, .state = NULL};
-        tsl_status st = tsl_cpu_ref_kernel(op->type, TSL_F32)(&a);
-        free(w);
-        cr_assert_eq(st, TSL_OK, "op '%s': %s", op->name, tsl_last_error());
-    }
-    tsl_cpu_set_threads(1);
-}
-
-static void r32_free(r32 *r) {
-    for (int32_t t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
-    free(r->buf);
-    free(r);
-}
-
 /* ---- hand-computed oracles --------------------------------------------------------- */
 
 /* x (1,1,3,3) = 1..9, w (1,1,2,2) = [1 2; 3 4], b = 0.5:
@@ -118,14 +54,14 @@ Test(conv_oracle, conv_2x2_forward_and_backward) {
     th_f64 *r = th_f64_new(g);
     double xv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, wv[4] = {1, 2, 3, 4}, bv[1] = {0.5};
     double ones[4] = {1, 1, 1, 1};
-    set64(r, x, xv, 9), set64(r, w, wv, 4), set64(r, b, bv, 1), set64(r, dy, ones, 4);
+    th_f64_set(r, x, xv, 9), th_f64_set(r, w, wv, 4), th_f64_set(r, b, bv, 1), th_f64_set(r, dy, ones, 4);
     th_f64_run(r, 0, 3, 1, 1);
     double ye[4] = {37.5, 47.5, 67.5, 77.5};
     double dxe[9] = {1, 3, 2, 4, 10, 6, 3, 7, 4}, dwe[4] = {12, 16, 24, 28}, dbe[1] = {4};
-    expect64("y", th_f64_buf(r, y), ye, 4);
-    expect64("dx", th_f64_buf(r, ig[0]), dxe, 9);
-    expect64("dw", th_f64_buf(r, ig[1]), dwe, 4);
-    expect64("db", th_f64_buf(r, ig[2]), dbe, 1);
+    th_expect64("y", th_f64_buf(r, y), ye, 4);
+    th_expect64("dx", th_f64_buf(r, ig[0]), dxe, 9);
+    th_expect64("dw", th_f64_buf(r, ig[1]), dwe, 4);
+    th_expect64("db", th_f64_buf(r, ig[2]), dbe, 1);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -142,10 +78,10 @@ Test(conv_oracle, stride2_pad1) {
     cr_assert(ys->d[2] == 2 && ys->d[3] == 2);
     th_f64 *r = th_f64_new(g);
     double xv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, wv[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    set64(r, x, xv, 9), set64(r, w, wv, 9);
+    th_f64_set(r, x, xv, 9), th_f64_set(r, w, wv, 9);
     run_op64(r, 0);
     double ye[4] = {12, 16, 24, 28};
-    expect64("y", th_f64_buf(r, y), ye, 4);
+    th_expect64("y", th_f64_buf(r, y), ye, 4);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -167,9 +103,9 @@ Test(conv_oracle, dilation2) {
             double v = 5 * i + j; /* x[i][j] */
             ye[i * 3 + j] = v + 10 * (v + 2) + 100 * (v + 10) + 1000 * (v + 12);
         }
-    set64(r, x, xv, 25), set64(r, w, wv, 4);
+    th_f64_set(r, x, xv, 25), th_f64_set(r, w, wv, 4);
     run_op64(r, 0);
-    expect64("y", th_f64_buf(r, y), ye, 9);
+    th_expect64("y", th_f64_buf(r, y), ye, 9);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -195,12 +131,12 @@ Test(conv_oracle, groups_and_asymmetric_kernel) {
     double xv[8] = {1, 1, 1, 1, 2, 2, 2, 2}, wv[2] = {3, 5}, ye[8] = {3, 3, 3, 3, 10, 10, 10, 10};
     double x2v[4] = {1, 2, 4, 8}, w2v[2] = {1, -1}, y2e[3] = {-1, -2, -4};
     double x3v[2] = {1, 2}, w3v[4] = {3, 5, 7, 11}, y3e[4] = {3, 5, 14, 22};
-    set64(r, x, xv, 8), set64(r, w, wv, 2), set64(r, x2, x2v, 4), set64(r, w2, w2v, 2);
-    set64(r, x3, x3v, 2), set64(r, w3, w3v, 4);
+    th_f64_set(r, x, xv, 8), th_f64_set(r, w, wv, 2), th_f64_set(r, x2, x2v, 4), th_f64_set(r, w2, w2v, 2);
+    th_f64_set(r, x3, x3v, 2), th_f64_set(r, w3, w3v, 4);
     th_f64_run(r, 0, 3, 1, 1);
-    expect64("y groups", th_f64_buf(r, y), ye, 8);
-    expect64("y 1x2", th_f64_buf(r, y2), y2e, 3);
-    expect64("y groups 2 out per group", th_f64_buf(r, y3), y3e, 4);
+    th_expect64("y groups", th_f64_buf(r, y), ye, 8);
+    th_expect64("y 1x2", th_f64_buf(r, y2), y2e, 3);
+    th_expect64("y groups 2 out per group", th_f64_buf(r, y3), y3e, 4);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -236,19 +172,19 @@ Test(conv_oracle, transpose) {
     th_f64 *r = th_f64_new(g);
     double xv[4] = {1, 2, 3, 4}, wv[4] = {1, 10, 100, 1000}, bv[1] = {0.25};
     double x2v[2] = {1, 2}, w2v[3] = {1, 1, 1}, x3v[2] = {1, 2}, w3v[2] = {3, 4};
-    set64(r, x, xv, 4), set64(r, w, wv, 4), set64(r, b, bv, 1);
-    set64(r, x2, x2v, 2), set64(r, w2, w2v, 3), set64(r, x3, x3v, 2), set64(r, w3, w3v, 2);
+    th_f64_set(r, x, xv, 4), th_f64_set(r, w, wv, 4), th_f64_set(r, b, bv, 1);
+    th_f64_set(r, x2, x2v, 2), th_f64_set(r, w2, w2v, 3), th_f64_set(r, x3, x3v, 2), th_f64_set(r, w3, w3v, 2);
     double w4v[4] = {3, 5, 7, 11}, y4e[4] = {3, 5, 14, 22};
-    set64(r, x4, x3v, 2), set64(r, w4, w4v, 4);
+    th_f64_set(r, x4, x3v, 2), th_f64_set(r, w4, w4v, 4);
     th_f64_run(r, 0, 4, 1, 1);
     double ye[16];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) ye[i * 4 + j] = xv[(i / 2) * 2 + j / 2] * wv[(i % 2) * 2 + j % 2] + 0.25;
     double y2e[4] = {1, 3, 3, 2}, y3e[1] = {11};
-    expect64("y 2x2 s2", th_f64_buf(r, y), ye, 16);
-    expect64("y overlap", th_f64_buf(r, y2), y2e, 4);
-    expect64("y channels", th_f64_buf(r, y3), y3e, 1);
-    expect64("y groups", th_f64_buf(r, y4), y4e, 4);
+    th_expect64("y 2x2 s2", th_f64_buf(r, y), ye, 16);
+    th_expect64("y overlap", th_f64_buf(r, y2), y2e, 4);
+    th_expect64("y channels", th_f64_buf(r, y3), y3e, 1);
+    th_expect64("y groups", th_f64_buf(r, y4), y4e, 4);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -505,42 +441,7 @@ static tsl_graph *fwd_bwd_graph(const conv_case *c, int transpose) {
  * with 2 threads. */
 static void check_precision_and_determinism(const conv_case *c, int transpose) {
     tsl_graph *g = fwd_bwd_graph(c, transpose);
-    r32 *a = r32_new(g, 77), *a2 = r32_new(g, 77), *b2 = r32_new(g, 77);
-    r32_run(a, 1);
-    r32_run(a2, 1);
-    r32_run(b2, 2);
-    th_f64 *d = th_f64_new(g);
-    int32_t nt = tsl_graph_n_tensors(g);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        size_t n = (size_t)tsl_shape_numel(&tt->shape);
-        if (tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM) {
-            double *dv = th_f64_buf(d, t);
-            const float *fv = a->buf[t];
-            for (size_t i = 0; i < n; i++) dv[i] = fv[i];
-        }
-    }
-    th_f64_run(d, 0, tsl_graph_n_ops(g), 1, 1);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        if (tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM) continue;
-        size_t n = (size_t)tsl_shape_numel(&tt->shape);
-        double *got = malloc(n * sizeof *got);
-        const float *fv = a->buf[t];
-        for (size_t i = 0; i < n; i++) got[i] = fv[i];
-        double e = th_norm_err_f64(got, th_f64_buf(d, t), n);
-        free(got);
-        cr_assert_lt(e, 1e-5, "%s: tensor '%s' f32 vs f64 normalised error %.3e", c->label,
-                     tt->name, e);
-        cr_assert_eq(memcmp(a->buf[t], a2->buf[t], tt->nbytes), 0,
-                     "%s: tensor '%s' differs between two runs", c->label, tt->name);
-        cr_assert_eq(memcmp(a->buf[t], b2->buf[t], tt->nbytes), 0,
-                     "%s: tensor '%s' differs between 1 and 2 threads", c->label, tt->name);
-    }
-    th_f64_free(d);
-    r32_free(a);
-    r32_free(a2);
-    r32_free(b2);
+    th_check_f32_f64_threads(g, 77, 1e-5, c->label);
     tsl_graph_free(g);
 }
 
@@ -573,11 +474,7 @@ static void expect_conv_error(int transpose, tsl_shape xs, tsl_shape ws, int64_t
     tsl_tid b = bias_n ? tsl_param(g, "bias", TSL_SHAPE(bias_n), TSL_INIT_NONE) : TSL_NONE;
     tsl_tid y = transpose ? tsl_conv2d_transpose(g, "layer1.0.conv1", x, w, b, a)
                           : tsl_conv2d(g, "layer1.0.conv1", x, w, b, a);
-    cr_assert_eq(y, TSL_NONE);
-    cr_assert_eq(tsl_graph_status(g), TSL_ERR_INVALID);
-    const char *msg = tsl_last_error();
-    for (const char *const *n = needles; *n; n++)
-        cr_assert(strstr(msg, *n) != NULL, "message '%s' lacks '%s'", msg, *n);
+    th_expect_build_fail(g, y, "the conv builder", needles, SIZE_MAX);
     /* sticky: a later builder returns TSL_NONE */
     cr_assert_eq(tsl_relu(g, "r", x), TSL_NONE);
     tsl_graph_free(g);

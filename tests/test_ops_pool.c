@@ -29,19 +29,6 @@ static tsl_pool_attr pattr(int kh, int kw, int sh, int sw, int ph, int pw, int i
     return a;
 }
 
-static void set64(th_f64 *r, tsl_tid t, const double *v, size_t n) {
-    memcpy(th_f64_buf(r, t), v, n * sizeof *v);
-}
-
-static void expect64(const char *what, const double *got, const double *want, size_t n) {
-    double worst = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(got[i] - want[i]) > worst) worst = fabs(got[i] - want[i]), at = i;
-    cr_assert_lt(worst, 1e-12, "%s: element %zu is %.17g, expected %.17g (diff %.3g)", what, at,
-                 got[at], want[at], worst);
-}
-
 /* Appends the backward of the last op of g for an output gradient `dy`
  * (an INPUT), x being a PARAM so that its gradient is wanted. Returns dx. */
 static tsl_tid add_backward(tsl_graph *g, tsl_tid dy) {
@@ -51,49 +38,6 @@ static tsl_tid add_backward(tsl_graph *g, tsl_tid dy) {
     cr_assert_eq(tsl_graph_status(g), TSL_OK, "%s", tsl_last_error());
     cr_assert_neq(ig[0], TSL_NONE);
     return ig[0];
-}
-
-/* ---- f32 runner: every op of a finalized graph with the f32 reference ----------- */
-
-typedef struct r32 {
-    const tsl_graph *g;
-    void **buf;
-} r32;
-
-static r32 *r32_new(const tsl_graph *g, uint64_t seed) {
-    r32 *r = calloc(1, sizeof *r);
-    int32_t nt = tsl_graph_n_tensors(g);
-    r->g = g;
-    r->buf = calloc((size_t)nt, sizeof *r->buf);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        r->buf[t] = calloc(1, tt->nbytes ? tt->nbytes : 1);
-        if (tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM)
-            th_fill_f32(r->buf[t], (size_t)tsl_shape_numel(&tt->shape), seed + (uint64_t)t, -1.f,
-                        1.f);
-    }
-    return r;
-}
-
-static void r32_run(r32 *r, int nthreads) {
-    tsl_cpu_set_threads(nthreads);
-    for (int32_t i = 0; i < tsl_graph_n_ops(r->g); i++) {
-        const tsl_op *op = tsl_graph_op(r->g, i);
-        void *in[16], *out[16];
-        for (int j = 0; j < op->n_in; j++) in[j] = r->buf[op->in[j]];
-        for (int j = 0; j < op->n_out; j++) out[j] = r->buf[op->out[j]];
-        tsl_kernel_args a = {.g = r->g, .op = op, .dtype = TSL_F32, .in = in, .out = out,
-                             .step = 1, .nthreads = nthreads, .training = 1};
-        tsl_status st = tsl_cpu_ref_kernel(op->type, TSL_F32)(&a);
-        cr_assert_eq(st, TSL_OK, "op '%s': %s", op->name, tsl_last_error());
-    }
-    tsl_cpu_set_threads(1);
-}
-
-static void r32_free(r32 *r) {
-    for (int32_t t = 0; t < tsl_graph_n_tensors(r->g); t++) free(r->buf[t]);
-    free(r->buf);
-    free(r);
 }
 
 /* ---- hand-computed oracles --------------------------------------------------------- */
@@ -119,19 +63,19 @@ Test(pool_oracle, overlapping_3x3_s2_p1) {
     cr_assert(s->d[2] == 2 && s->d[3] == 2);
     th_f64 *r = th_f64_new(g);
     double xv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ones[4] = {1, 1, 1, 1};
-    set64(r, x, xv, 9), set64(r, dy, ones, 4);
+    th_f64_set(r, x, xv, 9), th_f64_set(r, dy, ones, 4);
     th_f64_run(r, 0, tsl_graph_n_ops(g), 1, 1);
     double yme[4] = {5, 6, 8, 9}, sums[4] = {12, 16, 24, 28}, yae[4], yee[4];
     for (int i = 0; i < 4; i++) yae[i] = sums[i] / 9, yee[i] = sums[i] / 4;
     double dxme[9] = {0, 0, 0, 0, 1, 1, 0, 1, 1}, cover[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
     double dxae[9], dxee[9];
     for (int i = 0; i < 9; i++) dxae[i] = cover[i] / 9, dxee[i] = cover[i] / 4;
-    expect64("max y", th_f64_buf(r, ym), yme, 4);
-    expect64("max dx", th_f64_buf(r, dxm), dxme, 9);
-    expect64("avg incl y", th_f64_buf(r, ya), yae, 4);
-    expect64("avg incl dx", th_f64_buf(r, dxa), dxae, 9);
-    expect64("avg excl y", th_f64_buf(r, ye), yee, 4);
-    expect64("avg excl dx", th_f64_buf(r, dxe), dxee, 9);
+    th_expect64("max y", th_f64_buf(r, ym), yme, 4);
+    th_expect64("max dx", th_f64_buf(r, dxm), dxme, 9);
+    th_expect64("avg incl y", th_f64_buf(r, ya), yae, 4);
+    th_expect64("avg incl dx", th_f64_buf(r, dxa), dxae, 9);
+    th_expect64("avg excl y", th_f64_buf(r, ye), yee, 4);
+    th_expect64("avg excl dx", th_f64_buf(r, dxe), dxee, 9);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -152,13 +96,13 @@ Test(pool_oracle, max_negative_padding_and_ties) {
     th_f64 *r = th_f64_new(g);
     double xv[4] = {-4, -3, -2, -1};
     double x2v[6] = {7, 7, 1, 7, 7, 1}, dy2v[2] = {10, 20};
-    set64(r, x, xv, 4), set64(r, x2, x2v, 6), set64(r, dy2, dy2v, 2);
+    th_f64_set(r, x, xv, 4), th_f64_set(r, x2, x2v, 6), th_f64_set(r, dy2, dy2v, 2);
     th_f64_run(r, 0, tsl_graph_n_ops(g), 1, 1);
     double ye[9] = {-4, -3, -3, -2, -1, -1, -2, -1, -1};
     double y2e[2] = {7, 7}, dx2e[6] = {10, 20, 0, 0, 0, 0};
-    expect64("max negative", th_f64_buf(r, y), ye, 9);
-    expect64("max ties y", th_f64_buf(r, y2), y2e, 2);
-    expect64("max ties dx", th_f64_buf(r, dx2), dx2e, 6);
+    th_expect64("max negative", th_f64_buf(r, y), ye, 9);
+    th_expect64("max ties y", th_f64_buf(r, y2), y2e, 2);
+    th_expect64("max ties dx", th_f64_buf(r, dx2), dx2e, 6);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -179,12 +123,12 @@ Test(pool_oracle, global_avgpool_and_rect_window) {
     cr_assert(s->ndim == 2 && s->d[0] == 1 && s->d[1] == 2);
     th_f64 *r = th_f64_new(g);
     double xv[8] = {1, 2, 3, 4, -1, -1, -1, 5}, dyv[2] = {4, 8}, x2v[4] = {1, 2, 3, 4};
-    set64(r, x, xv, 8), set64(r, dy, dyv, 2), set64(r, x2, x2v, 4);
+    th_f64_set(r, x, xv, 8), th_f64_set(r, dy, dyv, 2), th_f64_set(r, x2, x2v, 4);
     th_f64_run(r, 0, tsl_graph_n_ops(g), 1, 1);
     double ye[2] = {2.5, 0.5}, dxe[8] = {1, 1, 1, 1, 2, 2, 2, 2}, y2e[2] = {1.5, 3.5};
-    expect64("gap y", th_f64_buf(r, y), ye, 2);
-    expect64("gap dx", th_f64_buf(r, dx), dxe, 8);
-    expect64("rect y", th_f64_buf(r, y2), y2e, 2);
+    th_expect64("gap y", th_f64_buf(r, y), ye, 2);
+    th_expect64("gap dx", th_f64_buf(r, dx), dxe, 8);
+    th_expect64("rect y", th_f64_buf(r, y2), y2e, 2);
     th_f64_free(r);
     tsl_graph_free(g);
 }
@@ -315,39 +259,7 @@ Test(pool_determinism, f32_vs_f64_and_threads, .timeout = 120) {
     tsl_global_avgpool(g, "gap", x);
     add_backward(g, tsl_input(g, "dyg", TSL_SHAPE(n, c)));
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
-    r32 *a = r32_new(g, 5), *a2 = r32_new(g, 5), *b2 = r32_new(g, 5);
-    r32_run(a, 1);
-    r32_run(a2, 1);
-    r32_run(b2, 2);
-    th_f64 *d = th_f64_new(g);
-    int32_t nt = tsl_graph_n_tensors(g);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        if (tt->kind != TSL_KIND_INPUT && tt->kind != TSL_KIND_PARAM) continue;
-        double *dv = th_f64_buf(d, t);
-        const float *fv = a->buf[t];
-        for (int64_t i = 0; i < tsl_shape_numel(&tt->shape); i++) dv[i] = fv[i];
-    }
-    th_f64_run(d, 0, tsl_graph_n_ops(g), 1, 1);
-    for (int32_t t = 0; t < nt; t++) {
-        const tsl_tensor *tt = tsl_graph_tensor(g, t);
-        if (tt->kind == TSL_KIND_INPUT || tt->kind == TSL_KIND_PARAM) continue;
-        size_t ne = (size_t)tsl_shape_numel(&tt->shape);
-        double *got = malloc(ne * sizeof *got);
-        const float *fv = a->buf[t];
-        for (size_t i = 0; i < ne; i++) got[i] = fv[i];
-        double e = th_norm_err_f64(got, th_f64_buf(d, t), ne);
-        free(got);
-        cr_assert_lt(e, 1e-5, "tensor '%s': f32 vs f64 normalised error %.3e", tt->name, e);
-        cr_assert_eq(memcmp(a->buf[t], a2->buf[t], tt->nbytes), 0, "'%s' differs between runs",
-                     tt->name);
-        cr_assert_eq(memcmp(a->buf[t], b2->buf[t], tt->nbytes), 0,
-                     "'%s' differs between 1 and 2 threads", tt->name);
-    }
-    th_f64_free(d);
-    r32_free(a);
-    r32_free(a2);
-    r32_free(b2);
+    th_check_f32_f64_threads(g, 5, 1e-5, "det");
     tsl_graph_free(g);
 }
 
@@ -357,11 +269,7 @@ static void expect_pool_error(int max, tsl_shape xs, tsl_pool_attr a, const char
     tsl_graph *g = tsl_graph_new("errs");
     tsl_tid x = tsl_input(g, "feat", xs);
     tsl_tid y = max ? tsl_maxpool2d(g, "pool1", x, a) : tsl_avgpool2d(g, "pool1", x, a);
-    cr_assert_eq(y, TSL_NONE);
-    cr_assert_eq(tsl_graph_status(g), TSL_ERR_INVALID);
-    const char *msg = tsl_last_error();
-    for (const char *const *n = needles; *n; n++)
-        cr_assert(strstr(msg, *n) != NULL, "message '%s' lacks '%s'", msg, *n);
+    th_expect_build_fail(g, y, "the pool builder", needles, SIZE_MAX);
     cr_assert_eq(tsl_global_avgpool(g, "later", x), TSL_NONE); /* sticky */
     tsl_graph_free(g);
 }

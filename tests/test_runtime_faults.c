@@ -31,118 +31,24 @@
 
 #include "helpers.h"
 #include "plan_gen.h"
+#include "rt_fixture.h"
 #include "runtime/session_internal.h"
 #include "tensile/models.h"
 #include "tensile/runtime.h"
 #include "tensile/session.h"
 
-#define ITERS 3
+#define ITERS RTF_ITERS
 
-static tsl_device_profile test_profile(void) {
-    tsl_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "cpu-test");
-    d.flops = 5e10;
-    d.mem_bw = 1e10;
-    d.mem_bytes = (size_t)64 << 30;
-    d.h2d_bw = d.d2h_bw = 4e9;
-    d.duplex = 1;
-    d.launch_us = 5;
-    d.copy_latency_us = 5;
-    return d;
-}
-
-typedef struct fcase {
-    tsl_graph *g;
-    tsl_workload *w;
-    tsl_device_profile dev;
-    float *x[ITERS];
-    int32_t *y[ITERS];
-    uint64_t ref;            /* vanilla checksum after ITERS iterations */
-    size_t ref_peak, ref_fp, persistent; /* vanilla's measured peak load and footprint */
-} fcase;
-
-static void fcase_make(fcase *c, int batch) {
-    memset(c, 0, sizeof *c);
-    c->dev = test_profile();
+/* cnn at `batch`, SGD; fixed batches; vanilla's reference (rt_fixture.h). */
+static void fcase_make(rtf_case *c, int batch) {
     tsl_model_cfg cfg = tsl_model_cfg_default("cnn");
     cfg.batch = batch;
-    c->g = tsl_graph_new("cnn");
-    tsl_tid loss;
-    cr_assert_eq(tsl_model_build(c->g, "cnn", &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-    tsl_optimizer_cfg o = tsl_sgd_default(0.01f);
-    cr_assert_eq(tsl_graph_backward(c->g, loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_optimizer(c->g, &o), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_finalize(c->g), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_workload_from_graph(c->g, "cnn", NULL, &c->dev, &c->w), TSL_OK, "%s",
-                 tsl_last_error());
-    /* the workspaces the fast kernels really take (see plan_gen.h) */
-    cr_assert_eq(pg_match_backend_workspace(c->g, c->w, 1, 2), TSL_OK, "%s", tsl_last_error());
-    size_t nx = (size_t)batch * 28 * 28;
+    rtf_make(c, "cnn", &cfg, 0);
     for (int k = 0; k < ITERS; k++) {
-        c->x[k] = malloc(nx * sizeof *c->x[k]);
-        c->y[k] = malloc((size_t)batch * sizeof *c->y[k]);
-        cr_assert(c->x[k] && c->y[k]);
-        th_fill_f32(c->x[k], nx, 77 + (uint64_t)k, -1, 1);
+        th_fill_f32(c->x[k], c->nx, 77 + (uint64_t)k, -1, 1);
         for (int i = 0; i < batch; i++) c->y[k][i] = (i * 3 + k) % 10;
     }
-    c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
-                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE) +
-                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER);
-    tsl_mem_report r;
-    cr_assert_eq(tsl_graph_dry_run(c->g, SIZE_MAX / 4, &r), TSL_OK);
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = 2 * r.peak_footprint + ((size_t)16 << 20); /* fast kernels' scratch too */
-    so.nthreads = 2;
-    tsl_session *s;
-    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
-    for (int k = 0; k < ITERS; k++) { /* vanilla's figures: measured (ledger) */
-        tsl_step_stats st;
-        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s", tsl_last_error());
-        if (st.peak_load > c->ref_peak) c->ref_peak = st.peak_load;
-        if (st.peak_footprint > c->ref_fp) c->ref_fp = st.peak_footprint;
-    }
-    c->ref = tsl_session_param_checksum(s);
-    tsl_session_free(s);
-}
-
-static void fcase_free(fcase *c) {
-    for (int k = 0; k < ITERS; k++) {
-        free(c->x[k]);
-        free(c->y[k]);
-    }
-    tsl_workload_free(c->w);
-    tsl_graph_free(c->g);
-}
-
-/* A session of `capacity` bytes with the runtime attached and plan p
- * installed before its first iteration. */
-static tsl_session *open_runtime(const fcase *c, size_t capacity, const tsl_plan *p, int vclock,
-                                 double gbps) {
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = capacity;
-    so.nthreads = 2;
-    tsl_session *s;
-    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
-    tsl_runtime_opts ro = tsl_runtime_opts_default();
-    ro.virtual_clock = vclock;
-    ro.pcie_gbps = gbps;
-    ro.profile = c->dev;
-    ro.replan = 0;
-    cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s", tsl_last_error());
-    return s;
-}
-
-static tsl_plan *tensile_plan(const fcase *c, size_t budget) {
-    tsl_plan_opts po = tsl_plan_opts_default();
-    po.budget = budget;
-    tsl_plan *p = NULL;
-    tsl_workload *w = c->w;
-    cr_assert_eq(tsl_plan_jobs(&w, 1, &c->dev, &po, &p, NULL), TSL_OK, "%s", tsl_last_error());
-    char why[400];
-    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why), "planner's plan: %s", why);
-    return p;
+    rtf_reference(c);
 }
 
 static tsl_backend *backend_of(tsl_session *s) { return tsl__session_backend(s); }
@@ -160,10 +66,10 @@ static uint64_t allocs_now(tsl_session *s) {
  * op's workspace over its virtual duration (the kernel's own scratch was
  * allocated and freed by the backend already); the runtime ignores a fault
  * there, so only completion and results are required. */
-static void sweep(const fcase *c, const tsl_plan *p, int vclock, const char *what) {
+static void sweep(const rtf_case *c, const tsl_plan *p, int vclock, const char *what) {
     size_t cap = c->ref_fp + (c->ref_fp >> 1) + ((size_t)4 << 20);
     /* allocations of one iteration with this plan (the second: steady) */
-    tsl_session *s = open_runtime(c, cap, p, vclock, 0);
+    tsl_session *s = rtf_open_runtime(c, cap, p, vclock, 0, what);
     cr_assert_eq(tsl_session_step(s, c->x[0], c->y[0], NULL), TSL_OK, "%s", tsl_last_error());
     uint64_t a0 = allocs_now(s);
     cr_assert_eq(tsl_session_step(s, c->x[1], c->y[1], NULL), TSL_OK, "%s", tsl_last_error());
@@ -172,7 +78,7 @@ static void sweep(const fcase *c, const tsl_plan *p, int vclock, const char *wha
     cr_assert_gt(n, 10, "%s: only %llu allocations in an iteration", what, (unsigned long long)n);
     int64_t ev = 0, pas = 0, stalls = 0, handled = 0;
     for (uint64_t k = 1; k <= n; k++) {
-        s = open_runtime(c, cap, p, vclock, 0);
+        s = rtf_open_runtime(c, cap, p, vclock, 0, what);
         tsl_backend *b = backend_of(s);
         cr_assert_eq(tsl_session_step(s, c->x[0], c->y[0], NULL), TSL_OK, "%s", tsl_last_error());
         tsl_alloc_stats before, after;
@@ -208,14 +114,14 @@ static void sweep(const fcase *c, const tsl_plan *p, int vclock, const char *wha
 }
 
 Test(faults, every_allocation_of_an_iteration, .timeout = 900) {
-    fcase c;
+    rtf_case c;
     fcase_make(&c, 2);
     tsl_plan *empty = tsl_plan_new("cnn");
     char why[400];
     cr_assert(pg_finish_and_verify(c.w, empty, &c.dev, why, sizeof why), "%s", why);
     sweep(&c, empty, 1, "empty plan, virtual clock");
     sweep(&c, empty, 0, "empty plan, real-time clock");
-    tsl_plan *tp = tensile_plan(&c, c.persistent + (c.ref_peak - c.persistent) / 2);
+    tsl_plan *tp = rtf_tensile_plan(&c, c.persistent + (c.ref_peak - c.persistent) / 2);
     cr_assert_gt(tp->n_events, 0);
     sweep(&c, tp, 1, "tensile plan, virtual clock");
     if (!th_quick()) sweep(&c, tp, 0, "tensile plan, real-time clock");
@@ -236,14 +142,14 @@ Test(faults, every_allocation_of_an_iteration, .timeout = 900) {
     tsl_plan_free(empty);
     tsl_plan_free(tp);
     tsl_plan_free(rp);
-    fcase_free(&c);
+    rtf_free(&c);
 }
 
 /* ---- budgets below vanilla's peak ------------------------------------------------------ */
 
 /* Checks vanilla's refusal message: it names a tensor of the graph, its
  * size in bytes, the load and the capacity. */
-static void check_oom_message(const fcase *c, const char *m, size_t capacity) {
+static void check_oom_message(const rtf_case *c, const char *m, size_t capacity) {
     cr_assert(strstr(m, "device out of memory"), "message: %s", m);
     const char *q = strstr(m, "cannot allocate ");
     cr_assert(q, "message does not say what it cannot allocate: %s", m);
@@ -262,10 +168,10 @@ static void check_oom_message(const fcase *c, const char *m, size_t capacity) {
 
 /* TENSILE within `budget`: plan, run in a session of exactly `budget`
  * bytes, in both clocks; returns the runtime stats of the virtual run. */
-static void tensile_within(const fcase *c, size_t budget, const char *what, tsl_runtime_stats *out) {
-    tsl_plan *p = tensile_plan(c, budget);
+static void tensile_within(const rtf_case *c, size_t budget, const char *what, tsl_runtime_stats *out) {
+    tsl_plan *p = rtf_tensile_plan(c, budget);
     for (int vclock = 1; vclock >= 0; vclock--) {
-        tsl_session *s = open_runtime(c, budget, p, vclock, vclock ? 0 : c->dev.h2d_bw / 1e9);
+        tsl_session *s = rtf_open_runtime(c, budget, p, vclock, vclock ? 0 : c->dev.h2d_bw / 1e9, what);
         size_t peak = 0;
         for (int it = 0; it < ITERS; it++) {
             tsl_step_stats st;
@@ -294,7 +200,7 @@ static void tensile_within(const fcase *c, size_t budget, const char *what, tsl_
 }
 
 Test(faults, budget_below_vanilla_peak, .timeout = 600) {
-    fcase c;
+    rtf_case c;
     fcase_make(&c, 16);
     size_t budget = c.persistent + (c.ref_peak - c.persistent) * 6 / 10;
     cr_assert_lt(budget, c.ref_peak);
@@ -312,7 +218,7 @@ Test(faults, budget_below_vanilla_peak, .timeout = 600) {
     /* TENSILE completes within it */
     tsl_runtime_stats rs;
     tensile_within(&c, budget, "tensile at 60% of the activations", &rs);
-    fcase_free(&c);
+    rtf_free(&c);
 }
 
 /* The least memory any executor needs: the largest working set of one op
@@ -337,7 +243,7 @@ static size_t least_memory(const tsl_workload *w) {
 }
 
 Test(faults, budget_the_planner_cannot_reach, .timeout = 600) {
-    fcase c;
+    rtf_case c;
     fcase_make(&c, 16);
     /* a third of the way from the least memory an op needs (cnn: the
      * update of fc1's weight reads the weight, its gradient and its
@@ -345,7 +251,7 @@ Test(faults, budget_the_planner_cannot_reach, .timeout = 600) {
     size_t least = least_memory(c.w);
     size_t budget = least + (c.ref_peak - least) / 3;
     cr_assert_lt(least, c.ref_peak, "least memory %zu, vanilla peak %zu", least, c.ref_peak);
-    tsl_plan *p = tensile_plan(&c, budget);
+    tsl_plan *p = rtf_tensile_plan(&c, budget);
     cr_assert_gt(p->predicted_peak, budget, "the planner reaches %zu (predicted %zu): pick a lower budget",
                  budget, p->predicted_peak);
     tsl_plan_free(p);
@@ -355,7 +261,7 @@ Test(faults, budget_the_planner_cannot_reach, .timeout = 600) {
      * swap-outs (strict mode) or evict */
     cr_assert_gt(rs.evictions + rs.passive_swaps + rs.stalls, 0,
                  "below the planned peak, nothing waited and nothing was evicted");
-    fcase_free(&c);
+    rtf_free(&c);
 }
 
 /* The issue's figure: 60 % of vanilla's peak load for cnn at batch 64 (the
@@ -364,7 +270,7 @@ Test(faults, budget_the_planner_cannot_reach, .timeout = 600) {
  * copies make the runtime wait and evict often, and the arena fragments;
  * every iteration must still complete, with vanilla's parameters. */
 Test(faults, sixty_percent_with_slow_channels, .timeout = 600) {
-    fcase c;
+    rtf_case c;
     fcase_make(&c, 64);
     int n = th_quick() ? 8 : 40;
     /* vanilla's parameters after n iterations over the 3 batches */
@@ -379,8 +285,8 @@ Test(faults, sixty_percent_with_slow_channels, .timeout = 600) {
     uint64_t ref = tsl_session_param_checksum(s);
     tsl_session_free(s);
     size_t budget = c.ref_peak * 6 / 10;
-    tsl_plan *p = tensile_plan(&c, budget);
-    s = open_runtime(&c, budget, p, 0, 0.125);
+    tsl_plan *p = rtf_tensile_plan(&c, budget);
+    s = rtf_open_runtime(&c, budget, p, 0, 0.125, "at 60% with slow channels");
     size_t peak = 0;
     for (int it = 0; it < n; it++) {
         tsl_step_stats st;
@@ -401,5 +307,5 @@ Test(faults, sixty_percent_with_slow_channels, .timeout = 600) {
            (long long)rs.stalls, rs.stall_ms);
     tsl_session_free(s);
     tsl_plan_free(p);
-    fcase_free(&c);
+    rtf_free(&c);
 }

@@ -43,109 +43,36 @@
 
 #include "helpers.h"
 #include "plan_gen.h"
+#include "rt_fixture.h"
 #include "tensile/models.h"
 #include "tensile/runtime.h"
 #include "tensile/session.h"
 
-#define ITERS 3
-
-/* A CPU-like device: copies take about as long as the ops around them, so
- * random plans find room for their copies and the channels get busy. */
-static tsl_device_profile test_profile(void) {
-    tsl_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "cpu-test");
-    d.flops = 5e10;
-    d.mem_bw = 1e10;
-    d.mem_bytes = (size_t)64 << 30;
-    d.h2d_bw = d.d2h_bw = 4e9;
-    d.duplex = 1;
-    d.launch_us = 5;
-    d.copy_latency_us = 5;
-    return d;
-}
+#define ITERS RTF_ITERS
 
 /* ---- one model: graph, workload, batches, the vanilla reference --------------- */
 
-typedef struct zcase {
-    const char *model;
-    tsl_graph *g;
-    tsl_workload *w;           /* cost-model latencies on test_profile() */
-    tsl_device_profile dev;
-    float *x[ITERS];
-    int32_t *y[ITERS];
-    uint64_t ref;              /* vanilla checksum after ITERS iterations */
-    size_t ref_peak;           /* vanilla peak load */
-    size_t ref_fp;             /* vanilla peak footprint (measured) */
-    size_t persistent;
-} zcase;
-
-static void zcase_make(zcase *c, const char *model, int adam) {
-    memset(c, 0, sizeof *c);
-    c->model = model;
-    c->dev = test_profile();
+/* model at batch 2, images 32x32 (75x75 for the Inceptions), 10 classes
+ * (rt_fixture.h); then checks that the workload describes the vanilla run
+ * exactly: the empty plan's peak is the ledger's (fast kernels' scratch
+ * included). */
+static void zcase_make(rtf_case *c, const char *model, int adam) {
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
     cfg.batch = 2;
     cfg.n_classes = 10;
     cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
-    c->g = tsl_graph_new(model);
-    tsl_tid loss;
-    cr_assert_eq(tsl_model_build(c->g, model, &cfg, &loss), TSL_OK, "%s: %s", model, tsl_last_error());
-    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    cr_assert_eq(tsl_graph_backward(c->g, loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_optimizer(c->g, &o), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_finalize(c->g), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_workload_from_graph(c->g, model, NULL, &c->dev, &c->w), TSL_OK, "%s",
-                 tsl_last_error());
-    /* the workspaces the fast kernels really take (see plan_gen.h) */
-    cr_assert_eq(pg_match_backend_workspace(c->g, c->w, 1, 2), TSL_OK, "%s", tsl_last_error());
-    const tsl_tensor *xt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "input"));
-    const tsl_tensor *yt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "label"));
-    size_t nx = (size_t)tsl_shape_numel(&xt->shape), ny = (size_t)tsl_shape_numel(&yt->shape);
+    rtf_make(c, model, &cfg, adam);
     for (int k = 0; k < ITERS; k++) {
-        c->x[k] = malloc(nx * sizeof *c->x[k]);
-        c->y[k] = malloc(ny * sizeof *c->y[k]);
-        cr_assert(c->x[k] && c->y[k]);
-        th_fill_f32(c->x[k], nx, 1000 + (uint64_t)k, -1, 1);
-        for (size_t i = 0; i < ny; i++) c->y[k][i] = (int32_t)((i * 7 + (size_t)k * 3) % 10);
+        th_fill_f32(c->x[k], c->nx, 1000 + (uint64_t)k, -1, 1);
+        for (size_t i = 0; i < c->ny; i++) c->y[k][i] = (int32_t)((i * 7 + (size_t)k * 3) % 10);
     }
-    c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
-                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER) +
-                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE);
-    /* the reference: the vanilla executor, no runtime */
-    tsl_mem_report r;
-    cr_assert_eq(tsl_graph_dry_run(c->g, SIZE_MAX / 4, &r), TSL_OK, "%s", tsl_last_error());
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = 2 * r.peak_footprint + ((size_t)16 << 20); /* fast kernels' scratch too */
-    so.nthreads = 2;
-    tsl_session *s;
-    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
-    for (int k = 0; k < ITERS; k++) {
-        tsl_step_stats st;
-        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s vanilla step %d: %s",
-                     model, k + 1, tsl_last_error());
-        if (st.peak_load > c->ref_peak) c->ref_peak = st.peak_load;
-        if (st.peak_footprint > c->ref_fp) c->ref_fp = st.peak_footprint;
-    }
-    c->ref = tsl_session_param_checksum(s);
-    tsl_session_free(s);
-    /* the workload describes the vanilla run exactly: the empty plan's
-     * peak is the ledger's (fast kernels' scratch included) */
+    rtf_reference(c);
     tsl_plan *empty = tsl_plan_new(model);
     char why[400];
     cr_assert(pg_finish_and_verify(c->w, empty, &c->dev, why, sizeof why), "%s: %s", model, why);
     cr_assert_eq(c->ref_peak, empty->predicted_peak, "%s: vanilla peak %zu, the empty plan's %zu",
                  model, c->ref_peak, empty->predicted_peak);
     tsl_plan_free(empty);
-}
-
-static void zcase_free(zcase *c) {
-    for (int k = 0; k < ITERS; k++) {
-        free(c->x[k]);
-        free(c->y[k]);
-    }
-    tsl_workload_free(c->w);
-    tsl_graph_free(c->g);
 }
 
 /* ---- running a plan ------------------------------------------------------------------ */
@@ -161,23 +88,10 @@ typedef struct run_out {
  * footprint, so that no allocation fails) with the runtime attached and
  * plan p installed before the first. vclock: the virtual clock; gbps:
  * channel throttle (real-time clock). */
-static void run_plan(const zcase *c, const tsl_plan *p, int vclock, double gbps, const char *what,
+static void run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gbps, const char *what,
                      run_out *o) {
     memset(o, 0, sizeof *o);
-    tsl_session_opts so = tsl_session_opts_default();
-    so.device_memory = 2 * c->ref_fp + ((size_t)16 << 20);
-    so.nthreads = 2;
-    tsl_session *s;
-    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
-    tsl_runtime_opts ro = tsl_runtime_opts_default();
-    ro.virtual_clock = vclock;
-    ro.pcie_gbps = gbps;
-    ro.profile = c->dev;
-    ro.replan = 0; /* the plan under test stays in force */
-    cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s %s: attach: %s", c->model,
-                 what, tsl_last_error());
-    cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s %s: set_plan: %s", c->model, what,
-                 tsl_last_error());
+    tsl_session *s = rtf_open_runtime(c, 2 * c->ref_fp + ((size_t)16 << 20), p, vclock, gbps, what);
     for (int k = 0; k < ITERS; k++) {
         tsl_step_stats st;
         cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
@@ -208,7 +122,7 @@ static int releases_across(const tsl_workload *w, const tsl_plan *p) {
 
 /* The checks of one virtual-clock run of a valid plan. `random`: a plan of
  * plan_gen (nothing may stall, be swapped in passively or evicted). */
-static void check_virtual(const zcase *c, const tsl_plan *p, const run_out *o, const char *what,
+static void check_virtual(const rtf_case *c, const tsl_plan *p, const run_out *o, const char *what,
                           int random) {
     cr_assert_eq(o->checksum, c->ref,
                  "%s %s (%d events): parameters %016llx differ from vanilla's %016llx", c->model,
@@ -237,21 +151,6 @@ static void check_virtual(const zcase *c, const tsl_plan *p, const run_out *o, c
     }
 }
 
-/* TENSILE's plan for the model within `budget` (0: the profile's memory). */
-static tsl_plan *tensile_plan(const zcase *c, size_t budget) {
-    tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = TSL_POLICY_TENSILE;
-    po.budget = budget;
-    tsl_plan *p = NULL;
-    tsl_workload *w = c->w;
-    cr_assert_eq(tsl_plan_jobs(&w, 1, &c->dev, &po, &p, NULL), TSL_OK, "%s: %s", c->model,
-                 tsl_last_error());
-    char why[400];
-    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why), "%s: planner's plan invalid: %s",
-              c->model, why);
-    return p;
-}
-
 static int env_plans(void) {
     const char *v = getenv("TSL_TEST_PLANS");
     return v && atoi(v) > 0 ? atoi(v) : 0;
@@ -276,7 +175,7 @@ static int realtime_for(const char *m) {
 }
 
 static void check_model(const char *model, int adam) {
-    zcase c;
+    rtf_case c;
     zcase_make(&c, model, adam);
     run_out o;
     char what[96];
@@ -287,7 +186,7 @@ static void check_model(const char *model, int adam) {
                          c.persistent + (c.ref_peak - c.persistent) / 4};
     int planned_events = 0, planned_rc = 0;
     for (int b = 0; b < 3; b++) {
-        tsl_plan *p = tensile_plan(&c, budgets[b]);
+        tsl_plan *p = rtf_tensile_plan(&c, budgets[b]);
         planned_events += p->n_events;
         for (int32_t k = 0; k < p->n_events; k++) planned_rc += p->events[k].type == TSL_EV_RECOMPUTE;
         snprintf(what, sizeof what, "tensile plan (budget %zu)", budgets[b]);
@@ -328,13 +227,13 @@ static void check_model(const char *model, int adam) {
            "(%d recomputations): identical to vanilla %016llx\n",
            model, n, swaps, rcs, events, planned_events, planned_rc, (unsigned long long)c.ref);
     cr_assert_gt(swaps, 0, "%s: no random plan swaps anything", model);
-    zcase_free(&c);
+    rtf_free(&c);
 }
 
 /* ---- the generator itself ------------------------------------------------------------- */
 
 Test(plan_gen, plans_are_valid_deterministic_and_varied) {
-    zcase c;
+    rtf_case c;
     zcase_make(&c, "cnn", 0);
     pg_opts po = pg_opts_default();
     int swaps = 0, rcs = 0, empty = 0, n = th_quick() ? 20 : 100;
@@ -359,7 +258,7 @@ Test(plan_gen, plans_are_valid_deterministic_and_varied) {
     cr_assert_gt(swaps, n, "only %d swaps in %d plans", swaps, n);
     cr_assert_gt(rcs, n / 10, "only %d recomputations in %d plans", rcs, n);
     cr_assert_lt(empty, n / 10, "%d of %d plans are empty", empty, n);
-    zcase_free(&c);
+    rtf_free(&c);
 }
 
 /* ---- invariant 5 and strict mode, model by model -------------------------------------- */

@@ -29,10 +29,8 @@ static tsl_graph *small_graph(void) {
     h = tsl_relu(g, "relu1", h);
     tsl_tid logits = tsl_linear_layer(g, "fc2", h, 5, 1);
     tsl_tid loss = tsl_softmax_xent(g, "loss", logits, y);
-    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
     tsl_optimizer_cfg o = tsl_sgd_default(0.1f);
-    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    th_train_graph(g, loss, &o);
     return g;
 }
 
@@ -105,9 +103,7 @@ Test(session, dry_run_matches_a_real_cnn_step) {
     tsl_tid loss;
     cr_assert_eq(tsl_model_build(g, "cnn", &cfg, &loss), TSL_OK, "%s", tsl_last_error());
     tsl_optimizer_cfg o = tsl_adam_default(1e-3f);
-    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK);
-    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK);
-    cr_assert_eq(tsl_graph_finalize(g), TSL_OK);
+    th_train_graph(g, loss, &o);
     tsl_mem_report r;
     cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 30, &r), TSL_OK);
     tsl_session *s = open_session(g, (size_t)1 << 30, TSL_KERNELS_REF, 2);

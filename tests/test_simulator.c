@@ -226,10 +226,8 @@ Test(simulator, empty_plan_of_a_real_graph_matches_the_dry_run) {
         tsl_graph *g = tsl_graph_new(models[m]);
         tsl_tid loss;
         cr_assert_eq(tsl_model_build(g, models[m], &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-        cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
         tsl_optimizer_cfg opt = m ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.1f);
-        cr_assert_eq(tsl_graph_optimizer(g, &opt), TSL_OK, "%s", tsl_last_error());
-        cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+        th_train_graph(g, loss, &opt);
         tsl_mem_report mr;
         cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 32, &mr), TSL_OK, "%s", tsl_last_error());
 

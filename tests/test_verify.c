@@ -667,10 +667,8 @@ static void check_model(const char *model, int batch) {
     tsl_graph *g = tsl_graph_new(model);
     tsl_tid loss;
     cr_assert_eq(tsl_model_build(g, model, &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK);
     tsl_optimizer_cfg opt = tsl_adam_default(1e-3f);
-    cr_assert_eq(tsl_graph_optimizer(g, &opt), TSL_OK);
-    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    th_train_graph(g, loss, &opt);
     tsl_mem_report r;
     cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 40, &r), TSL_OK, "%s", tsl_last_error());
     tsl_device_profile d = profile(1);

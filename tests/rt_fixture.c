@@ -1,0 +1,117 @@
+/* rt_fixture.c - see rt_fixture.h. */
+#include "rt_fixture.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "plan_gen.h"
+#include "tensile/runtime.h"
+
+tsl_device_profile rtf_cpu_profile(void) {
+    tsl_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "cpu-test");
+    d.flops = 5e10;
+    d.mem_bw = 1e10;
+    d.mem_bytes = (size_t)64 << 30;
+    d.h2d_bw = d.d2h_bw = 4e9;
+    d.duplex = 1;
+    d.launch_us = 5;
+    d.copy_latency_us = 5;
+    return d;
+}
+
+/* See rt_fixture.h. Precondition: the model has tensors "input", "label". */
+void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam) {
+    memset(c, 0, sizeof *c);
+    c->model = model;
+    c->dev = rtf_cpu_profile();
+    c->g = tsl_graph_new(model);
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(c->g, model, cfg, &loss), TSL_OK, "%s: %s", model, tsl_last_error());
+    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+    th_train_graph(c->g, loss, &o);
+    cr_assert_eq(tsl_workload_from_graph(c->g, model, NULL, &c->dev, &c->w), TSL_OK, "%s",
+                 tsl_last_error());
+    /* the workspaces the fast kernels really take (see plan_gen.h) */
+    cr_assert_eq(pg_match_backend_workspace(c->g, c->w, 1, 2), TSL_OK, "%s", tsl_last_error());
+    const tsl_tensor *xt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "input"));
+    const tsl_tensor *yt = tsl_graph_tensor(c->g, tsl_graph_find(c->g, "label"));
+    c->nx = (size_t)tsl_shape_numel(&xt->shape);
+    c->ny = (size_t)tsl_shape_numel(&yt->shape);
+    for (int k = 0; k < RTF_ITERS; k++) {
+        c->x[k] = malloc(c->nx * sizeof *c->x[k]);
+        c->y[k] = malloc(c->ny * sizeof *c->y[k]);
+        cr_assert(c->x[k] && c->y[k]);
+    }
+    c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE);
+}
+
+/* See rt_fixture.h. Precondition: rtf_make done, batches filled. */
+void rtf_reference(rtf_case *c) {
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(c->g, SIZE_MAX / 4, &r), TSL_OK, "%s", tsl_last_error());
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = 2 * r.peak_footprint + ((size_t)16 << 20); /* fast kernels' scratch too */
+    so.nthreads = 2;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    for (int k = 0; k < RTF_ITERS; k++) {
+        tsl_step_stats st;
+        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s vanilla step %d: %s",
+                     c->model, k + 1, tsl_last_error());
+        if (st.peak_load > c->ref_peak) c->ref_peak = st.peak_load;
+        if (st.peak_footprint > c->ref_fp) c->ref_fp = st.peak_footprint;
+    }
+    c->ref = tsl_session_param_checksum(s);
+    tsl_session_free(s);
+}
+
+void rtf_free(rtf_case *c) {
+    for (int k = 0; k < RTF_ITERS; k++) {
+        free(c->x[k]);
+        free(c->y[k]);
+    }
+    tsl_workload_free(c->w);
+    tsl_graph_free(c->g);
+}
+
+/* See rt_fixture.h. Precondition: p valid for c->w (or empty). */
+tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan *p, int vclock,
+                              double gbps, const char *what) {
+    tsl_session_opts so = tsl_session_opts_default();
+    so.device_memory = capacity;
+    so.nthreads = 2;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    tsl_runtime_opts ro = tsl_runtime_opts_default();
+    ro.virtual_clock = vclock;
+    ro.pcie_gbps = gbps;
+    ro.profile = c->dev;
+    ro.replan = 0; /* the plan under test stays in force */
+    cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s %s: attach: %s", c->model,
+                 what, tsl_last_error());
+    cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s %s: set_plan: %s", c->model, what,
+                 tsl_last_error());
+    return s;
+}
+
+/* See rt_fixture.h. The caller frees the plan. */
+tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget) {
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = TSL_POLICY_TENSILE;
+    po.budget = budget;
+    tsl_plan *p = NULL;
+    tsl_workload *w = c->w;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &c->dev, &po, &p, NULL), TSL_OK, "%s: %s", c->model,
+                 tsl_last_error());
+    char why[400];
+    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why), "%s: planner's plan invalid: %s",
+              c->model, why);
+    return p;
+}

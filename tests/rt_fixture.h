@@ -1,0 +1,80 @@
+/*
+ * rt_fixture.h - the fixture shared by the runtime's end-to-end tests
+ * (test_runtime_faults.c, test_runtime_invariants.c): a model of the zoo
+ * with its backward and optimizer, its workload on a CPU-like test profile,
+ * fixed batches, and the vanilla executor's reference run; sessions with
+ * the runtime attached and a plan installed; TENSILE's plans, verified.
+ *
+ * Example usage:
+ *
+ *   rtf_case c;
+ *   tsl_model_cfg cfg = tsl_model_cfg_default("cnn");
+ *   rtf_make(&c, "cnn", &cfg, 0);
+ *   ... fill c.x[k] (c.nx floats) and c.y[k] (c.ny labels) ...
+ *   rtf_reference(&c);                      // c.ref, c.ref_peak, c.ref_fp
+ *   tsl_plan *p = rtf_tensile_plan(&c, budget);
+ *   tsl_session *s = rtf_open_runtime(&c, capacity, p, 1, 0, "tensile");
+ *   ... tsl_session_step ...
+ *   tsl_session_free(s), tsl_plan_free(p), rtf_free(&c);
+ *
+ * Every failure fails the calling Criterion test with the library's message.
+ */
+#ifndef TSL_TESTS_RT_FIXTURE_H
+#define TSL_TESTS_RT_FIXTURE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/models.h"
+#include "tensile/sched.h"
+#include "tensile/session.h"
+
+#define RTF_ITERS 3 /* iterations of the reference run, one batch each */
+
+/* "cpu-test": 5e10 flop/s, 1e10 B/s memory, 64 GiB, 4e9 B/s copies each
+ * way (duplex), 5 us launch and copy latency. Copies take about as long as
+ * the ops around them, so random plans find room for their copies and the
+ * channels get busy. */
+tsl_device_profile rtf_cpu_profile(void);
+
+typedef struct rtf_case {
+    const char *model;
+    tsl_graph *g;
+    tsl_workload *w;          /* cost-model latencies on dev */
+    tsl_device_profile dev;   /* rtf_cpu_profile() */
+    float *x[RTF_ITERS];      /* the batches: nx floats each */
+    int32_t *y[RTF_ITERS];    /* ny labels each */
+    size_t nx, ny;            /* elements of the "input" and "label" tensors */
+    size_t persistent;        /* PARAM + BUFFER + OPT_STATE bytes */
+    uint64_t ref;             /* vanilla checksum after RTF_ITERS iterations */
+    size_t ref_peak;          /* vanilla peak load (measured, the ledger) */
+    size_t ref_fp;            /* vanilla peak footprint (measured) */
+} rtf_case;
+
+/* Builds `model` (a name of the zoo, kept by pointer) with cfg into c: its
+ * backward, the optimizer (Adam at 1e-3 if adam, else SGD at 0.01), the
+ * finalized graph, the workload on rtf_cpu_profile() with every op's
+ * workspace set to what the fast kernels at 2 threads really take
+ * (pg_match_backend_workspace), the persistent bytes, and the batches
+ * allocated but not filled. The reference figures stay 0 until
+ * rtf_reference. */
+void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam);
+
+/* The vanilla executor's reference on the filled batches: a session of
+ * twice the dry run's peak footprint plus 16 MiB (the fast kernels'
+ * scratch), 2 threads, RTF_ITERS steps; sets ref, ref_peak and ref_fp. */
+void rtf_reference(rtf_case *c);
+
+/* Frees what rtf_make allocated. */
+void rtf_free(rtf_case *c);
+
+/* A session of `capacity` bytes at 2 threads with the runtime attached
+ * (virtual clock if vclock, copy channels throttled to gbps GB/s, 0: not
+ * throttled; profile c->dev; no replanning: the plan under test stays in
+ * force) and plan p installed before its first iteration. `what` names the
+ * run in failure messages. */
+tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan *p, int vclock,
+                              double gbps, const char *what);
+
+/* TENSILE's plan for c's workload within `budget` bytes (0: the profile's
+ * memory), finished and checked by pg_finish_and_verify. */
+tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget);
+#endif
