@@ -27,7 +27,7 @@
 
 #include "bench_machine.h"
 #include "backend/cpu/dnnl_util.h"
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/graph_internal.h"
 
 static double now_ms(void) {

@@ -18,8 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tensile/ops.h"
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 
 static const struct { const char *model; double paper_msr; } MODELS[] = {
     {"vgg16", 0.267}, {"inception3", 0.436}, {"inception4", 0.515},

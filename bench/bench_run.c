@@ -52,7 +52,8 @@
 
 #include "bench_machine.h"
 #include "tensile/calibrate.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

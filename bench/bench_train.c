@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "bench_machine.h"
+#include "tensile/ops.h"
 #include "tensile/models.h"
 #include "tensile/session.h"
 

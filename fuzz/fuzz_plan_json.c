@@ -17,7 +17,7 @@
  *
  * Built by scripts/fuzz.sh from the lines below, and by CMake as
  * fuzz_plan_json_replay over fuzz/corpus/fuzz_plan_json.
- * fuzz-sources: src/io/plan_json.c src/sched/plan.c src/sched/verify.c src/sched/verify_timeline.c src/sched/verify_tensor.c src/sched/verify_memory.c src/sched/verify_channels.c src/sim/profile.c src/core/status.c src/core/tensor.c
+ * fuzz-sources: src/io/plan_json.c src/sched/plan.c src/sched/verify.c src/sched/verify_timeline.c src/sched/verify_tensor.c src/sched/verify_memory.c src/sched/verify_channels.c src/sched/profile.c src/core/status.c src/core/tensor.c
  * fuzz-libs: -ljansson -lm
  */
 #include <math.h>
@@ -27,7 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
+#include "tensile/verify.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -13,7 +13,7 @@
  *
  * Built by scripts/fuzz.sh from the lines below, and by CMake as
  * fuzz_workload_json_replay over fuzz/corpus/fuzz_workload_json.
- * fuzz-sources: src/io/workload_json.c src/sched/workload.c src/core/graph.c src/core/tensor.c src/core/status.c src/core/autodiff.c src/core/optimizer.c src/ops/op_table.c src/ops/ops_conv.c src/ops/ops_dense.c src/ops/ops_eltwise.c src/ops/ops_loss.c src/ops/ops_norm.c src/ops/ops_optim.c src/ops/ops_pool.c src/ops/ops_shape.c
+ * fuzz-sources: src/io/workload_json.c src/sched/workload.c src/core/graph.c src/core/tensor.c src/core/status.c src/ops/autodiff.c src/ops/optimizer.c src/sched/profile.c src/ops/op_table.c src/ops/ops_conv.c src/ops/ops_dense.c src/ops/ops_eltwise.c src/ops/ops_loss.c src/ops/ops_norm.c src/ops/ops_optim.c src/ops/ops_pool.c src/ops/ops_shape.c
  * fuzz-libs: -ljansson -lm
  */
 #include <stdint.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 #define CHECK(cond)                                                                    \
     do {                                                                               \

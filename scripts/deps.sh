@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs every Debian package the build, the tests and the demo need.
 # Idempotent: runs apt-get update and install only when something is missing.
+# Packages are installed without their recommendations, so every package the
+# build needs is named here, including what libdnnl-dev only recommends:
+# oneDNN's CMake config looks for OpenCL (ocl-icd-opencl-dev) and stops
+# without it.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config
-      libdnnl-dev libopenblas-dev libjansson-dev zlib1g-dev libcriterion-dev
-      coinor-libcbc-dev dataset-fashion-mnist)
+PKGS=(build-essential cmake pkg-config ca-certificates
+      libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libjansson-dev zlib1g-dev
+      libcriterion-dev coinor-libcbc-dev dataset-fashion-mnist
+      python3 python3-venv python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 #include "core/graph_internal.h"
 #include "helpers.h"

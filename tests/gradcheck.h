@@ -6,7 +6,7 @@
 #define TSL_TESTS_GRADCHECK_H
 #include <stddef.h>
 #include <stdint.h>
-#include "tensile/graph.h"
+#include "tensile/ops.h"
 
 /* One buffer per tensor: double for float tensors, int32 for LABEL tensors. */
 typedef struct th_f64 th_f64;

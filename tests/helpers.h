@@ -6,7 +6,7 @@
 #define TSL_TESTS_HELPERS_H
 #include <stddef.h>
 #include <stdint.h>
-#include "tensile/graph.h"
+#include "tensile/ops.h"
 
 /* splitmix64-based uniform in [lo, hi), reproducible from *state. */
 double th_uniform(uint64_t *state, double lo, double hi);

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensile/backend.h"
+#include "tensile/backend_cpu.h"
 #include "helpers.h"
 
 pg_opts pg_opts_default(void) {

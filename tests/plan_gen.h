@@ -37,7 +37,7 @@
 #ifndef TSL_TESTS_PLAN_GEN_H
 #define TSL_TESTS_PLAN_GEN_H
 #include <stdint.h>
-#include "tensile/sched.h"
+#include "tensile/verify.h"
 
 typedef struct pg_opts {
     int max_items;       /* items kept per plan: a random target in [1, max_items] (default 6) */

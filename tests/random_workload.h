@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "tensile/sched.h"
+#include "tensile/workload.h"
 
 typedef struct rw_opts {
     int min_fwd, max_fwd;     /* forward ops (training jobs) or ops (DAG jobs) */

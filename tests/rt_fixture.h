@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/plan.h"
 #include "tensile/session.h"
 
 #define RTF_ITERS 3 /* iterations of the reference run, one batch each */

@@ -23,7 +23,7 @@
 
 #include "backend/cpu/copy_engine.h"
 #include "helpers.h"
-#include "tensile/backend.h"
+#include "tensile/backend_cpu.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -129,10 +129,27 @@ Test(copy_engine, bytes_arrive_intact_both_directions) {
     tsl_backend_free(b);
 }
 
-Test(copy_engine, zero_byte_copy_completes) {
-    tsl_backend *b = new_backend(MiB);
-    tsl_copy_event *ev = submit(b, TSL_TO_HOST, NULL, NULL, 0);
-    wait_release(b, ev, NULL, NULL);
+/* A zero-byte copy touches no memory (NULL pointers are fine) and still
+ * keeps its channel's order: queued behind a 4 MiB copy, it completes only
+ * after it, and starts no earlier than it ended. */
+Test(copy_engine, zero_byte_copy_completes_in_channel_order) {
+    tsl_backend *b = new_backend(8 * MiB);
+    b->iface->set_channel_gbps(b, 1.0); /* 4 MiB: about 4 ms */
+    uint8_t *h = host_alloc(b, 4 * MiB), *d = dev_alloc(b, 4 * MiB);
+    memset(h, 0x5A, 4 * MiB);
+    tsl_copy_event *big = submit(b, TSL_TO_DEVICE, d, h, 4 * MiB);
+    tsl_copy_event *zero = submit(b, TSL_TO_DEVICE, NULL, NULL, 0);
+    b->iface->event_wait(b, zero);
+    cr_assert(b->iface->event_done(b, big), "the zero-byte copy completed before the copy ahead of it");
+    double zs, ze, bs, be;
+    wait_release(b, zero, &zs, &ze);
+    wait_release(b, big, &bs, &be);
+    cr_assert_geq(zs, be, "zero-byte copy started at %.6f ms, before the copy ahead ended at %.6f", zs, be);
+    cr_assert_lt(ze - zs, 1.0, "a zero-byte copy took %.3f ms", ze - zs);
+    cr_assert_eq(d[0], 0x5A);
+    cr_assert_eq(d[4 * MiB - 1], 0x5A);
+    b->iface->free(b, d);
+    b->iface->host_free(b, h);
     tsl_backend_free(b);
 }
 

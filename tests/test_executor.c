@@ -42,7 +42,8 @@
 #include "runtime/runtime_internal.h"
 #include "tensile/models.h"
 #include "tensile/runtime.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/verify.h"
 
 #define STEPS 3
 /* cnn's image side: 28 (Fashion-MNIST), 12 under TSL_TEST_QUICK (sanitizers) */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "gradcheck.h"
 #include "helpers.h"
 

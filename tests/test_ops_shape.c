@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/graph_internal.h"
 #include "gradcheck.h"
 #include "helpers.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 #define CAP 32
 

@@ -1,8 +1,9 @@
 /*
  * test_planner.c - the TENSILE planner (src/sched/: peak analysis, swap
  * scheduling, across-iteration swapping, recomputation, Algorithm 3 over
- * several jobs) on hand-made workloads with known answers, and on real
- * graphs (cnn, resnet18) against the vanilla executor's dry run.
+ * several jobs) on hand-made workloads with known answers. The real graphs
+ * are in test_planner_graphs.c: this program links the sched layer alone
+ * (no backend, no jansson), as the planner is built.
  *
  * Hand-made workloads use a test profile whose copies take bytes / 1000 µs
  * exactly (1 GB/s, no latency) and integer op latencies, so every time in
@@ -16,10 +17,10 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "plan_check.h"
 #include "sched/planner_internal.h"
-#include "tensile/models.h"
-#include "tensile/sched.h"
-#include "tensile/session.h"
+#include "tensile/policy.h"
+#include "tensile/verify.h"
 
 /* ---- hand-made workloads ------------------------------------------------------ */
 
@@ -94,35 +95,6 @@ static tsl_device_profile test_dev(void) {
     return d;
 }
 
-/* Plans, checks the plan against the verifier, and the predicted peak and
- * period against tsl_peak_analysis. */
-static void plan_checked(tsl_workload **w, int n, const tsl_device_profile *dev,
-                         const tsl_plan_opts *o, tsl_plan **p, tsl_plan_report *rep) {
-    cr_assert_eq(tsl_plan_jobs(w, n, dev, o, p, rep), TSL_OK, "plan: %s", tsl_last_error());
-    tsl_violation *v = NULL;
-    int nv = 0;
-    tsl_status st = tsl_plan_verify_jobs((const tsl_workload *const *)w, (const tsl_plan *const *)p,
-                                         n, dev, &v, &nv);
-    if (nv) fprintf(stderr, "first violation: %s\n", v[0].what);
-    cr_assert(st == TSL_OK && nv == 0, "the verifier rejects the plan (%d violations)", nv);
-    free(v);
-    for (int j = 0; j < n; j++) {
-        tsl_peak_info pi;
-        cr_assert_eq(tsl_peak_analysis(w[j], p[j], dev, &pi), TSL_OK);
-        cr_assert_eq(pi.peak, p[j]->predicted_peak, "job %d: predicted %zu, analysis %zu", j,
-                     p[j]->predicted_peak, pi.peak);
-        cr_assert_eq(pi.period_us, p[j]->predicted_period_us);
-        cr_assert_eq(rep->planned_peak[j], p[j]->predicted_peak);
-        cr_assert_leq(rep->planned_peak[j], rep->vanilla_peak[j],
-                      "job %d: planned %zu > vanilla %zu", j, rep->planned_peak[j],
-                      rep->vanilla_peak[j]);
-        tsl_peak_info_free(&pi);
-        /* events are sorted */
-        for (int32_t k = 1; k < p[j]->n_events; k++)
-            cr_assert_lt(tsl__event_cmp(&p[j]->events[k - 1], &p[j]->events[k]), 0);
-    }
-}
-
 static void print_plan(const tsl_workload *w, const tsl_plan *p) {
     static const char *ty[] = {"swap_out", "swap_in", "release", "recompute"};
     fprintf(stderr, "plan '%s' (%d events, peak %zu, period %.17g):\n", p->job, p->n_events,
@@ -187,7 +159,7 @@ Test(planner, chain_exactly_one_swap) {
     tsl_plan_report rep;
     tsl_plan_opts o = tsl_plan_opts_default();
     o.swap_in_slack = 0; /* worked by hand with the paper's placement */
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
     cr_assert_eq(p->n_events, 3);
     int so = find_ev(p, TSL_EV_SWAP_OUT, a), rl = find_ev(p, TSL_EV_RELEASE, a),
@@ -265,7 +237,7 @@ Test(planner, across_iteration_updated_parameter) {
     tsl_plan *p;
     tsl_plan_report rep;
     tsl_plan_opts o = tsl_plan_opts_default();
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
     cr_assert_eq(p->n_events, 3);
     int so = find_ev(p, TSL_EV_SWAP_OUT, P), rl = find_ev(p, TSL_EV_RELEASE, P),
@@ -325,7 +297,7 @@ Test(planner, recompute_max_msps) {
     tsl_plan_report rep;
     tsl_plan_opts o = tsl_plan_opts_default();
     o.budget = 95000;
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
     cr_assert_eq(rep.swaps[0], 0);
     cr_assert_eq(rep.recomputes[0], 1);
@@ -341,7 +313,7 @@ Test(planner, recompute_max_msps) {
     /* with recomputation switched off nothing can be done */
     tsl_plan_free(p);
     o.recompute = 0;
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     cr_assert_eq(p->n_events, 0);
     cr_assert_eq(p->predicted_peak, 106000u);
     tsl_plan_free(p);
@@ -372,30 +344,6 @@ static tsl_workload *wide(const char *job) {
     return wl_end(w);
 }
 
-/* 1 if no two bookings of direction `in` (1: swap-ins) overlap, over every
- * job, with times from the events (one time axis). */
-static int channel_disjoint(tsl_workload **w, tsl_plan **p, int n, const tsl_device_profile *dev,
-                            int dir_in) {
-    static double s[2048], e[2048];
-    int m = 0;
-    for (int j = 0; j < n; j++)
-        for (int32_t k = 0; k < p[j]->n_events; k++) {
-            const tsl_event *ev = &p[j]->events[k];
-            if (ev->type != (dir_in ? TSL_EV_SWAP_IN : TSL_EV_SWAP_OUT)) continue;
-            cr_assert_lt(m, 2048);
-            s[m] = (ev->trigger < 0 ? 0.0 : w[j]->ops[ev->trigger].end_us) + ev->delay_us;
-            e[m] = s[m] + tsl_copy_us(dev, w[j]->tensors[ev->tensor].bytes, dir_in);
-            m++;
-        }
-    for (int i = 0; i < m; i++)
-        for (int k = i + 1; k < m; k++)
-            if (s[i] < e[k] && s[k] < e[i]) {
-                fprintf(stderr, "overlap: [%g, %g) and [%g, %g)\n", s[i], e[i], s[k], e[k]);
-                return 0;
-            }
-    return 1;
-}
-
 Test(planner, two_jobs_share_the_channels) {
     tsl_workload *w[2] = {wide("wide"), chain("chain", NULL, NULL)};
     tsl_device_profile dev = test_dev();
@@ -403,13 +351,13 @@ Test(planner, two_jobs_share_the_channels) {
     tsl_plan_report rep;
     tsl_plan_opts o = tsl_plan_opts_default();
     o.swap_in_slack = 0; /* worked by hand with the paper's placement */
-    plan_checked(w, 2, &dev, &o, p, &rep);
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
     print_plan(w[0], p[0]);
     print_plan(w[1], p[1]);
     cr_assert_eq(rep.swaps[0], 2, "a1 and a2");
     cr_assert_eq(rep.swaps[1], 1, "a");
-    cr_assert(channel_disjoint(w, p, 2, &dev, 0), "device-to-host bookings overlap");
-    cr_assert(channel_disjoint(w, p, 2, &dev, 1), "host-to-device bookings overlap");
+    cr_assert(th_channels_disjoint(w, p, 2, &dev, 0), "device-to-host bookings overlap");
+    cr_assert(th_channels_disjoint(w, p, 2, &dev, 1), "host-to-device bookings overlap");
     /* both jobs want the D2H channel over [10, 20]: one of them waits */
     int s0 = find_ev(p[0], TSL_EV_SWAP_OUT, 1), s1 = find_ev(p[1], TSL_EV_SWAP_OUT, 1);
     cr_assert(s0 >= 0 && s1 >= 0);
@@ -420,16 +368,16 @@ Test(planner, two_jobs_share_the_channels) {
 
     /* job 0 may hold at most half of the swapped tensors */
     o.max_swap_rate[0] = 0.5;
-    plan_checked(w, 2, &dev, &o, p, &rep);
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
     cr_assert_eq(rep.swaps[1], 1);
     cr_assert_eq(rep.swaps[0], 1, "limited from 2 to 1 by the max swapping rate");
     cr_assert_leq(rep.swaps[0], 0.5 * (rep.swaps[0] + rep.swaps[1]));
-    cr_assert(channel_disjoint(w, p, 2, &dev, 0) && channel_disjoint(w, p, 2, &dev, 1));
+    cr_assert(th_channels_disjoint(w, p, 2, &dev, 0) && th_channels_disjoint(w, p, 2, &dev, 1));
     for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
 
     /* rate 0: job 0 is never swapped */
     o.max_swap_rate[0] = 0.0;
-    plan_checked(w, 2, &dev, &o, p, &rep);
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
     cr_assert_eq(rep.swaps[0], 0);
     cr_assert_eq(p[0]->n_events, 0);
     for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
@@ -437,7 +385,7 @@ Test(planner, two_jobs_share_the_channels) {
     /* a profile with one shared channel: the two directions never overlap */
     dev.duplex = 0;
     o = tsl_plan_opts_default();
-    plan_checked(w, 2, &dev, &o, p, &rep);
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
     double s[256], e[256];
     int m = 0;
     for (int j = 0; j < 2; j++)
@@ -470,7 +418,7 @@ Test(planner, vanilla_policy_gives_empty_plans) {
     o.policy = TSL_POLICY_VANILLA;
     tsl_plan *p;
     tsl_plan_report rep;
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     cr_assert_eq(p->n_events, 0);
     cr_assert_eq(p->predicted_peak, 105000u);
     cr_assert_eq(rep.vanilla_peak[0], 105000u);
@@ -716,177 +664,4 @@ Test(planner, plan_sort_is_a_total_order) {
     cr_assert_eq(a->events[4].type, TSL_EV_SWAP_IN);
     tsl_plan_free(a);
     tsl_plan_free(b);
-}
-
-/* ---- real graphs ---------------------------------------------------------------------- */
-
-static tsl_graph *model_graph(const char *m, int batch) {
-    tsl_model_cfg cfg = tsl_model_cfg_default(m);
-    cfg.batch = batch;
-    tsl_graph *g = tsl_graph_new(m);
-    tsl_tid loss;
-    tsl_optimizer_cfg o = tsl_adam_default(1e-3f);
-    cr_assert(g);
-    cr_assert_eq(tsl_model_build(g, m, &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
-    return g;
-}
-
-static tsl_device_profile a6000(void) {
-    tsl_device_profile dev;
-    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
-    return dev;
-}
-
-Test(planner, empty_plan_peak_equals_the_dry_run) {
-    tsl_device_profile dev = a6000();
-    const char *models[] = {"cnn", "resnet18"};
-    int n = th_quick() ? 1 : 2;
-    for (int m = 0; m < n; m++) {
-        tsl_graph *g = model_graph(models[m], models[m][0] == 'c' ? 32 : 4);
-        tsl_workload *w;
-        cr_assert_eq(tsl_workload_from_graph(g, models[m], NULL, &dev, &w), TSL_OK, "%s",
-                     tsl_last_error());
-        tsl_mem_report r;
-        cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 40, &r), TSL_OK, "%s", tsl_last_error());
-        tsl_peak_info pi;
-        cr_assert_eq(tsl_peak_analysis(w, NULL, &dev, &pi), TSL_OK);
-        cr_assert_eq(pi.peak, r.peak_load, "%s: analysis %zu, dry run %zu", models[m], pi.peak,
-                     r.peak_load);
-        cr_assert_eq(pi.peak_op, r.peak_op, "%s: peak op %d vs %d", models[m], pi.peak_op,
-                     r.peak_op);
-        cr_assert_eq(pi.period_us, w->period_us);
-        /* the resident set adds up to the peak less the peak op's workspace */
-        size_t sum = 0;
-        for (int32_t k = 0; k < pi.n_resident; k++) {
-            sum += w->tensors[pi.resident[k]].bytes;
-            if (k)
-                cr_assert_geq(w->tensors[pi.resident[k - 1]].bytes,
-                              w->tensors[pi.resident[k]].bytes);
-        }
-        cr_assert_eq(sum + w->ops[pi.peak_op].workspace, pi.peak);
-        tsl_peak_info_free(&pi);
-        tsl_workload_free(w);
-        tsl_graph_free(g);
-    }
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* Plans resnet18 (and cnn) alone and together: verified, never above
- * vanilla, MSR > 0, deterministic to the bit. */
-Test(planner, real_graphs_deterministic_and_verified) {
-    tsl_device_profile dev = a6000();
-    tsl_graph *g0 = model_graph("resnet18", th_quick() ? 2 : 16);
-    tsl_graph *g1 = model_graph("cnn", 64);
-    tsl_workload *w[2];
-    cr_assert_eq(tsl_workload_from_graph(g0, "resnet18", NULL, &dev, &w[0]), TSL_OK);
-    cr_assert_eq(tsl_workload_from_graph(g1, "cnn", NULL, &dev, &w[1]), TSL_OK);
-    for (int n = 1; n <= 2; n++) {
-        tsl_plan *p[2], *q[2];
-        tsl_plan_report rep, rep2;
-        tsl_plan_opts o = tsl_plan_opts_default();
-        double t0 = now_ms();
-        plan_checked(w, n, &dev, &o, p, &rep);
-        double t1 = now_ms();
-        plan_checked(w, n, &dev, &o, q, &rep2);
-        cr_assert(channel_disjoint(w, p, n, &dev, 0) && channel_disjoint(w, p, n, &dev, 1));
-        for (int j = 0; j < n; j++) {
-            double msr = 1.0 - (double)rep.planned_peak[j] / (double)rep.vanilla_peak[j];
-            fprintf(stderr, "%d job(s): %s: vanilla %zu, planned %zu (MSR %.3f), %d swaps, "
-                    "%d recomputes; planning %.2f ms, %d iterations\n",
-                    n, w[j]->job, rep.vanilla_peak[j], rep.planned_peak[j], msr, rep.swaps[j],
-                    rep.recomputes[j], t1 - t0, rep.iterations);
-            if (n == 1) cr_assert_gt(msr, 0.0, "%s: nothing saved", w[j]->job);
-            cr_assert_eq(p[j]->n_events, q[j]->n_events);
-            cr_assert_eq(memcmp(p[j]->events, q[j]->events,
-                                (size_t)p[j]->n_events * sizeof *p[j]->events), 0,
-                         "%s: two plans of the same inputs differ", w[j]->job);
-            cr_assert_eq(p[j]->predicted_peak, q[j]->predicted_peak);
-            cr_assert_eq(memcmp(&p[j]->predicted_period_us, &q[j]->predicted_period_us,
-                                sizeof(double)), 0);
-            cr_assert_str_eq(p[j]->job, q[j]->job);
-            cr_assert_eq(rep.swaps[j], rep2.swaps[j]);
-            cr_assert_eq(rep.bytes_h2d[j], rep2.bytes_h2d[j]);
-            cr_assert_eq(rep.bytes_d2h[j], rep2.bytes_d2h[j]);
-            /* no copy runs past the job's iteration */
-            for (int32_t k = 0; k < p[j]->n_events; k++) {
-                const tsl_event *e = &p[j]->events[k];
-                if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
-                double is = (e->trigger < 0 ? 0.0 : w[j]->ops[e->trigger].end_us) + e->delay_us;
-                cr_assert_leq(is + tsl_copy_us(&dev, w[j]->tensors[e->tensor].bytes,
-                                               e->type == TSL_EV_SWAP_IN),
-                              p[j]->predicted_period_us);
-            }
-            tsl_plan_free(p[j]);
-            tsl_plan_free(q[j]);
-        }
-        cr_assert_eq(rep.iterations, rep2.iterations);
-    }
-    tsl_workload_free(w[0]);
-    tsl_workload_free(w[1]);
-    tsl_graph_free(g0);
-    tsl_graph_free(g1);
-}
-
-/* A tight budget on a real graph makes the planner recompute; the plan
- * still verifies and recomputations only add their producers' latency. */
-Test(planner, real_graph_under_a_tight_budget) {
-    tsl_device_profile dev = a6000();
-    tsl_graph *g = model_graph("resnet18", 2);
-    tsl_workload *w;
-    cr_assert_eq(tsl_workload_from_graph(g, "resnet18", NULL, &dev, &w), TSL_OK);
-    tsl_plan *p;
-    tsl_plan_report rep;
-    tsl_plan_opts o = tsl_plan_opts_default();
-    o.budget = 1; /* below anything reachable: recompute what can be */
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
-    fprintf(stderr, "resnet18 under budget: vanilla %zu, planned %zu, %d swaps, %d recomputes, "
-            "period %.1f -> %.1f us\n", rep.vanilla_peak[0], rep.planned_peak[0], rep.swaps[0],
-            rep.recomputes[0], w->period_us, p->predicted_period_us);
-    cr_assert_gt(rep.recomputes[0], 0);
-    double added = 0;
-    for (int32_t k = 0; k < p->n_events; k++)
-        if (p->events[k].type == TSL_EV_RECOMPUTE) {
-            const tsl_wl_op *q = &w->ops[w->tensors[p->events[k].tensor].producer];
-            added += q->end_us - q->start_us;
-        }
-    cr_assert(fabs(p->predicted_period_us - (w->period_us + added)) <= 1e-9 * w->period_us,
-              "period %.17g, expected %.17g", p->predicted_period_us, w->period_us + added);
-    tsl_plan_free(p);
-    tsl_workload_free(w);
-    tsl_graph_free(g);
-}
-
-/* The issue's case: ResNet-50 at batch 16 with Adam on the A6000 profile.
- * Prints MSR and planning time (the target is 20 ms on one core; timing on
- * a shared machine is only reported, with a generous bound); the plan
- * verifies and its copies are all hidden (the period does not grow). */
-Test(planner, resnet50_batch16) {
-    if (th_quick()) return;
-    tsl_device_profile dev = a6000();
-    tsl_graph *g = model_graph("resnet50", 16);
-    tsl_workload *w;
-    cr_assert_eq(tsl_workload_from_graph(g, "resnet50", NULL, &dev, &w), TSL_OK);
-    tsl_plan *p;
-    tsl_plan_report rep;
-    tsl_plan_opts o = tsl_plan_opts_default();
-    plan_checked(&w, 1, &dev, &o, &p, &rep);
-    double msr = 1.0 - (double)rep.planned_peak[0] / (double)rep.vanilla_peak[0];
-    fprintf(stderr, "resnet50, batch 16: %d ops, vanilla %.1f MiB, planned %.1f MiB, MSR %.3f, "
-            "%d swaps, %d iterations, planning %.2f ms\n", w->n_ops,
-            rep.vanilla_peak[0] / 1048576.0, rep.planned_peak[0] / 1048576.0, msr, rep.swaps[0],
-            rep.iterations, rep.planning_ms);
-    cr_assert_gt(msr, 0.15, "MSR %.3f fell (0.178 when written)", msr);
-    cr_assert_eq(p->predicted_period_us, w->period_us, "no recomputation, nothing waits");
-    cr_assert_lt(rep.planning_ms, 500.0);
-    tsl_plan_free(p);
-    tsl_workload_free(w);
-    tsl_graph_free(g);
 }

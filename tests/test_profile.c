@@ -13,7 +13,7 @@
 
 #include "helpers.h"
 #include "tensile/calibrate.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 static char tmpdir[64];
 

@@ -33,7 +33,10 @@
 #include "helpers.h"
 #include "random_workload.h"
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 #include "tensile/session.h"
 
 /* (list, count) of int32 ids */

@@ -34,7 +34,10 @@
 
 #include "helpers.h"
 #include "random_workload.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 
 #define MAXJ 4
 

@@ -36,7 +36,9 @@
 #include "random_workload.h"
 #include "sim/sim_internal.h"
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 #include "tensile/session.h"
 
 /* (list, count) of int32 ids */

@@ -33,7 +33,7 @@
 
 #include "helpers.h"
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/verify.h"
 #include "tensile/session.h"
 
 /* ---- building workloads and plans by hand ------------------------------------ */
@@ -657,40 +657,4 @@ Test(verify, zero_duration_ops_follow_the_executor_order) {
     EXPECT_VALID(w, p, &d);
     tsl_plan_free(p);
     tsl_workload_free(w);
-}
-
-/* ---- the empty plan's peak is the vanilla dry run's, on real graphs ---------------- */
-
-static void check_model(const char *model, int batch) {
-    tsl_model_cfg cfg = tsl_model_cfg_default(model);
-    cfg.batch = batch;
-    tsl_graph *g = tsl_graph_new(model);
-    tsl_tid loss;
-    cr_assert_eq(tsl_model_build(g, model, &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-    tsl_optimizer_cfg opt = tsl_adam_default(1e-3f);
-    th_train_graph(g, loss, &opt);
-    tsl_mem_report r;
-    cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 40, &r), TSL_OK, "%s", tsl_last_error());
-    tsl_device_profile d = profile(1);
-    d.launch_us = 5;
-    tsl_workload *w = NULL;
-    cr_assert_eq(tsl_workload_from_graph(g, model, NULL, &d, &w), TSL_OK, "%s", tsl_last_error());
-    tsl_plan *p = plan_of(model, r.peak_load, w->period_us, NULL, 0);
-    tsl_violation *v = NULL;
-    int n = 0;
-    tsl_status st = tsl_plan_verify(w, p, &d, &v, &n);
-    if (st != TSL_OK)
-        fprintf(stderr, "%s: %d violations, first: %s (dry-run peak %zu)\n", model, n,
-                n ? v[0].what : "", r.peak_load);
-    cr_assert_eq(st, TSL_OK, "%s: the empty plan's peak differs from the dry run's %zu", model,
-                 r.peak_load);
-    free(v);
-    tsl_plan_free(p);
-    tsl_workload_free(w);
-    tsl_graph_free(g);
-}
-
-Test(verify, empty_plan_peak_equals_the_dry_run_on_real_graphs) {
-    check_model("cnn", 8);
-    check_model("resnet18", th_quick() ? 1 : 4);
 }

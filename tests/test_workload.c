@@ -12,7 +12,7 @@
 
 #include "helpers.h"
 #include "tensile/models.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 #include "tensile/session.h"
 
 /* ---- helpers ------------------------------------------------------------------ */

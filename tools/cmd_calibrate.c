@@ -12,6 +12,7 @@
 #include "args.h"
 #include "commands.h"
 #include "tensile/calibrate.h"
+#include "tensile/sched_json.h"
 
 static const char help[] =
     "usage: tensile calibrate [--out FILE] [--threads T] [--repeats R] [--quick] [--json]\n"

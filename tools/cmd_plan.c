@@ -11,7 +11,10 @@
 
 #include "args.h"
 #include "commands.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 
 static const char help[] =
     "usage: tensile plan --model M --batch B [--profile P] [--policy tensile|vanilla]\n"

@@ -39,7 +39,10 @@
 #include "tensile/backend.h"
 #include "tensile/data.h"
 #include "tensile/runtime.h"
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
 #include "tensile/session.h"
 
 static const char help[] =

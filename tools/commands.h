@@ -1,7 +1,7 @@
 /* commands.h - the tensile subcommands and what they share. */
 #ifndef TSL_TOOLS_COMMANDS_H
 #define TSL_TOOLS_COMMANDS_H
-#include "tensile/graph.h"
+#include "tensile/ops.h"
 #include "tensile/models.h"
 
 int cmd_info(int argc, char **argv);

@@ -22,7 +22,6 @@
 #include <stdint.h>
 #include "tensile/alloc.h"
 #include "tensile/graph.h"
-#include "tensile/session.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,11 +100,6 @@ struct tsl_backend {
     void *context;
 };
 
-/* The CPU backend: an arena of `capacity` bytes (reserved, not touched until
- * used), the given kernels and thread count. TSL_ERR_OOM if the arena cannot
- * be reserved. */
-tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
-                               tsl_backend **out);
 void tsl_backend_free(tsl_backend *b); /* NULL is fine */
 
 /* Monotonic milliseconds, the clock of copy event times and op timings. */

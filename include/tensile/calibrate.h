@@ -1,6 +1,6 @@
 /*
  * tensile/calibrate.h - measuring this machine's CPU backend as a device
- * profile (tensile/sched.h), so that the cost model, the planner and the
+ * profile (tensile/profile.h), so that the cost model, the planner and the
  * simulator can be run with the figures of the device the jobs really use.
  *
  * What is measured (each the median of several timed runs after a warm-up):
@@ -30,7 +30,7 @@
 #define TENSILE_CALIBRATE_H
 
 #include <stddef.h>
-#include "tensile/sched.h"
+#include "tensile/profile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,13 +65,6 @@ typedef struct tsl_calib_result {
  * options (named), TSL_ERR_OOM, or a kernel's error. Takes a few seconds
  * (well under a second with quick). */
 tsl_status tsl_calibrate_cpu(const tsl_calib_opts *o, tsl_calib_result *r);
-
-/* tsl_profile_save with the file's "source" text (required, 1 to 4095
- * characters) and optional "notes" (NULL: none). TSL_ERR_INVALID for a
- * value a profile cannot hold (named), TSL_ERR_IO if the file cannot be
- * written. */
-tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p,
-                                   const char *source, const char *notes);
 
 #ifdef __cplusplus
 }

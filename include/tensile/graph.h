@@ -9,13 +9,14 @@
  * and a generation of the same tensor, so the first use of a parameter in the
  * next iteration follows the previous iteration's update.
  *
- * Builder functions take tensor ids and return the id of the result. An
- * invalid argument (shape mismatch, bad attribute) records a message, makes
- * the graph's status sticky-failed and returns TSL_NONE; any builder given
- * TSL_NONE returns TSL_NONE, so a model can be built without a check after
- * every call and checked once with tsl_graph_status().
+ * This header is the graph itself (the core layer): tensors, ops, the
+ * leaves (inputs, labels, parameters, buffers), finalisation and the
+ * per-tensor access lists the planner reads. The op builders, autodiff and
+ * the optimizer phase are the op vocabulary, in tensile/ops.h.
  *
  * Example usage:
+ *
+ *   #include "tensile/ops.h"   // the builders
  *
  *   tsl_graph *g = tsl_graph_new("tiny");
  *   tsl_tid x = tsl_input(g, "x", TSL_SHAPE(8, 4));         // (N,in)
@@ -126,9 +127,6 @@ typedef struct tsl_optimizer_cfg {
     float beta1, beta2, eps; /* Adam */
 } tsl_optimizer_cfg;
 
-tsl_optimizer_cfg tsl_sgd_default(float lr);  /* momentum 0.9, wd 0 */
-tsl_optimizer_cfg tsl_adam_default(float lr); /* 0.9, 0.999, 1e-8, wd 0 */
-
 /* One op of the graph. Attributes are read through the union member that
  * matches `type`. Input and output arrays belong to the graph. */
 typedef struct tsl_op {
@@ -162,49 +160,7 @@ tsl_tid tsl_label(tsl_graph *g, const char *name, tsl_shape s);  /* i32 LABEL  *
 tsl_tid tsl_param(tsl_graph *g, const char *name, tsl_shape s, tsl_init init);
 tsl_tid tsl_buffer(tsl_graph *g, const char *name, tsl_shape s, tsl_init init);
 
-/* ---- forward builders (names are prefixes for the outputs' names) -------- */
-tsl_tid tsl_conv2d(tsl_graph *g, const char *name, tsl_tid x, tsl_tid w, tsl_tid b,
-                   tsl_conv_attr a);
-tsl_tid tsl_conv2d_transpose(tsl_graph *g, const char *name, tsl_tid x, tsl_tid w,
-                             tsl_tid b, tsl_conv_attr a);
-tsl_tid tsl_maxpool2d(tsl_graph *g, const char *name, tsl_tid x, tsl_pool_attr a);
-tsl_tid tsl_avgpool2d(tsl_graph *g, const char *name, tsl_tid x, tsl_pool_attr a);
-tsl_tid tsl_global_avgpool(tsl_graph *g, const char *name, tsl_tid x);
-/* Creates its gamma/beta params and running-stat buffers named name.weight,
- * name.bias, name.running_mean, name.running_var for a (N,C,...) input. */
-tsl_tid tsl_batchnorm(tsl_graph *g, const char *name, tsl_tid x, tsl_bn_attr a);
-tsl_tid tsl_linear(tsl_graph *g, const char *name, tsl_tid x, tsl_tid w, tsl_tid b);
-tsl_tid tsl_matmul(tsl_graph *g, const char *name, tsl_tid a, tsl_tid b, tsl_matmul_attr at);
-tsl_tid tsl_add(tsl_graph *g, const char *name, tsl_tid a, tsl_tid b);
-tsl_tid tsl_mul(tsl_graph *g, const char *name, tsl_tid a, tsl_tid b);
-tsl_tid tsl_relu(tsl_graph *g, const char *name, tsl_tid x);
-tsl_tid tsl_dropout(tsl_graph *g, const char *name, tsl_tid x, tsl_dropout_attr a);
-tsl_tid tsl_concat(tsl_graph *g, const char *name, const tsl_tid *xs, int n);
-tsl_tid tsl_slice(tsl_graph *g, const char *name, tsl_tid x, tsl_slice_attr a);
-tsl_tid tsl_reshape(tsl_graph *g, const char *name, tsl_tid x, tsl_shape s);
-tsl_tid tsl_flatten(tsl_graph *g, const char *name, tsl_tid x); /* (N, rest) */
-tsl_tid tsl_reduce_sum_to(tsl_graph *g, const char *name, tsl_tid x, tsl_shape s);
-/* Mean cross-entropy over all N (and H,W) positions. */
-tsl_tid tsl_softmax_xent(tsl_graph *g, const char *name, tsl_tid logits, tsl_tid labels);
-
-/* Conv helpers for model builders: a conv with its own params created as
- * name.weight (KAIMING_NORMAL) and name.bias (ZERO) when bias != 0. */
-tsl_tid tsl_conv2d_layer(tsl_graph *g, const char *name, tsl_tid x, int64_t cout,
-                         int kh, int kw, tsl_conv_attr a, int bias);
-/* A linear layer with params name.weight (UNIFORM_FANIN) and name.bias. */
-tsl_tid tsl_linear_layer(tsl_graph *g, const char *name, tsl_tid x, int64_t out, int bias);
-/* Attribute helpers: stride s, padding p, dilation 1, groups 1. */
-tsl_conv_attr tsl_conv_sp(int stride, int pad);
-tsl_pool_attr tsl_pool_ksp(int kernel, int stride, int pad);
-
-/* ---- whole-iteration construction --------------------------------------- */
-/* Appends the backward ops of everything the scalar `loss` depends on, in
- * reverse execution order; gradients of a tensor used several times are
- * summed with ADD in a fixed order. Sets tsl_tensor.grad of every PARAM. */
-tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss);
-/* Appends one in-place update op per PARAM (and creates the optimizer-state
- * tensors: SGD momentum "<p>.momentum", Adam "<p>.adam_m", "<p>.adam_v"). */
-tsl_status tsl_graph_optimizer(tsl_graph *g, const tsl_optimizer_cfg *cfg);
+/* ---- freezing --------------------------------------------------------- */
 /* Freezes the graph and computes every tensor's accesses. No builder may be
  * called afterwards. */
 tsl_status tsl_graph_finalize(tsl_graph *g);
@@ -233,13 +189,9 @@ int32_t tsl_graph_last_use(const tsl_graph *g, tsl_tid id);
  * included), -1 for data-loaded and never-written tensors. */
 int32_t tsl_graph_producer(const tsl_graph *g, tsl_tid id);
 
-/* Per-op costs: FLOPs, bytes read and written (inputs and outputs), and
- * scratch workspace the op needs beyond its outputs. */
-double tsl_op_flops(const tsl_graph *g, const tsl_op *op);
+/* Bytes an op reads (its inputs) and writes (its outputs). */
 size_t tsl_op_bytes_read(const tsl_graph *g, const tsl_op *op);
 size_t tsl_op_bytes_written(const tsl_graph *g, const tsl_op *op);
-size_t tsl_op_workspace(const tsl_graph *g, const tsl_op *op);
-const char *tsl_op_type_name(tsl_op_type t);
 
 /* Totals. */
 int64_t tsl_graph_param_count(const tsl_graph *g);  /* elements of trainable PARAMs */

@@ -32,7 +32,8 @@
 #ifndef TENSILE_RUNTIME_H
 #define TENSILE_RUNTIME_H
 
-#include "tensile/sched.h"
+#include "tensile/policy.h"
+#include "tensile/verify.h"
 #include "tensile/session.h"
 
 #ifdef __cplusplus

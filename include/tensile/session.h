@@ -26,16 +26,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tensile/backend_cpu.h"
 #include "tensile/graph.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum tsl_kernel_mode {
-    TSL_KERNELS_FAST = 0, /* oneDNN / OpenBLAS where available, else reference */
-    TSL_KERNELS_REF,      /* reference kernels only (the oracle)               */
-} tsl_kernel_mode;
 
 typedef struct tsl_session_opts {
     size_t device_memory;   /* arena capacity in bytes (default 4 GiB)   */

@@ -10,7 +10,6 @@
 
 #include "core/assert.h"
 #include "core/graph_internal.h"
-#include "ops/op_def.h"
 
 struct tsl_graph {
     char name[TSL_NAME_MAX];
@@ -368,11 +367,6 @@ int32_t tsl_graph_producer(const tsl_graph *g, tsl_tid id) {
 
 /* ---- costs and totals ------------------------------------------------------------ */
 
-double tsl_op_flops(const tsl_graph *g, const tsl_op *op) {
-    const tsl_op_def *d = tsl__op_def(op->type);
-    return d->flops ? d->flops(g, op) : 0.0;
-}
-
 size_t tsl_op_bytes_read(const tsl_graph *g, const tsl_op *op) {
     size_t b = 0;
     for (int i = 0; i < op->n_in; i++) b += g->tensors[op->in[i]].nbytes;
@@ -383,11 +377,6 @@ size_t tsl_op_bytes_written(const tsl_graph *g, const tsl_op *op) {
     size_t b = 0;
     for (int i = 0; i < op->n_out; i++) b += g->tensors[op->out[i]].nbytes;
     return b;
-}
-
-size_t tsl_op_workspace(const tsl_graph *g, const tsl_op *op) {
-    const tsl_op_def *d = tsl__op_def(op->type);
-    return d->workspace ? d->workspace(g, op) : 0;
 }
 
 int64_t tsl_graph_param_count(const tsl_graph *g) {

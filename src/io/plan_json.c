@@ -38,7 +38,7 @@
 
 #include "io/json_util.h"
 #include "core/assert.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 #define TSL__PLAN_MAX_BYTES ((json_int_t)1 << 56) /* a predicted peak */
 #define TSL__PLAN_MAX_US 1e12 /* ~11.6 days: any larger time is absurd */

@@ -29,7 +29,7 @@
 
 #include "io/json_util.h"
 #include "core/assert.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 #define TSL__WL_MAX_BYTES ((json_int_t)1 << 48)  /* one tensor or workspace: 256 TiB */
 #define TSL__WL_MAX_TOTAL ((uint64_t)1 << 56)    /* all tensors together */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "tensile/models.h"
+#include "tensile/ops.h"
 
 /* Builder context of one model. */
 typedef struct tsl__mb {

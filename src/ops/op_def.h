@@ -10,6 +10,7 @@
 #define TSL_OPS_OP_DEF_H
 
 #include "core/graph_internal.h"
+#include "tensile/ops.h"
 
 /* Appends to `g` the ops computing the gradients of op's inputs, given the
  * gradient tensor of each output (out_grads[i], TSL_NONE if that output gets

@@ -27,3 +27,15 @@ const char *tsl_op_type_name(tsl_op_type t) {
     const tsl_op_def *d = tsl__op_def(t);
     return d->name ? d->name : "unregistered";
 }
+
+/* ---- per-op costs (tensile/ops.h) ---------------------------------------------- */
+
+double tsl_op_flops(const tsl_graph *g, const tsl_op *op) {
+    const tsl_op_def *d = tsl__op_def(op->type);
+    return d->flops ? d->flops(g, op) : 0.0;
+}
+
+size_t tsl_op_workspace(const tsl_graph *g, const tsl_op *op) {
+    const tsl_op_def *d = tsl__op_def(op->type);
+    return d->workspace ? d->workspace(g, op) : 0;
+}

@@ -8,6 +8,7 @@
 #include "core/assert.h"
 #include "runtime/liveness.h"
 #include "tensile/alloc.h"
+#include "tensile/ops.h"
 #include "tensile/session.h"
 
 tsl_status tsl_graph_dry_run(const tsl_graph *g, size_t capacity, tsl_mem_report *r) {

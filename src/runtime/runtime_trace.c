@@ -20,7 +20,7 @@
 
 #include "core/grow.h"
 #include "runtime/runtime_internal.h"
-#include "sim/trace.h"
+#include "io/trace.h"
 
 enum { TID_COMPUTE = 1, TID_H2D, TID_D2H, TID_ITER };
 

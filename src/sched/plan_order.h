@@ -6,7 +6,7 @@
  */
 #ifndef TSL_SCHED_PLAN_ORDER_H
 #define TSL_SCHED_PLAN_ORDER_H
-#include "tensile/sched.h"
+#include "tensile/plan.h"
 
 /* An event with its index in the plan. */
 typedef struct tsl__ev_ix {

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "tensile/sched.h"
+#include "tensile/policy.h"
 
 /* Slack the planner leaves where a planned time only has to come before
  * another (copies end this much before the period; a recomputation's

@@ -36,7 +36,7 @@
 #define TSL_SCHED_VERIFY_INTERNAL_H
 #include <stddef.h>
 #include <stdint.h>
-#include "tensile/sched.h"
+#include "tensile/verify.h"
 
 #define TSL__VF_EPS_US 1e-6
 /* Violations kept per call; beyond this one last entry says how many more. */

@@ -24,7 +24,8 @@
 
 #include "core/assert.h"
 #include "core/graph_internal.h"
-#include "tensile/sched.h"
+#include "tensile/ops.h"
+#include "tensile/workload.h"
 
 /* ---- cost model --------------------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 #define TSL_SIM_SIM_INTERNAL_H
 
 #include <stdint.h>
-#include "tensile/sched.h"
+#include "tensile/sim.h"
 
 /* Data that arrives at most this long after an op is due (a copy whose end
  * rounds a few ulps past the op's start) counts as on time: the op starts at

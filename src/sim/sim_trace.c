@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "sim/sim_internal.h"
-#include "sim/trace.h"
+#include "io/trace.h"
 
 enum { TID_COMPUTE = 1, TID_H2D, TID_D2H, TID_ITER };
 

@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "runtime/init.h"
-#include "tensile/backend.h"
+#include "tensile/ops.h"
+#include "tensile/backend_cpu.h"
 #include "tensile/models.h"
 
 static int write_bin(const char *dir, const char *name, const void *p, size_t n) {

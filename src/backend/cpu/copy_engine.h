@@ -37,7 +37,7 @@
 #define TSL_BACKEND_CPU_COPY_ENGINE_H
 
 #include <stddef.h>
-#include "tensile/backend.h"
+#include "tensile/backend_cpu.h"
 
 typedef struct tsl__copy_engine tsl__copy_engine;
 

@@ -20,9 +20,9 @@
 #include <sys/mman.h>
 
 #include "backend/cpu/copy_engine.h"
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
-#include "tensile/backend.h"
+#include "tensile/backend_cpu.h"
 
 typedef struct op_state {
     const tsl_graph *g;

@@ -23,7 +23,7 @@
 #define TSL_BACKEND_CPU_DNNL_UTIL_H
 
 #include <oneapi/dnnl/dnnl.h>
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 
 #define TSL__DNNL_MAX_ARGS 10
 #define TSL__DNNL_MAX_PRIMS 2

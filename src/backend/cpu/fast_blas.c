@@ -14,7 +14,7 @@
  */
 #include <cblas.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 static void blas_threads(int n) {

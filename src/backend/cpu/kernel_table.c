@@ -1,6 +1,6 @@
 /* kernel_table.c - lookup of reference and fast CPU kernels by op type. */
 #include <pthread.h>
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 static tsl_ref_kernel ref[TSL_OP_COUNT];

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 typedef struct conv_geom {

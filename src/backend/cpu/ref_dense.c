@@ -5,7 +5,7 @@
  * ascending k, then (LINEAR) plus the bias; rows are shared among OpenMP
  * threads, so the bits never depend on the thread count.
  */
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 #define REF_INC "ref_dense.inc"

@@ -10,7 +10,7 @@
  */
 #include <stdint.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 /* Elements below which a kernel stays on one thread (fork cost). */

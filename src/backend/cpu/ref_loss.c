@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 static void xent_dims(const tsl_tensor *l, int64_t *n, int64_t *k, int64_t *s) {

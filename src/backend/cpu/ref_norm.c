@@ -8,7 +8,7 @@
  */
 #include <math.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 /* x (N,C,S...) seen as (N,C,S): S = product of the dims after C (1 for a

@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 #define REF_INC "ref_optim.inc"

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 typedef struct pool_geom {

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 /* Bytes below which a kernel stays on one thread. */

@@ -1,7 +1,7 @@
 /* threads.c - one knob for every thread pool the CPU backend uses. */
 #include <cblas.h>
 #include <omp.h>
-#include "backend/kernel.h"
+#include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 void tsl_cpu_set_threads(int nthreads) {

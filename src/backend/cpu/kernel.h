@@ -13,10 +13,10 @@
  * same bits. Reference kernels are plain loops, the oracle; fast kernels
  * must match them within the op's tolerance.
  */
-#ifndef TSL_BACKEND_KERNEL_H
-#define TSL_BACKEND_KERNEL_H
+#ifndef TSL_BACKEND_CPU_KERNEL_H
+#define TSL_BACKEND_CPU_KERNEL_H
 
-#include "tensile/graph.h"
+#include "tensile/ops.h"
 
 typedef struct tsl_kernel_args {
     const tsl_graph *g;

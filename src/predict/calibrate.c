@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "core/assert.h"
-#include "tensile/backend.h"
+#include "tensile/backend_cpu.h"
 #include "tensile/calibrate.h"
+#include "tensile/ops.h"
 
 tsl_calib_opts tsl_calib_opts_default(void) {
     tsl_calib_opts o;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sim/trace.h"
+#include "io/trace.h"
 
 struct tsl__trace {
     FILE *f;

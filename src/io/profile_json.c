@@ -1,5 +1,5 @@
 /*
- * profile.c - device profiles: the figures the cost model, the planner and
+ * profile_json.c - device profiles as files: the figures the cost model, the planner and
  * the simulator use for one device, kept as JSON in profiles/NAME.json:
  *
  *   {"name": "a6000", "source": "where the figures come from",
@@ -26,19 +26,9 @@
 
 #include "io/json_util.h"
 #include "core/assert.h"
-#include "tensile/calibrate.h"
-#include "tensile/sched.h"
+#include "tensile/sched_json.h"
 
 #define MAX_FILE (1 << 20) /* bytes of a profile file */
-
-/* Transfer time of `bytes` in one direction, µs (docs/SCHEDULING.md):
- * copy_latency_us + bytes / bw * 1e6. */
-double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device) {
-    TSL_ASSERT(p);
-    double bw = to_device ? p->h2d_bw : p->d2h_bw;
-    TSL_ASSERT(bw > 0);
-    return p->copy_latency_us + (double)bytes / bw * 1e6;
-}
 
 /* ---- validation ---------------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
  */
 #include "core/assert.h"
 #include "core/graph_internal.h"
+#include "tensile/ops.h"
 
 tsl_optimizer_cfg tsl_sgd_default(float lr) {
     tsl_optimizer_cfg c = {0};

@@ -1,0 +1,67 @@
+/*
+ * tensile/plan.h - a plan: the swap-out, swap-in, release and recompute events
+ * of one job for one iteration, anchored as (trigger op, delay), and the
+ * memory and time a plan implies (the shared accounting of
+ * docs/SCHEDULING.md).
+ */
+#ifndef TENSILE_PLAN_H
+#define TENSILE_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- plans ----------------------------------------------------------------- */
+typedef enum tsl_event_type {
+    TSL_EV_SWAP_OUT = 0,
+    TSL_EV_SWAP_IN,
+    TSL_EV_RELEASE,
+    TSL_EV_RECOMPUTE,
+} tsl_event_type;
+
+typedef struct tsl_event {
+    tsl_event_type type;
+    int32_t tensor;        /* workload tensor index */
+    int32_t trigger;       /* op whose end triggers the event; -1: iteration start (time 0) */
+    double delay_us;       /* after the trigger's end (>= 0) */
+    int32_t precede;       /* SWAP_IN, RECOMPUTE: the op that reads the tensor next; else -1.
+                              A RELEASE has delay 0; a RECOMPUTE has trigger -1 and delay 0 */
+} tsl_event;
+
+typedef struct tsl_plan {
+    char job[64];
+    int32_t n_events, cap_events;
+    tsl_event *events;     /* sorted by (trigger, delay, type, tensor) */
+    size_t predicted_peak; /* bytes: the peak the events imply (docs/SCHEDULING.md) */
+    double predicted_period_us; /* iteration time including recomputations */
+} tsl_plan;
+
+tsl_plan *tsl_plan_new(const char *job);
+void tsl_plan_free(tsl_plan *p);
+tsl_status tsl_plan_add(tsl_plan *p, tsl_event e);
+void tsl_plan_sort(tsl_plan *p);
+
+/* ---- memory and time implied by a plan (shared accounting) ---------------- */
+/* The timeline of one iteration of one job under its plan, and the memory
+ * load over it, per docs/SCHEDULING.md. */
+typedef struct tsl_peak_info {
+    size_t peak;           /* bytes */
+    double peak_time_us;
+    int32_t peak_op;       /* op running (or last ended) at the peak */
+    int32_t last_input_op; /* LUA: last op before the peak that read a tensor it keeps */
+    int32_t *resident;     /* tensors resident at the peak (malloc'd), */
+    int32_t n_resident;    /* largest first */
+    double period_us;      /* with recomputations */
+} tsl_peak_info;
+tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
+                             const tsl_device_profile *dev, tsl_peak_info *out);
+void tsl_peak_info_free(tsl_peak_info *pi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,37 @@
+/*
+ * tensile/profile.h - a device as the planner and the simulator see it: compute
+ * rate, memory, the two copy channels; and the time of a copy. Pure data and
+ * arithmetic (the sched layer); the JSON files of profiles/ are read and
+ * written with tensile/sched_json.h.
+ */
+#ifndef TENSILE_PROFILE_H
+#define TENSILE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tensile/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device profiles (profiles/NAME.json) -------------------------------- */
+typedef struct tsl_device_profile {
+    char name[64];
+    double flops;          /* FP32 FLOP/s */
+    double mem_bw;         /* device memory bandwidth, bytes/s */
+    size_t mem_bytes;      /* device memory size */
+    double h2d_bw, d2h_bw; /* host<->device copy bandwidth, bytes/s (pinned) */
+    int duplex;            /* 1: the two directions run at once; 0: one shared channel */
+    double launch_us;      /* per-op fixed overhead */
+    double copy_latency_us;/* per-transfer fixed overhead */
+} tsl_device_profile;
+
+
+/* Transfer time of `bytes` on a direction (1 = host to device), µs. */
+double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
