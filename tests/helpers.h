@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tensile/ops.h"
+#include "tensile/session.h"
 
 /* splitmix64-based uniform in [lo, hi), reproducible from *state. */
 double th_uniform(uint64_t *state, double lo, double hi);
@@ -75,4 +76,11 @@ void th_train_graph(tsl_graph *g, tsl_tid loss, const tsl_optimizer_cfg *o);
 
 /* 1 if TSL_TEST_QUICK is set (sanitizer builds run smaller cases). */
 int th_quick(void);
+
+/* tsl_session_opts_default(), and with TSL_TEST_KERNEL_DELAY_US=D in the
+ * environment the late-kernel device: kernels on the CPU backend's own
+ * compute thread, each starting up to D µs later than it could, so that
+ * launch_op returns long before its kernel has run (the runtime tests are
+ * run once more that way: ctest's *_late_kernels). In helpers_run.c. */
+tsl_session_opts th_session_opts(void);
 #endif

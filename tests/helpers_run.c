@@ -168,3 +168,13 @@ void th_check_f32_f64_threads(const tsl_graph *g, uint64_t seed, double tol, con
 }
 
 /* See helpers.h. */
+
+tsl_session_opts th_session_opts(void) {
+    tsl_session_opts o = tsl_session_opts_default();
+    const char *d = getenv("TSL_TEST_KERNEL_DELAY_US");
+    if (d && *d) {
+        o.async_compute = 1;
+        o.kernel_delay_us = atof(d);
+    }
+    return o;
+}

@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "plan_gen.h"
+#include "tensile/policy.h"
 #include "tensile/runtime.h"
 
 tsl_device_profile rtf_cpu_profile(void) {
@@ -56,7 +57,7 @@ void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam
 void rtf_reference(rtf_case *c) {
     tsl_mem_report r;
     cr_assert_eq(tsl_graph_dry_run(c->g, SIZE_MAX / 4, &r), TSL_OK, "%s", tsl_last_error());
-    tsl_session_opts so = tsl_session_opts_default();
+    tsl_session_opts so = th_session_opts();
     so.device_memory = 2 * r.peak_footprint + ((size_t)16 << 20); /* fast kernels' scratch too */
     so.nthreads = 2;
     tsl_session *s;
@@ -84,16 +85,15 @@ void rtf_free(rtf_case *c) {
 /* See rt_fixture.h. Precondition: p valid for c->w (or empty). */
 tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan *p, int vclock,
                               double gbps, const char *what) {
-    tsl_session_opts so = tsl_session_opts_default();
+    tsl_session_opts so = th_session_opts();
     so.device_memory = capacity;
     so.nthreads = 2;
+    so.pcie_gbps = gbps;
     tsl_session *s;
     cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
     tsl_runtime_opts ro = tsl_runtime_opts_default();
     ro.virtual_clock = vclock;
-    ro.pcie_gbps = gbps;
-    ro.profile = c->dev;
-    ro.replan = 0; /* the plan under test stays in force */
+    ro.profile = c->dev; /* nobody replans: the plan under test stays in force */
     cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s %s: attach: %s", c->model,
                  what, tsl_last_error());
     cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s %s: set_plan: %s", c->model, what,

@@ -1,14 +1,14 @@
 /*
- * test_copy_engine.c - the CPU backend's asynchronous copies
- * (tensile/backend.h, src/backend/cpu/copy_engine.c) and its thread-safe
- * arena allocator.
+ * test_copy_engine.c - the CPU backend's copy streams (tensile/backend.h,
+ * src/backend/cpu/streams.c) and its thread-safe arena allocator. (The
+ * compute stream and cross-stream waits: test_backend_streams.c.)
  *
  * Bytes arrive intact in both directions (1 B .. 64 MiB, throttled or not);
  * each channel is FIFO and serial (a transfer starts after the previous one
  * ended); the two channels overlap in time (duplex); throttling makes a
  * transfer last at least n / G ns (the lower bound is asserted, measured
- * rates are printed, no upper bound); event_done before and after; sync
- * drains; destroying the backend drains; 10k small copies while the
+ * rates are printed, no upper bound); event_query before and after;
+ * synchronize drains; destroying the backend drains; 10k small copies while the
  * channels run; submitters and waiters on several threads; the arena
  * allocator used from two threads stays consistent and never hands out
  * overlapping blocks.
@@ -21,13 +21,74 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/copy_engine.h"
+#include "backend/cpu/cpu_backend.h"
 #include "helpers.h"
 #include "tensile/backend_cpu.h"
 
 #define MiB ((size_t)1 << 20)
 
 /* ---- helpers ------------------------------------------------------------- */
+
+/* A copy as these tests see it: enqueued on a copy stream between two
+ * events, so that when it started and ended can be read on the device's
+ * clock (ms from the backend's anchor event, recorded when it was made). */
+typedef struct xcopy {
+    tsl_dev_event *start, *end;
+    double anchor_ms;
+} xcopy;
+
+static struct {
+    tsl_backend *b;
+    tsl_dev_event *anchor;
+    double host_ms; /* tsl_backend_now_ms once the anchor had completed */
+} anchors[32];
+
+static int anchor_of(tsl_backend *b) {
+    for (int i = 0; i < 32; i++)
+        if (anchors[i].b == b) return i;
+    cr_assert(0, "no anchor for this backend");
+    return 0;
+}
+
+static tsl_status xsubmit(tsl_backend *b, tsl_stream dir, void *dst, const void *src, size_t n,
+                          xcopy **out) {
+    xcopy *x = calloc(1, sizeof *x);
+    if (!x) return TSL_ERR_OOM;
+    tsl_status st = b->iface->event_record(b, dir, &x->start);
+    if (st == TSL_OK) st = tsl_backend_copy_async(b, dir, dst, src, n, &x->end);
+    *out = x;
+    return st;
+}
+
+static void xwait(tsl_backend *b, xcopy *x) {
+    cr_assert_eq(b->iface->event_sync(b, x->end), TSL_OK, "%s", tsl_last_error());
+}
+
+static int xdone(tsl_backend *b, xcopy *x) { return b->iface->event_query(b, x->end); }
+
+/* When the copy started and ended on the host's clock (tsl_backend_now_ms),
+ * from the device's clock relative to the backend's anchor event (placed
+ * no earlier than it was, so never before a submit). */
+static void xtimes(tsl_backend *b, xcopy *x, double *s, double *e) {
+    int i = anchor_of(b);
+    tsl_dev_event *a = anchors[i].anchor;
+    cr_assert_eq(b->iface->event_elapsed_ms(b, a, x->start, s), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(b->iface->event_elapsed_ms(b, a, x->end, e), TSL_OK, "%s", tsl_last_error());
+    *s += anchors[i].host_ms;
+    *e += anchors[i].host_ms;
+}
+
+static void xrelease(tsl_backend *b, xcopy *x) {
+    if (!x) return;
+    b->iface->event_release(b, x->start);
+    b->iface->event_release(b, x->end);
+    free(x);
+}
+
+static void set_gbps(tsl_backend *b, double gbps) {
+    cr_assert_eq(tsl_cpu_backend_set_pcie_gbps(b, gbps), TSL_OK, "%s", tsl_last_error());
+}
+
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -59,7 +120,15 @@ static size_t first_diff(const void *a, const void *b, size_t n) {
 static tsl_backend *new_backend(size_t cap) {
     tsl_backend *b = NULL;
     cr_assert_eq(tsl_cpu_backend_new(cap, TSL_KERNELS_REF, 1, &b), TSL_OK, "%s", tsl_last_error());
-    cr_assert_not_null(b->iface->copy_async);
+    int i = 0;
+    while (i < 32 && anchors[i].b && anchors[i].b != b) i++; /* a freed backend's slot: reused */
+    for (int k = 0; k < 32; k++)
+        if (anchors[k].b == b) i = k;
+    cr_assert_lt(i, 32);
+    anchors[i].b = b;
+    cr_assert_eq(b->iface->event_record(b, TSL_STREAM_COMPUTE, &anchors[i].anchor), TSL_OK);
+    cr_assert_eq(b->iface->event_sync(b, anchors[i].anchor), TSL_OK);
+    anchors[i].host_ms = tsl_backend_now_ms();
     return b;
 }
 
@@ -75,21 +144,21 @@ static void *host_alloc(tsl_backend *b, size_t n) {
     return p;
 }
 
-static tsl_copy_event *submit(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src, size_t n) {
-    tsl_copy_event *ev = NULL;
-    cr_assert_eq(b->iface->copy_async(b, dir, dst, src, n, &ev), TSL_OK, "%s", tsl_last_error());
+static xcopy *submit(tsl_backend *b, tsl_stream dir, void *dst, const void *src, size_t n) {
+    xcopy *ev = NULL;
+    cr_assert_eq(xsubmit(b, dir, dst, src, n, &ev), TSL_OK, "%s", tsl_last_error());
     cr_assert_not_null(ev);
     return ev;
 }
 
 /* Waits for ev, returns its duration in ms and releases it. */
-static double wait_release(tsl_backend *b, tsl_copy_event *ev, double *start, double *end) {
-    b->iface->event_wait(b, ev);
-    cr_assert(b->iface->event_done(b, ev));
+static double wait_release(tsl_backend *b, xcopy *ev, double *start, double *end) {
+    xwait(b, ev);
+    cr_assert(xdone(b, ev));
     double s, e;
-    b->iface->event_times(b, ev, &s, &e);
+    xtimes(b, ev, &s, &e);
     cr_assert_leq(s, e, "event start %.6f after its end %.6f", s, e);
-    b->iface->event_release(b, ev);
+    xrelease(b, ev);
     if (start) *start = s;
     if (end) *end = e;
     return e - s;
@@ -101,11 +170,11 @@ static void round_trip(tsl_backend *b, size_t n, uint64_t seed, double gbps) {
     uint8_t *d = dev_alloc(b, n);
     fill_random(h, n, seed);
     memset(back, 0, n);
-    b->iface->set_channel_gbps(b, gbps);
-    wait_release(b, submit(b, TSL_TO_DEVICE, d, h, n), NULL, NULL);
+    set_gbps(b, gbps);
+    wait_release(b, submit(b, TSL_STREAM_H2D, d, h, n), NULL, NULL);
     size_t at = first_diff(d, h, n);
     cr_assert_eq(at, (size_t)-1, "to device, %zu bytes at %g GB/s: first wrong byte at %zu", n, gbps, at);
-    wait_release(b, submit(b, TSL_TO_HOST, back, d, n), NULL, NULL);
+    wait_release(b, submit(b, TSL_STREAM_D2H, back, d, n), NULL, NULL);
     at = first_diff(back, h, n);
     cr_assert_eq(at, (size_t)-1, "to host, %zu bytes at %g GB/s: first wrong byte at %zu", n, gbps, at);
     b->iface->free(b, d);
@@ -134,13 +203,13 @@ Test(copy_engine, bytes_arrive_intact_both_directions) {
  * after it, and starts no earlier than it ended. */
 Test(copy_engine, zero_byte_copy_completes_in_channel_order) {
     tsl_backend *b = new_backend(8 * MiB);
-    b->iface->set_channel_gbps(b, 1.0); /* 4 MiB: about 4 ms */
+    set_gbps(b, 1.0); /* 4 MiB: about 4 ms */
     uint8_t *h = host_alloc(b, 4 * MiB), *d = dev_alloc(b, 4 * MiB);
     memset(h, 0x5A, 4 * MiB);
-    tsl_copy_event *big = submit(b, TSL_TO_DEVICE, d, h, 4 * MiB);
-    tsl_copy_event *zero = submit(b, TSL_TO_DEVICE, NULL, NULL, 0);
-    b->iface->event_wait(b, zero);
-    cr_assert(b->iface->event_done(b, big), "the zero-byte copy completed before the copy ahead of it");
+    xcopy *big = submit(b, TSL_STREAM_H2D, d, h, 4 * MiB);
+    xcopy *zero = submit(b, TSL_STREAM_H2D, NULL, NULL, 0);
+    xwait(b, zero);
+    cr_assert(xdone(b, big), "the zero-byte copy completed before the copy ahead of it");
     double zs, ze, bs, be;
     wait_release(b, zero, &zs, &ze);
     wait_release(b, big, &bs, &be);
@@ -180,11 +249,11 @@ Test(copy_engine, fifo_and_serial_per_channel) {
     fill_random(d2, K * stride, 2);
     uint64_t rng = 3;
     size_t n[K];
-    tsl_copy_event *up[K], *down[K];
+    xcopy *up[K], *down[K];
     for (int k = 0; k < K; k++) {
         n[k] = 1 + splitmix(&rng) % stride;
-        up[k] = submit(b, TSL_TO_DEVICE, d + k * stride, h + k * stride, n[k]);
-        down[k] = submit(b, TSL_TO_HOST, hb + k * stride, d2 + k * stride, n[k]);
+        up[k] = submit(b, TSL_STREAM_H2D, d + k * stride, h + k * stride, n[k]);
+        down[k] = submit(b, TSL_STREAM_D2H, hb + k * stride, d2 + k * stride, n[k]);
     }
     double us[K], ue[K], ds[K], de[K];
     /* wait in reverse order: completion order must not depend on it */
@@ -219,9 +288,9 @@ Test(copy_engine, channels_overlap_duplex) {
     uint8_t *d = dev_alloc(b, n), *d2 = dev_alloc(b, n);
     fill_random(h, n, 11);
     fill_random(d2, n, 12);
-    b->iface->set_channel_gbps(b, gbps);
-    tsl_copy_event *up = submit(b, TSL_TO_DEVICE, d, h, n);
-    tsl_copy_event *down = submit(b, TSL_TO_HOST, hb, d2, n);
+    set_gbps(b, gbps);
+    xcopy *up = submit(b, TSL_STREAM_H2D, d, h, n);
+    xcopy *down = submit(b, TSL_STREAM_D2H, hb, d2, n);
     double us, ue, ds, de;
     double up_ms = wait_release(b, up, &us, &ue);
     double down_ms = wait_release(b, down, &ds, &de);
@@ -252,11 +321,11 @@ Test(copy_engine, throttling_lower_bound_and_rates) {
     const double rates[] = {0, 1.0, 4.0};
     for (int r = 0; r < 3; r++) {
         double g = rates[r];
-        b->iface->set_channel_gbps(b, g);
+        set_gbps(b, g);
         for (int dir = 0; dir < 2; dir++) {
             double t0 = tsl_backend_now_ms();
-            tsl_copy_event *ev = dir == TSL_TO_DEVICE ? submit(b, TSL_TO_DEVICE, d, h, n)
-                                                      : submit(b, TSL_TO_HOST, h, d, n);
+            xcopy *ev = dir == TSL_STREAM_H2D ? submit(b, TSL_STREAM_H2D, d, h, n)
+                                                      : submit(b, TSL_STREAM_D2H, h, d, n);
             double s, e;
             double ms = wait_release(b, ev, &s, &e);
             double t1 = tsl_backend_now_ms();
@@ -266,11 +335,11 @@ Test(copy_engine, throttling_lower_bound_and_rates) {
             if (g > 0) {
                 double min_ms = (double)n / g * 1e-6;
                 printf("throttled %g GB/s, %s: %.2f ms for 64 MiB (>= %.2f), measured %.3f GB/s (%.2fx the bound)\n",
-                       g, dir == TSL_TO_DEVICE ? "H2D" : "D2H", ms, min_ms, gbs, ms / min_ms);
+                       g, dir == TSL_STREAM_H2D ? "H2D" : "D2H", ms, min_ms, gbs, ms / min_ms);
                 cr_assert_geq(ms, min_ms, "64 MiB at %g GB/s took %.4f ms < %.4f ms", g, ms, min_ms);
             } else {
                 printf("unthrottled, %s: %.2f ms for 64 MiB, measured %.2f GB/s\n",
-                       dir == TSL_TO_DEVICE ? "H2D" : "D2H", ms, gbs);
+                       dir == TSL_STREAM_H2D ? "H2D" : "D2H", ms, gbs);
             }
         }
     }
@@ -293,41 +362,53 @@ Test(copy_engine, event_done_before_and_after) {
     uint8_t *h = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
     fill_random(d, n, 31);
-    b->iface->set_channel_gbps(b, gbps);
+    set_gbps(b, gbps);
     double t0 = tsl_backend_now_ms();
-    tsl_copy_event *ev = submit(b, TSL_TO_HOST, h, d, n);
-    int done = b->iface->event_done(b, ev);
+    xcopy *ev = submit(b, TSL_STREAM_D2H, h, d, n);
+    int done = xdone(b, ev);
     double t1 = tsl_backend_now_ms();
     if (done)
         cr_assert_geq(t1 - t0, min_ms, "done after %.3f ms, a %.3f ms transfer", t1 - t0, min_ms);
     else
         printf("event_done = 0 at %.3f ms into a %.1f ms transfer\n", t1 - t0, min_ms);
-    b->iface->event_wait(b, ev);
-    cr_assert_eq(b->iface->event_done(b, ev), 1);
-    b->iface->event_wait(b, ev); /* waiting again returns at once */
-    cr_assert_eq(b->iface->event_done(b, ev), 1);
+    xwait(b, ev);
+    cr_assert_eq(xdone(b, ev), 1);
+    xwait(b, ev); /* waiting again returns at once */
+    cr_assert_eq(xdone(b, ev), 1);
     double s, e;
-    b->iface->event_times(b, ev, &s, &e);
+    xtimes(b, ev, &s, &e);
     cr_assert_geq(e - s, min_ms, "transfer lasted %.3f ms < %.3f ms", e - s, min_ms);
     cr_assert_eq(first_diff(h, d, n), (size_t)-1);
-    b->iface->event_release(b, ev);
-    b->iface->event_release(b, NULL);
+    xrelease(b, ev);
+    xrelease(b, NULL);
     b->iface->free(b, d);
     b->iface->host_free(b, h);
     tsl_backend_free(b);
 }
 
-/* The documented bug: releasing an event still in flight aborts. The
- * transfer lasts 0.84 s, so the release comes long before it ends. */
-Test(copy_engine, release_in_flight_aborts, .signal = SIGABRT) {
+/* Releasing the events of a copy still in flight is allowed (the contract:
+ * the backend keeps an event while a stream needs it): the copy still
+ * completes, its bytes arrive, and a later marker on the same stream
+ * completes after it. The transfer lasts about 0.08 s, so the release
+ * comes long before it ends. */
+Test(copy_engine, release_in_flight_is_safe) {
     size_t n = 8 * MiB;
     tsl_backend *b = new_backend(n + MiB);
     uint8_t *h = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
-    b->iface->set_channel_gbps(b, 0.01);
-    tsl_copy_event *ev = submit(b, TSL_TO_HOST, h, d, n);
-    b->iface->event_release(b, ev);
-    /* not reached */
+    fill_random(d, n, 7);
+    memset(h, 0, n);
+    set_gbps(b, 0.1);
+    xcopy *ev = submit(b, TSL_STREAM_D2H, h, d, n);
+    cr_assert(!xdone(b, ev), "an 8 MiB copy at 0.1 GB/s was done at once");
+    xrelease(b, ev);
+    tsl_dev_event *after;
+    cr_assert_eq(b->iface->event_record(b, TSL_STREAM_D2H, &after), TSL_OK);
+    cr_assert_eq(b->iface->event_sync(b, after), TSL_OK);
+    b->iface->event_release(b, after);
+    cr_assert_eq(first_diff(h, d, n), (size_t)-1, "the bytes of a copy whose events were released");
+    b->iface->free(b, d);
+    b->iface->host_free(b, h);
     tsl_backend_free(b);
 }
 
@@ -340,18 +421,18 @@ Test(copy_engine, sync_drains_both_channels) {
     uint8_t *d = dev_alloc(b, K * n), *d2 = dev_alloc(b, K * n);
     fill_random(h, K * n, 41);
     fill_random(d2, K * n, 42);
-    b->iface->set_channel_gbps(b, 2.0); /* 40 x 0.26 ms per channel */
-    tsl_copy_event *ev[2 * K];
+    set_gbps(b, 2.0); /* 40 x 0.26 ms per channel */
+    xcopy *ev[2 * K];
     for (int k = 0; k < K; k++) {
-        ev[2 * k] = submit(b, TSL_TO_DEVICE, d + k * n, h + k * n, n);
-        ev[2 * k + 1] = submit(b, TSL_TO_HOST, hb + k * n, d2 + k * n, n);
+        ev[2 * k] = submit(b, TSL_STREAM_H2D, d + k * n, h + k * n, n);
+        ev[2 * k + 1] = submit(b, TSL_STREAM_D2H, hb + k * n, d2 + k * n, n);
     }
-    cr_assert_eq(b->iface->sync(b), TSL_OK);
-    for (int k = 0; k < 2 * K; k++) cr_assert(b->iface->event_done(b, ev[k]), "event %d not done after sync", k);
+    cr_assert_eq(b->iface->synchronize(b), TSL_OK);
+    for (int k = 0; k < 2 * K; k++) cr_assert(xdone(b, ev[k]), "event %d not done after sync", k);
     cr_assert_eq(first_diff(d, h, K * n), (size_t)-1);
     cr_assert_eq(first_diff(hb, d2, K * n), (size_t)-1);
-    for (int k = 0; k < 2 * K; k++) b->iface->event_release(b, ev[k]);
-    cr_assert_eq(b->iface->sync(b), TSL_OK); /* nothing in flight: returns at once */
+    for (int k = 0; k < 2 * K; k++) xrelease(b, ev[k]);
+    cr_assert_eq(b->iface->synchronize(b), TSL_OK); /* nothing in flight: returns at once */
     b->iface->free(b, d2);
     b->iface->free(b, d);
     b->iface->host_free(b, hb);
@@ -372,8 +453,8 @@ Test(copy_engine, destroy_drains_queued_transfers) {
     uint8_t *d = dev_alloc(b, K * n);
     fill_random(d, K * n, 51);
     memcpy(want, d, K * n);
-    b->iface->set_channel_gbps(b, 1.0); /* ~1 ms each */
-    for (int k = 0; k < K; k++) submit(b, TSL_TO_HOST, out + k * n, d + k * n, n);
+    set_gbps(b, 1.0); /* ~1 ms each */
+    for (int k = 0; k < K; k++) submit(b, TSL_STREAM_D2H, out + k * n, d + k * n, n);
     tsl_backend_free(b);
     size_t at = first_diff(out, want, K * n);
     cr_assert_eq(at, (size_t)-1, "byte %zu did not arrive before the backend was destroyed", at);
@@ -395,7 +476,7 @@ Test(copy_engine, stress_ten_thousand_small_copies) {
     fill_random(hsrc, (size_t)K * SLOT, 61);
     fill_random(d, (size_t)K * SLOT, 62);
     memset(hdst, 0, (size_t)K * SLOT);
-    tsl_copy_event **ev = calloc(K, sizeof *ev);
+    xcopy **ev = calloc(K, sizeof *ev);
     double *start = calloc(K, sizeof *start), *end = calloc(K, sizeof *end);
     uint8_t *dir = calloc(K, 1), *released = calloc(K, 1);
     size_t *n = calloc(K, sizeof *n);
@@ -406,30 +487,30 @@ Test(copy_engine, stress_ten_thousand_small_copies) {
         size_t off = (size_t)k * SLOT;
         dir[k] = (uint8_t)(splitmix(&rng) & 1);
         n[k] = 1 + splitmix(&rng) % SLOT;
-        ev[k] = dir[k] == TSL_TO_DEVICE ? submit(b, TSL_TO_DEVICE, d + off, hsrc + off, n[k])
-                                        : submit(b, TSL_TO_HOST, hdst + off, d + off, n[k]);
+        ev[k] = dir[k] == TSL_STREAM_H2D ? submit(b, TSL_STREAM_H2D, d + off, hsrc + off, n[k])
+                                        : submit(b, TSL_STREAM_D2H, hdst + off, d + off, n[k]);
         uint64_t what = splitmix(&rng) % 8;
         int j = (int)(splitmix(&rng) % (uint64_t)(k + 1));
         if (released[j]) continue;
         if (what == 0) { /* wait for a random earlier one */
-            b->iface->event_wait(b, ev[j]);
+            xwait(b, ev[j]);
         } else if (what < 3) { /* poll it */
-            if (!b->iface->event_done(b, ev[j])) continue;
+            if (!xdone(b, ev[j])) continue;
             polled_done++;
         } else {
             continue;
         }
-        b->iface->event_times(b, ev[j], &start[j], &end[j]);
-        b->iface->event_release(b, ev[j]);
+        xtimes(b, ev[j], &start[j], &end[j]);
+        xrelease(b, ev[j]);
         released[j] = 1;
     }
-    cr_assert_eq(b->iface->sync(b), TSL_OK);
+    cr_assert_eq(b->iface->synchronize(b), TSL_OK);
     int late = 0;
     for (int k = 0; k < K; k++) {
         if (released[k]) continue;
-        cr_assert(b->iface->event_done(b, ev[k]), "event %d not done after sync", k);
-        b->iface->event_times(b, ev[k], &start[k], &end[k]);
-        b->iface->event_release(b, ev[k]);
+        cr_assert(xdone(b, ev[k]), "event %d not done after sync", k);
+        xtimes(b, ev[k], &start[k], &end[k]);
+        xrelease(b, ev[k]);
         late++;
     }
     printf("stress: %d copies, %d released after a poll, %d after sync\n", K, polled_done, late);
@@ -441,8 +522,8 @@ Test(copy_engine, stress_ten_thousand_small_copies) {
                           dir[k], k, start[k], p, end[p]);
         last[dir[k]] = k;
         size_t off = (size_t)k * SLOT;
-        const uint8_t *got = dir[k] == TSL_TO_DEVICE ? d + off : hdst + off;
-        const uint8_t *want = dir[k] == TSL_TO_DEVICE ? hsrc + off : d + off;
+        const uint8_t *got = dir[k] == TSL_STREAM_H2D ? d + off : hdst + off;
+        const uint8_t *want = dir[k] == TSL_STREAM_H2D ? hsrc + off : d + off;
         size_t at = first_diff(got, want, n[k]);
         cr_assert_eq(at, (size_t)-1, "copy %d (dir %d, %zu bytes): wrong byte at %zu", k, dir[k], n[k], at);
     }
@@ -465,7 +546,7 @@ typedef struct submitter {
     uint8_t *h, *d; /* this thread's regions, `count` slots of SLOT2 bytes */
     int count;
     uint64_t seed;
-    tsl_copy_event **ev;
+    xcopy **ev;
     int fail;
 } submitter;
 
@@ -477,11 +558,11 @@ static void *submit_main(void *arg) {
     for (int k = 0; k < s->count; k++) {
         size_t off = (size_t)k * SLOT2;
         size_t n = 1 + splitmix(&rng) % SLOT2;
-        tsl_copy_dir dir = (k & 1) ? TSL_TO_HOST : TSL_TO_DEVICE;
+        tsl_stream dir = (k & 1) ? TSL_STREAM_D2H : TSL_STREAM_H2D;
         /* even slots go up (h -> d), odd ones come down (d -> h) */
-        void *dst = dir == TSL_TO_DEVICE ? (void *)(s->d + off) : (void *)(s->h + off);
-        const void *src = dir == TSL_TO_DEVICE ? (const void *)(s->h + off) : (const void *)(s->d + off);
-        if (s->b->iface->copy_async(s->b, dir, dst, src, n, &s->ev[k]) != TSL_OK) s->fail = 1;
+        void *dst = dir == TSL_STREAM_H2D ? (void *)(s->d + off) : (void *)(s->h + off);
+        const void *src = dir == TSL_STREAM_H2D ? (const void *)(s->h + off) : (const void *)(s->d + off);
+        if (xsubmit(s->b, dir, dst, src, n, &s->ev[k]) != TSL_OK) s->fail = 1;
     }
     return NULL;
 }
@@ -489,8 +570,8 @@ static void *submit_main(void *arg) {
 static void *release_main(void *arg) {
     submitter *s = arg;
     for (int k = 0; k < s->count; k++) {
-        s->b->iface->event_wait(s->b, s->ev[k]);
-        s->b->iface->event_release(s->b, s->ev[k]);
+        xwait(s->b, s->ev[k]);
+        xrelease(s->b, s->ev[k]);
     }
     return NULL;
 }
@@ -512,7 +593,7 @@ Test(copy_engine, concurrent_submitters_and_waiters) {
     pthread_t th[T];
     for (int t = 0; t < T; t++) {
         s[t] = (submitter){.b = b, .h = h + (size_t)t * C * SLOT2, .d = d + (size_t)t * C * SLOT2,
-                           .count = C, .seed = 80 + (uint64_t)t, .ev = calloc(C, sizeof(tsl_copy_event *))};
+                           .count = C, .seed = 80 + (uint64_t)t, .ev = calloc(C, sizeof(xcopy *))};
         cr_assert_not_null(s[t].ev);
         cr_assert_eq(pthread_create(&th[t], NULL, submit_main, &s[t]), 0);
     }

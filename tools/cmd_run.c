@@ -38,12 +38,10 @@
 #include "progress.h"
 #include "tensile/backend.h"
 #include "tensile/data.h"
-#include "tensile/runtime.h"
-#include "tensile/policy.h"
+#include "tensile/job.h"
 #include "tensile/sched_json.h"
-#include "tensile/sim.h"
-#include "tensile/verify.h"
 #include "tensile/session.h"
+#include "tensile/sim.h"
 
 static const char help[] =
     "usage: tensile run --model M --batch B [--image-size S] [--dataset fashion-mnist|synthetic]\n"
@@ -122,7 +120,7 @@ typedef struct run_result {
     double accuracy;         /* test accuracy (with --eval) */
     int64_t n_eval;
     int eval_elsewhere;      /* evaluated on a device of `roomy` bytes (see evaluate_copy) */
-    tsl_runtime_stats rs;    /* the policy's run with the runtime */
+    tsl_job_stats js;        /* the policy's run: the job's runtime and replans */
 } run_result;
 
 /* Everything both runs share: graph, data, buffers. */
@@ -214,12 +212,14 @@ static int load_data(run_env *e) {
                           &e->train, t->eval ? &e->test : NULL);
 }
 
-/* The session options of every run: capacity, threads, seed. */
+/* The session options of every run: capacity, threads, seed, and the copy
+ * streams' throttle. */
 static tsl_session_opts session_opts(const run_opts *t, size_t capacity) {
     tsl_session_opts so = tsl_session_opts_default();
     so.device_memory = capacity;
     so.nthreads = t->threads;
     so.seed = t->seed;
+    so.pcie_gbps = t->pcie_gbps;
     return so;
 }
 
@@ -267,6 +267,7 @@ static int evaluate_copy(run_env *e, tsl_session *s, size_t capacity, run_result
  * same batches), and its iteration times. */
 typedef struct runner {
     tsl_session *s;
+    tsl_job *job;          /* the policy's run: the job owning s */
     tsl_batcher *b;
     int64_t n, done;       /* iterations to run, run so far */
     double *ms;            /* per iteration: wall time */
@@ -275,22 +276,27 @@ typedef struct runner {
     run_result *r;
 } runner;
 
-/* Opens a session of `capacity` bytes for n iterations; with `lat` its
- * kernel times are recorded. Returns 0 with r->error (and r->refused for
- * out of memory) set on failure. */
-static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double *lat, run_result *r) {
+/* Opens a run for n iterations: a session of `capacity` bytes, or with
+ * `jo` the job those options describe; with `lat` its kernel times are
+ * recorded. Returns 0 with r->error (and r->refused for out of memory)
+ * set on failure. */
+static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double *lat,
+                       const tsl_job_opts *jo, run_result *r) {
     memset(u, 0, sizeof *u);
     memset(r, 0, sizeof *r);
     u->r = r;
     u->n = n;
     u->lat = lat;
     tsl_session_opts so = session_opts(e->o, capacity);
-    if (tsl_session_new(e->g, &so, &u->s) != TSL_OK) {
+    tsl_status st = jo ? tsl_job_new(e->g, jo, &u->job) : tsl_session_new(e->g, &so, &u->s);
+    if (st != TSL_OK) {
         snprintf(r->error, sizeof r->error, "%s", tsl_last_error());
-        r->refused = strstr(r->error, "out of memory") != NULL;
+        r->refused = st == TSL_ERR_OOM;
         u->s = NULL;
+        u->job = NULL;
         return 0;
     }
+    if (u->job) u->s = tsl_job_session(u->job);
     u->b = tsl_batcher_new(&e->train, e->o->batch, e->o->seed, 1);
     u->ms = malloc(sizeof *u->ms * (size_t)n);
     u->kms = malloc(sizeof *u->kms * (size_t)n);
@@ -302,7 +308,8 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
 }
 
 static void runner_close(runner *u) {
-    tsl_session_free(u->s);
+    if (u->job) tsl_job_free(u->job);
+    else tsl_session_free(u->s);
     tsl_batcher_free(u->b);
     free(u->ms);
     free(u->kms);
@@ -361,43 +368,6 @@ static int runner_finish(run_env *e, runner *u, size_t roomy) {
     return strstr(r->error, "out of memory") && evaluate_copy(e, u->s, roomy, r);
 }
 
-/* The device profile to plan with: --profile, else cpu-local, else rough
- * CPU figures; copy bandwidth from --pcie-gbps when throttled. */
-static int load_profile(const run_opts *t, size_t capacity, tsl_device_profile *dev) {
-    if (t->profile) {
-        if (tsl_profile_load(t->profile, dev) != TSL_OK) {
-            fprintf(stderr, "tensile run: --profile: %s\n", tsl_last_error());
-            return 0;
-        }
-    } else if (tsl_profile_load("cpu-local", dev) != TSL_OK) {
-        tsl_clear_error();
-        memset(dev, 0, sizeof *dev);
-        snprintf(dev->name, sizeof dev->name, "cpu (rough figures; run tensile calibrate)");
-        dev->flops = 5e10;
-        dev->mem_bw = 1e10;
-        dev->h2d_bw = dev->d2h_bw = 5e9; /* memcpy between two host buffers */
-        dev->duplex = 1;
-        dev->launch_us = 5;
-        dev->copy_latency_us = 5;
-    }
-    if (t->pcie_gbps > 0) dev->h2d_bw = dev->d2h_bw = t->pcie_gbps * 1e9;
-    dev->mem_bytes = capacity;
-    return 1;
-}
-
-/* Per-op latency table in µs: medians over the vanilla iterations (the
- * first left out when there are several). Writes n_ops values into us. */
-static void latency_table(const double *lat, int64_t n_iter, int32_t n_ops, double *us) {
-    int64_t first = n_iter > 1 ? 1 : 0, n = n_iter - first;
-    double *col = malloc(sizeof *col * (size_t)n);
-    for (int32_t i = 0; i < n_ops; i++) {
-        for (int64_t k = 0; k < n; k++) col[k] = lat[(size_t)(first + k) * (size_t)n_ops + (size_t)i];
-        us[i] = col ? median(col, n) * 1e3 : 1.0;
-        if (!(us[i] > 0)) us[i] = 0.001; /* a workload needs positive durations */
-    }
-    free(col);
-}
-
 /* What the planner and the simulator predict for the plan. */
 typedef struct prediction {
     size_t vanilla_peak, planned_peak;
@@ -407,99 +377,65 @@ typedef struct prediction {
     double planning_ms;
 } prediction;
 
-/* Plans the workload within `budget`, verifies and simulates the plan.
- * Returns the plan, or NULL with a message printed. */
-static tsl_plan *make_plan(tsl_workload *w, const tsl_device_profile *dev, const tsl_plan_opts *opts,
-                           prediction *pr) {
-    tsl_plan_opts po = *opts;
-    tsl_plan *plan = NULL;
-    tsl_plan_report rep;
-    if (tsl_plan_jobs(&w, 1, dev, &po, &plan, &rep) != TSL_OK) {
-        fprintf(stderr, "tensile run: planning failed: %s\n", tsl_last_error());
-        return NULL;
-    }
-    tsl_violation *v = NULL;
-    int nv = 0;
-    if (tsl_plan_verify(w, plan, dev, &v, &nv) != TSL_OK) {
-        fprintf(stderr, "tensile run: internal error: the plan fails verification: %s\n",
-                nv ? v[0].what : tsl_last_error());
-        free(v);
-        tsl_plan_free(plan);
-        return NULL;
-    }
-    tsl_plan *empty = tsl_plan_new(w->job);
+/* The simulator's figures for the job's plan and for the empty plan, on
+ * the job's profile. Returns 0 with a message printed on failure. */
+static int predict(tsl_job *job, prediction *pr) {
+    tsl_job_stats js;
+    tsl_job_get_stats(job, &js);
+    tsl_workload *w = (tsl_workload *)tsl_job_workload(job);
+    tsl_plan *plan = (tsl_plan *)tsl_job_plan(job), *empty = tsl_plan_new(w->job);
     tsl_sim_opts so = {.iterations = 3};
     tsl_sim_result sim, vsim;
-    if (!empty || tsl_simulate(&w, &plan, 1, dev, &so, &sim) != TSL_OK ||
-        tsl_simulate(&w, &empty, 1, dev, &so, &vsim) != TSL_OK) {
-        fprintf(stderr, "tensile run: simulation failed: %s\n", tsl_last_error());
-        tsl_plan_free(empty);
-        tsl_plan_free(plan);
-        return NULL;
-    }
+    int ok = empty && tsl_simulate(&w, &plan, 1, tsl_job_profile(job), &so, &sim) == TSL_OK &&
+             tsl_simulate(&w, &empty, 1, tsl_job_profile(job), &so, &vsim) == TSL_OK;
     tsl_plan_free(empty);
-    pr->vanilla_peak = rep.vanilla_peak[0];
-    pr->planned_peak = rep.planned_peak[0];
-    pr->swaps = rep.swaps[0];
-    pr->recomputes = rep.recomputes[0];
-    pr->planning_ms = rep.planning_ms;
+    if (!ok) {
+        fprintf(stderr, "tensile run: simulation failed: %s\n", tsl_last_error());
+        return 0;
+    }
+    pr->vanilla_peak = js.vanilla_peak;
+    pr->planned_peak = js.planned_peak;
+    pr->swaps = js.swaps;
+    pr->recomputes = js.recomputes;
+    pr->planning_ms = js.planning_ms;
     pr->sim_iter_us = sim.job[0].iter_us;
     pr->sim_vanilla_iter_us = vsim.job[0].iter_us;
     pr->sim_peak = sim.job[0].peak;
     pr->sim_vanilla_peak = vsim.job[0].peak;
-    return plan;
+    return 1;
 }
 
-/* The TENSILE run's setup: a session of `capacity` bytes, the workload from
- * the vanilla latencies with the session's kernel workspaces, the plan
- * within `budget`, the runtime attached and the plan installed. Returns 0 on
- * a setup error (message printed) or with r->refused when the session does
- * not fit (r->error). */
+/* The TENSILE run: a job (tensile/job.h) on a device of `capacity` bytes,
+ * its workload from the vanilla latencies with the kernels' real
+ * workspaces, planned within `budget`, verified, run by the runtime and
+ * replanned on drift. Returns 0 on a setup error (message printed) or with
+ * r->refused when the persistent tensors do not fit (r->error). */
 static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
                         int64_t n_iter, run_result *r, prediction *pr, tsl_device_profile *dev) {
     const run_opts *t = e->o;
     memset(pr, 0, sizeof *pr);
-    memset(u, 0, sizeof *u);
-    memset(r, 0, sizeof *r);
-    if (!load_profile(t, capacity, dev)) return 0;
-    if (!runner_open(e, u, capacity, n_iter, NULL, r)) {
+    char job[64];
+    snprintf(job, sizeof job, "%.40s:%d", t->model, t->batch);
+    tsl_job_opts jo = tsl_job_opts_default();
+    jo.name = job;
+    jo.session = session_opts(t, capacity);
+    jo.profile = t->profile;
+    jo.latency_us = lat_us;
+    jo.plan.policy = TSL_POLICY_TENSILE;
+    jo.plan.budget = budget;
+    jo.plan.swap_in_slack = t->slack;
+    if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
         if (!refused) fprintf(stderr, "tensile run: %s\n", r->error);
         runner_close(u);
         return refused;
     }
-    tsl_latency_table tab = {tsl_graph_n_ops(e->g), lat_us};
-    tsl_workload *w = NULL;
-    char job[64];
-    snprintf(job, sizeof job, "%.40s:%d", t->model, t->batch);
-    if (tsl_workload_from_graph(e->g, job, &tab, dev, &w) != TSL_OK ||
-        tsl_workload_match_session(w, u->s) != TSL_OK) {
-        fprintf(stderr, "tensile run: workload: %s\n", tsl_last_error());
-        tsl_workload_free(w);
+    *dev = *tsl_job_profile(u->job);
+    if (!predict(u->job, pr)) {
         runner_close(u);
         return 0;
     }
-    tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = TSL_POLICY_TENSILE;
-    po.budget = budget;
-    po.swap_in_slack = t->slack;
-    tsl_plan *plan = make_plan(w, dev, &po, pr);
-    int ok = plan != NULL;
-    if (ok) {
-        tsl_runtime_opts ro = tsl_runtime_opts_default();
-        ro.pcie_gbps = t->pcie_gbps;
-        ro.profile = *dev;
-        ro.plan_opts = po; /* replans plan as the first plan was */
-        if (tsl_session_attach_runtime(u->s, &ro, w) != TSL_OK ||
-            tsl_session_set_plan(u->s, plan) != TSL_OK) {
-            fprintf(stderr, "tensile run: runtime: %s\n", tsl_last_error());
-            ok = 0;
-        }
-    }
-    if (!ok) runner_close(u);
-    tsl_plan_free(plan);
-    tsl_workload_free(w);
-    return ok;
+    return 1;
 }
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -516,18 +452,19 @@ static json_t *json_run(const run_result *r, int scheduled) {
     json_object_set_new(o, "kernel_ms", json_real(r->kernel_ms));
     json_object_set_new(o, "param_checksum", json_string(ck));
     if (scheduled) {
-        const tsl_runtime_stats *s = &r->rs;
+        const tsl_runtime_stats *s = &r->js.runtime;
         json_object_set_new(o, "swaps", json_integer(s->swaps_out));
         json_object_set_new(o, "recomputes", json_integer(s->recomputes));
         json_object_set_new(o, "passive_swaps", json_integer(s->passive_swaps));
         json_object_set_new(o, "evictions", json_integer(s->evictions));
         json_object_set_new(o, "stall_ms", json_real(s->stall_ms));
-        json_object_set_new(o, "replans", json_integer(s->replans));
+        json_object_set_new(o, "replans", json_integer(r->js.replans));
         json_object_set_new(o, "swaps_in", json_integer(s->swaps_in));
         json_object_set_new(o, "stalls", json_integer(s->stalls));
         json_object_set_new(o, "bytes_h2d", json_integer((json_int_t)s->bytes_h2d));
         json_object_set_new(o, "bytes_d2h", json_integer((json_int_t)s->bytes_d2h));
-        if (s->replans) json_object_set_new(o, "replan_reason", json_string(s->last_replan_reason));
+        if (r->js.replans)
+            json_object_set_new(o, "replan_reason", json_string(r->js.last_replan_reason));
     }
     return o;
 }
@@ -620,7 +557,7 @@ int cmd_run(int argc, char **argv) {
     int vanilla_refused = 0;
     int64_t warm = t.policy ? (n_iter < WARMUP ? n_iter : WARMUP) : n_iter;
     tsl_progress p;
-    int vok = runner_open(&e, &V, budget ? budget : roomy, n_iter, lat, &van);
+    int vok = runner_open(&e, &V, budget ? budget : roomy, n_iter, lat, NULL, &van);
     if (vok) {
         progress_begin(&p, t.policy ? "vanilla (kernel times)" : "vanilla", warm, t.quiet);
         while (vok && V.done < warm) {
@@ -640,7 +577,7 @@ int cmd_run(int argc, char **argv) {
         }
         fprintf(stderr, "vanilla figures below: the same run on a device of %s\n",
                 fmt_bytes(roomy, b1, sizeof b1));
-        vok = runner_open(&e, &V, roomy, n_iter, lat, &van);
+        vok = runner_open(&e, &V, roomy, n_iter, lat, NULL, &van);
         progress_begin(&p, "vanilla (kernel times)", warm, t.quiet);
         while (vok && V.done < warm) {
             vok = runner_step(&e, &V);
@@ -660,8 +597,8 @@ int cmd_run(int argc, char **argv) {
     memset(&dev, 0, sizeof dev);
     int tok = 1;
     if (t.policy == 1) {
-        latency_table(lat, warm, n_ops, lat_us);
-        if (!open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
+        if (tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK ||
+            !open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
             rc = 1;
             goto out;
         }
@@ -674,7 +611,7 @@ int cmd_run(int argc, char **argv) {
             progress_update(&p, T.done, NULL);
         }
         progress_end(&p);
-        if (tok && T.s) tsl_session_runtime_stats(T.s, &sched.rs);
+        if (tok && T.job) tsl_job_get_stats(T.job, &sched.js);
     }
     if (vok) {
         runner_time(&V, warm, n_iter);
@@ -776,7 +713,7 @@ int cmd_run(int argc, char **argv) {
         printf("MSR %.3f (planned %.3f, simulated %.3f), EOR %.3f (simulated %.3f), CBR %.3f\n", msr, pmsr,
                smsr, eor, peor, cbr);
         if (t.policy) {
-            const tsl_runtime_stats *s = &sched.rs;
+            const tsl_runtime_stats *s = &sched.js.runtime;
             printf("plan: %d swaps, %d recomputations per iteration, predicted peak %s (vanilla %s), "
                    "planned in %.1f ms on profile '%s'\n",
                    pr.swaps, pr.recomputes, fmt_bytes(pr.planned_peak, b1, sizeof b1),
@@ -786,8 +723,8 @@ int cmd_run(int argc, char **argv) {
                    (long long)s->swaps_out, fmt_bytes(s->bytes_d2h, b1, sizeof b1), (long long)s->swaps_in,
                    fmt_bytes(s->bytes_h2d, b3, sizeof b3), (long long)s->recomputes,
                    (long long)s->passive_swaps, (long long)s->evictions, (long long)s->stalls,
-                   s->stall_ms, (long long)s->replans, s->replans ? ": " : "",
-                   s->replans ? s->last_replan_reason : "");
+                   s->stall_ms, (long long)sched.js.replans, sched.js.replans ? ": " : "",
+                   sched.js.replans ? sched.js.last_replan_reason : "");
         }
         printf("final parameters bitwise identical to vanilla's: %s\n", identical ? "yes" : "NO");
     }

@@ -1,19 +1,73 @@
 /*
  * tensile/backend.h - a device, as a table of function pointers with a
- * context (ggml style). The executor only talks to devices through it.
+ * context (ggml style). The executors talk to devices only through it.
  *
- * Every slot is required unless marked optional. Device memory comes from a
- * fixed-capacity arena managed by the allocator of tensile/alloc.h, so that
- * "out of device memory" happens on the CPU exactly as on a GPU.
+ * The contract is asynchronous, as a GPU is, and is what a CUDA backend
+ * implements without synchronising per op:
  *
- * Example usage:
+ *   tensile                 CUDA
+ *   ----------------------  -------------------------------------------
+ *   three streams           one compute stream, one stream per copy
+ *                           direction (cudaStreamCreateWithFlags)
+ *   launch_op               cuDNN / cuBLAS / own kernels on the compute
+ *                           stream, on the executor's workspace block
+ *   memcpy_async            cudaMemcpyAsync on the copy streams (pinned
+ *                           host memory from host_alloc); on the compute
+ *                           stream, device to device
+ *   event_record            cudaEventRecord
+ *   stream_wait             cudaStreamWaitEvent
+ *   event_query / _sync     cudaEventQuery / cudaEventSynchronize
+ *   event_elapsed_ms        cudaEventElapsedTime
+ *   alloc / free            one cudaMalloc'd arena, Tensile's allocator
+ *
+ * Order and completion. Work enqueued on one stream runs in enqueue order;
+ * streams run concurrently with each other and with the host. A call that
+ * enqueues returns once the work is enqueued, not done: the only ways to
+ * know that work has finished are its events. An event recorded on a
+ * stream completes when everything enqueued on that stream before it has
+ * completed; stream_wait makes the work enqueued on a stream after the call
+ * wait for an event (of any stream). Events carry the device's clock:
+ * event_elapsed_ms between two completed events.
+ *
+ * Memory. Device memory comes from a fixed-capacity arena managed by the
+ * allocator of tensile/alloc.h (so that "out of device memory" happens on
+ * the CPU exactly as on a GPU). alloc and free are immediate bookkeeping
+ * on the host; they do not wait for streams. The caller therefore frees a
+ * block only when no enqueued work still uses it: after the event of its
+ * last user has completed (the executors keep such frees pending until
+ * then), or when its last user and the block's next user are on the same
+ * stream. Kernels get their scratch workspace from the caller, who
+ * allocates op_workspace bytes for them.
+ *
+ * Errors. Enqueueing calls return TSL_ERR_OOM when out of host memory (the
+ * work is then not enqueued) or TSL_ERR_INVALID for bad arguments. An error
+ * met while running enqueued work (a kernel's failure) is sticky: it is
+ * returned by the next event_sync or synchronize, with its message.
+ *
+ * Thread safety: alloc, free, mem_stats, reset_peaks, fail_alloc_at,
+ * host_alloc, host_free and every event call may be made from any thread
+ * (the Swap Executor allocates and copies from its own threads); enqueueing
+ * on the compute stream is done from one thread at a time.
+ *
+ * Example usage (one op, its time measured on the device's clock):
  *
  *   tsl_backend *b;
- *   tsl_cpu_backend_new(1ull << 30, TSL_KERNELS_FAST, 2, &b);
- *   void *p;
- *   if (b->iface->alloc(b, 4096, &p) == TSL_ERR_OOM) ...;
- *   b->iface->free(b, p);
+ *   tsl_cpu_backend_new(1ull << 30, TSL_KERNELS_FAST, 2, &b);   // backend_cpu.h
+ *   size_t ws;  b->iface->op_workspace(b, g, op, &ws);
+ *   void *w = NULL;  if (ws) b->iface->alloc(b, ws, &w);
+ *   tsl_dev_event *e0, *e1;
+ *   b->iface->event_record(b, TSL_STREAM_COMPUTE, &e0);
+ *   b->iface->launch_op(b, g, op, in, out, w, &ctx);            // returns at once
+ *   b->iface->event_record(b, TSL_STREAM_COMPUTE, &e1);
+ *   b->iface->event_sync(b, e1);                                // the op is done
+ *   double ms;  b->iface->event_elapsed_ms(b, e0, e1, &ms);
+ *   b->iface->event_release(b, e0);  b->iface->event_release(b, e1);
+ *   if (w) b->iface->free(b, w);                                // its user is done
  *   tsl_backend_free(b);
+ *
+ * The synchronous helpers at the end of this header (tsl_backend_run_op,
+ * tsl_backend_upload, tsl_backend_download) wrap these calls for code that
+ * has nothing to overlap (tests, calibration, the data load).
  */
 #ifndef TENSILE_BACKEND_H
 #define TENSILE_BACKEND_H
@@ -29,23 +83,39 @@ extern "C" {
 
 typedef struct tsl_backend tsl_backend;
 
-/* The two copy channels. */
-typedef enum tsl_copy_dir { TSL_TO_DEVICE = 0, TSL_TO_HOST = 1 } tsl_copy_dir;
+/* The three streams. */
+typedef enum tsl_stream {
+    TSL_STREAM_COMPUTE = 0, /* kernels, and device-to-device copies */
+    TSL_STREAM_H2D = 1,     /* host-to-device copies (swap-ins) */
+    TSL_STREAM_D2H = 2,     /* device-to-host copies (swap-outs) */
+} tsl_stream;
+#define TSL_N_STREAMS 3
 
-/* Completion of one asynchronous copy (opaque; owned by the backend until
- * released). */
-typedef struct tsl_copy_event tsl_copy_event;
+/* A marker in a stream (opaque; owned by the backend until released). */
+typedef struct tsl_dev_event tsl_dev_event;
 
 /* What one op execution needs beyond its tensors. */
 typedef struct tsl_run_ctx {
-    int64_t step;     /* 1-based training step */
+    int64_t step;     /* 1-based training step: Adam's t, the dropout stream */
     int training;     /* 0 in evaluation */
 } tsl_run_ctx;
 
+typedef struct tsl_backend_caps {
+    size_t capacity;       /* bytes of the device arena */
+    int async_compute;     /* 1: launch_op may return before the kernel ran */
+    int copy_engines;      /* copy streams that run concurrently with compute (0, 1 or 2;
+                              1: both directions share one engine) */
+    int host_addressable;  /* 1: device pointers can be read by the host (CPU) */
+} tsl_backend_caps;
+
 struct tsl_backend_i {
     const char *(*name)(tsl_backend *b);
-    /* Device memory from the arena: TSL_ERR_OOM (message recorded) when no
-     * free block is large enough. */
+    void (*caps)(tsl_backend *b, tsl_backend_caps *c);
+
+    /* ---- memory ------------------------------------------------------------
+     * Device memory from the arena: TSL_ERR_OOM (message recorded) when no
+     * free block is large enough. Immediate; see "Memory" above for when a
+     * block may be freed. */
     tsl_status (*alloc)(tsl_backend *b, size_t nbytes, void **ptr);
     void (*free)(tsl_backend *b, void *ptr);
     /* The arena's ledger (exact, tensile/alloc.h). */
@@ -53,45 +123,56 @@ struct tsl_backend_i {
     void (*reset_peaks)(tsl_backend *b);
     /* Optional: make the k-th allocation from now fail (fault injection). */
     void (*fail_alloc_at)(tsl_backend *b, uint64_t k);
-    /* Runs op's kernel on device pointers in[] / out[]; allocates and frees
-     * the op's scratch workspace in the arena (TSL_ERR_OOM if it does not
-     * fit, nothing run). Writes the kernel's wall time in *ms if non-NULL. */
-    tsl_status (*run_op)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, void *const *in,
-                         void *const *out, const tsl_run_ctx *ctx, double *ms);
-    /* The scratch workspace run_op allocates for op, in bytes (a fast
-     * kernel's prepared scratchpad, or tsl_op_workspace for a reference
-     * kernel): what a plan must count for the op. May prepare the kernel
-     * (the preparation is kept for run_op); an error if it cannot be. */
-    tsl_status (*op_workspace)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, size_t *bytes);
-    /* Synchronous copies between host memory and device memory. */
-    tsl_status (*copy_to_device)(tsl_backend *b, void *dst, const void *src, size_t n);
-    tsl_status (*copy_to_host)(tsl_backend *b, void *dst, const void *src, size_t n);
-    /* Waits for everything issued: kernels and both copy channels. */
-    tsl_status (*sync)(tsl_backend *b);
-
-    /* ---- asynchronous copies (the Swap Executor's channels) ---------------
-     * Optional as a group (NULL: the backend has no copy engine).
-     * copy_async enqueues one transfer on the channel of `dir`; each channel
-     * carries one transfer at a time, in enqueue order. *ev is set to a new
-     * event that completes when the bytes have arrived. alloc, free,
-     * mem_stats, reset_peaks and fail_alloc_at are thread-safe (the Swap
-     * Executor allocates swap-in destinations from its own thread). */
-    tsl_status (*copy_async)(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src,
-                             size_t n, tsl_copy_event **ev);
-    int (*event_done)(tsl_backend *b, tsl_copy_event *ev);   /* non-blocking */
-    void (*event_wait)(tsl_backend *b, tsl_copy_event *ev);  /* blocks until done */
-    /* When the transfer started and ended, ms on the backend's clock
-     * (tsl_backend_now_ms); valid once done. */
-    void (*event_times)(tsl_backend *b, tsl_copy_event *ev, double *start_ms, double *end_ms);
-    /* The event must be done (event_wait or event_done first); releasing one
-     * in flight is a bug (assert). Events never released are freed when the
-     * backend is destroyed. */
-    void (*event_release)(tsl_backend *b, tsl_copy_event *ev);
-    /* Host staging memory (pinned on CUDA); NULL when out of host memory. */
+    /* Host staging memory that the copy streams can move asynchronously
+     * (pinned on CUDA); NULL when out of host memory. */
     void *(*host_alloc)(tsl_backend *b, size_t n);
     void (*host_free)(tsl_backend *b, void *p);
-    /* CPU only (optional): throttle each channel to gbps GB/s; 0 = unthrottled. */
-    void (*set_channel_gbps)(tsl_backend *b, double gbps);
+
+    /* ---- kernels -----------------------------------------------------------
+     * The scratch workspace op's kernel needs, in bytes: what the caller
+     * allocates and passes to launch_op, and what a plan must count for the
+     * op. May prepare the kernel (kept for launch_op); an error if it cannot
+     * be prepared. */
+    tsl_status (*op_workspace)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, size_t *bytes);
+    /* Enqueues op's kernel on the compute stream, reading in[] and writing
+     * out[] (device pointers, op->n_in and op->n_out of them; the arrays
+     * themselves are copied) with `workspace` (op_workspace bytes, NULL
+     * when 0). Returns when enqueued; the kernel may not have run yet. */
+    tsl_status (*launch_op)(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                            void *const *in, void *const *out, void *workspace,
+                            const tsl_run_ctx *ctx);
+
+    /* ---- copies ------------------------------------------------------------
+     * Enqueues a copy of n bytes on `stream`: TSL_STREAM_H2D from host
+     * memory to the device, TSL_STREAM_D2H from the device to host memory,
+     * TSL_STREAM_COMPUTE from the device to the device. n may be 0; the
+     * buffers must stay valid until the copy is done and must not overlap. */
+    tsl_status (*memcpy_async)(tsl_backend *b, tsl_stream stream, void *dst, const void *src,
+                               size_t n);
+
+    /* ---- events ------------------------------------------------------------ */
+    /* Records a new event at the current tail of `stream` (*ev set). */
+    tsl_status (*event_record)(tsl_backend *b, tsl_stream stream, tsl_dev_event **ev);
+    /* Work enqueued on `stream` after this call waits for ev. ev may be
+     * released right after the call. */
+    tsl_status (*stream_wait)(tsl_backend *b, tsl_stream stream, tsl_dev_event *ev);
+    /* 1 if ev has completed; never blocks. */
+    int (*event_query)(tsl_backend *b, tsl_dev_event *ev);
+    /* Blocks the calling thread until ev has completed. Returns TSL_OK, or
+     * the sticky error of work that failed (see "Errors"). */
+    tsl_status (*event_sync)(tsl_backend *b, tsl_dev_event *ev);
+    /* Milliseconds of the device's clock from `from` to `to`, both
+     * completed (TSL_ERR_INVALID otherwise). */
+    tsl_status (*event_elapsed_ms)(tsl_backend *b, tsl_dev_event *from, tsl_dev_event *to,
+                                   double *ms);
+    /* Gives up the caller's hold on an event; it may not have completed
+     * yet (the backend keeps it as long as a stream still needs it). NULL
+     * is fine. */
+    void (*event_release)(tsl_backend *b, tsl_dev_event *ev);
+
+    /* Waits for everything enqueued on every stream. TSL_OK or the sticky
+     * error. */
+    tsl_status (*synchronize)(tsl_backend *b);
     void (*destroy)(tsl_backend *b);
 };
 
@@ -102,7 +183,24 @@ struct tsl_backend {
 
 void tsl_backend_free(tsl_backend *b); /* NULL is fine */
 
-/* Monotonic milliseconds, the clock of copy event times and op timings. */
+/* ---- synchronous helpers on the contract (backend/backend_sync.c) -------- */
+
+/* Runs op to completion: allocates its workspace in the arena, launches it
+ * between two events, waits, frees the workspace. *ms (may be NULL) is the
+ * kernel's time between the events. TSL_ERR_OOM if the workspace does not
+ * fit (message names the op), or the kernel's error. */
+tsl_status tsl_backend_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                              void *const *in, void *const *out, const tsl_run_ctx *ctx,
+                              double *ms);
+/* Copies n bytes from host memory to the device, or back, and waits. */
+tsl_status tsl_backend_upload(tsl_backend *b, void *dev, const void *host, size_t n);
+tsl_status tsl_backend_download(tsl_backend *b, void *host, const void *dev, size_t n);
+/* Enqueues a copy on `stream` and records its completion event (*done).
+ * TSL_ERR_OOM when out of host memory (nothing enqueued). */
+tsl_status tsl_backend_copy_async(tsl_backend *b, tsl_stream stream, void *dst, const void *src,
+                                  size_t n, tsl_dev_event **done);
+
+/* Monotonic milliseconds of the host (CLOCK_MONOTONIC). */
 double tsl_backend_now_ms(void);
 
 #ifdef __cplusplus

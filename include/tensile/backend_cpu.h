@@ -3,7 +3,8 @@
  * is a fixed-capacity arena of ordinary memory, so that running out of
  * device memory happens exactly as on a GPU; kernels are the reference loops
  * (the oracle) or the fast paths through oneDNN and OpenBLAS; two copy
- * threads play the PCIe channels.
+ * streams with threads of their own play the PCIe copy engines; kernels run
+ * on the caller's thread, or on a compute thread (async_compute).
  *
  * Example usage:
  *
@@ -27,11 +28,41 @@ typedef enum tsl_kernel_mode {
     TSL_KERNELS_REF,      /* reference kernels only (the oracle)               */
 } tsl_kernel_mode;
 
-/* The CPU backend: an arena of `capacity` bytes (reserved, not touched until
- * used), the given kernels and thread count. TSL_ERR_OOM if the arena cannot
- * be reserved. */
+typedef struct tsl_cpu_backend_opts {
+    size_t capacity;         /* bytes of the arena (reserved, not touched until used) */
+    tsl_kernel_mode kernels; /* default TSL_KERNELS_FAST */
+    int nthreads;            /* kernel threads, >= 1 (default 1) */
+    double pcie_gbps;        /* throttle of each copy stream, GB/s, to reproduce a GPU's
+                                compute-to-transfer ratio; 0: unthrottled (default) */
+    int async_compute;       /* 1: kernels run on a compute thread of the backend's own, so
+                                that launch_op returns before the kernel ran, as on a GPU;
+                                0: they run inside launch_op (default: no thread handoff) */
+    double kernel_delay_us;  /* with async_compute: each kernel starts up to this much later
+                                than it could (a deterministic sequence in [0, delay]): the
+                                test device for executors that must not assume a kernel is
+                                done because a call returned (default 0) */
+} tsl_cpu_backend_opts;
+
+/* The defaults above, with the given capacity. */
+tsl_cpu_backend_opts tsl_cpu_backend_opts_default(size_t capacity);
+
+/* A CPU backend. TSL_ERR_INVALID for a bad option (named), TSL_ERR_OOM if
+ * the arena cannot be reserved, TSL_ERR_INTERNAL if a stream thread cannot
+ * start. */
+tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend **out);
+
+/* The same with the other options at their defaults. */
 tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
                                tsl_backend **out);
+
+/* 1 if b is a CPU backend. */
+int tsl_backend_is_cpu(const tsl_backend *b);
+
+/* Throttles a CPU backend's copy streams to gbps GB/s from their next copy
+ * (0: unthrottled). TSL_ERR_INVALID if b is not a CPU backend or gbps is
+ * not finite and >= 0. */
+tsl_status tsl_cpu_backend_set_pcie_gbps(tsl_backend *b, double gbps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,12 @@ typedef struct tsl_device_profile {
 } tsl_device_profile;
 
 
+/* Rough figures of a CPU playing a device, for when nothing better is
+ * known (no profile given, `tensile calibrate` never run): flops 5e10,
+ * mem_bw 1e10, copies 5e9 bytes/s each way (a memcpy between two host
+ * buffers), duplex, launch 5 µs, copy latency 5 µs; mem_bytes 0. */
+tsl_device_profile tsl_profile_cpu_rough(void);
+
 /* Transfer time of `bytes` on a direction (1 = host to device), µs. */
 double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device);
 

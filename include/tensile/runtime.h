@@ -1,7 +1,10 @@
 /*
  * tensile/runtime.h - running plans for real: the copy engine, the Swap
- * Executor and the plan-following Executor (paper III-D), plan updates as
- * latencies drift (IV-E).
+ * Executor and the plan-following Executor (paper III-D), and the latency
+ * estimates plan updates are made from (IV-E). The runtime executes the
+ * plan it is given and measures; it never plans. Whoever owns the job
+ * (src/job: tsl_job, or tsl_replanner) decides when to replan, from the
+ * boundary callback or a snapshot, outside the runtime's lock.
  *
  * A session (tensile/session.h) runs the vanilla executor until a plan is
  * attached; with a plan, each step follows it: the Swap Executor's
@@ -22,7 +25,6 @@
  * Example usage:
  *
  *   tsl_runtime_opts ro = tsl_runtime_opts_default();
- *   ro.pcie_gbps = 2.0;                       // throttle each channel
  *   tsl_session *s; tsl_session_new(g, &so, &s);
  *   tsl_session_attach_runtime(s, &ro, w);     // w: the graph's workload
  *   tsl_session_set_plan(s, plan);             // verified plan, next boundary
@@ -32,7 +34,6 @@
 #ifndef TENSILE_RUNTIME_H
 #define TENSILE_RUNTIME_H
 
-#include "tensile/policy.h"
 #include "tensile/verify.h"
 #include "tensile/session.h"
 
@@ -40,24 +41,60 @@
 extern "C" {
 #endif
 
+/* Chooses what to evict when an allocation does not fit (the passive
+ * swap-out of DESIGN.md invariant 6). The runtime offers every resident
+ * tensor it may move (not in use by the running op or a kernel in flight,
+ * not being copied): cand[0..n). Returns the index in cand of the tensor to
+ * evict, or -1 to evict nothing (the allocation then fails with
+ * TSL_ERR_OOM unless memory is freed otherwise). Called with the runtime's
+ * lock held, on the compute thread: it must not call back into the
+ * session. The default (NULL) is the farthest next use (ties: the larger,
+ * then the lower id). Online policies (Capuchin's passive mode, DTR) bring
+ * their own. */
+typedef struct tsl_evict_candidate {
+    int32_t tensor;
+    size_t bytes;
+    int32_t next_use;      /* next op reading or writing it; persistent tensors wrap to
+                              the next iteration (+ n_ops); INT32_MAX: dead (no use left) */
+    int host_valid;        /* its host copy holds its value: evicting it needs no copy */
+} tsl_evict_candidate;
+typedef int (*tsl_evict_fn)(void *user, int32_t pos, const tsl_evict_candidate *cand, int n);
+
+/* What the runtime measured by an iteration boundary: the per-op latency
+ * estimates against the latencies of the workload the current plan was
+ * made for (paper IV-E). The runtime only measures; whoever owns the job
+ * decides whether to replan (src/job/replan.c). */
+typedef struct tsl_latency_report {
+    int64_t iteration;         /* plan-following iterations completed */
+    int64_t plans_installed;   /* plans that have taken effect so far */
+    int has_plan;              /* a plan is installed */
+    int plan_pending;          /* a plan was set and waits for the next boundary */
+    double plan_latency_us;    /* summed op latencies of the plan's workload */
+    double ewma_latency_us;    /* summed EWMA estimates now */
+    double change_rate;        /* |ewma - plan| / plan; 0 without a plan */
+} tsl_latency_report;
+
+/* Called at the end of every training step that followed a plan, on the
+ * stepping thread, with the runtime's lock NOT held: it may read the
+ * estimates (tsl_session_latency_snapshot), plan, and install a plan with
+ * tsl_session_set_plan (effective at the next boundary). */
+typedef void (*tsl_boundary_fn)(void *user, tsl_session *s, const tsl_latency_report *r);
+
 typedef struct tsl_runtime_opts {
-    double pcie_gbps;          /* throttle of each CPU copy channel, GB/s; 0: unthrottled */
     int strict;                /* 1: never exceed min(predicted peak, budget) (default 1) */
     double ewma_weight;        /* weight of the new latency sample (default 0.9, as the paper's code) */
-    double replan_threshold;   /* |s'-s|/s of summed latencies that triggers a replan (default 0.3) */
-    int replan_patience;       /* replan only when the change rate stays above the threshold
-                                  this many iteration boundaries in a row (default 3; 1:
-                                  the paper's rule), so that one noisy iteration does not
-                                  cost a replan */
-    int replan;                /* 1: replan on drift with `profile` (default 1) */
-    tsl_device_profile profile;/* for replanning: channel bandwidths and memory */
-    tsl_plan_opts plan_opts;   /* for replanning */
+    tsl_device_profile profile;/* the device plans are verified against; the virtual
+                                  clock's copy times */
     int virtual_clock;         /* 1: deterministic virtual clock, one thread (tests; default 0):
                                   each op takes its workload latency, each copy tsl_copy_us of
                                   `profile`, events run at exactly their due times (frees before
                                   allocations); data still moves and kernels still run. With a
                                   valid plan the measured peak load equals predicted_peak;
                                   tsl_step_stats.ms is then the iteration's virtual time. */
+    tsl_evict_fn evict;        /* eviction policy (NULL: farthest next use) */
+    void *evict_user;
+    tsl_boundary_fn on_boundary; /* NULL: none */
+    void *boundary_user;
 } tsl_runtime_opts;
 
 tsl_runtime_opts tsl_runtime_opts_default(void);
@@ -69,10 +106,7 @@ typedef struct tsl_runtime_stats {
     int64_t evictions;             /* passive swap-outs after a failed allocation */
     int64_t stalls;                /* times compute waited for a copy */
     double stall_ms;               /* total wait */
-    int64_t replans;               /* plans replaced because latencies drifted */
-    int64_t drift_ignored;         /* boundaries above the threshold not (yet) acted on:
-                                    the drift had not lasted replan_patience boundaries */
-    char last_replan_reason[160];
+    int64_t plans_installed;       /* plans that took effect at a boundary */
     size_t bytes_h2d, bytes_d2h;
 } tsl_runtime_stats;
 
@@ -96,9 +130,20 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
  * an invalid plan is refused with TSL_ERR_INVALID naming the first
  * violation. */
 tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p);
+/* The same for a plan made for workload w: the graph's workload with other
+ * latencies (a replan from measured estimates; tsl_workload_copy). The
+ * plan is verified against w, and w's latencies become the base of the
+ * change rate. w NULL: the attached workload. TSL_ERR_INVALID if w is not
+ * the graph's (checked as at attach). */
+tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl_workload *w);
 void tsl_session_runtime_stats(const tsl_session *s, tsl_runtime_stats *st);
-/* Per-op latency EWMA in µs (n_ops values) as the runtime currently sees it. */
-const double *tsl_session_latency_ewma(const tsl_session *s);
+/* A consistent copy of the runtime's latency estimates: us[i] (n_ops values,
+ * may be NULL) the EWMA of op i in µs, and the report *r (may be NULL).
+ * Takes the runtime's lock briefly. TSL_ERR_INVALID without a runtime. */
+tsl_status tsl_session_latency_snapshot(tsl_session *s, double *us, tsl_latency_report *r);
+/* Sets (or clears, fn NULL) the boundary callback of the attached runtime
+ * (see tsl_boundary_fn). TSL_ERR_INVALID without a runtime. */
+tsl_status tsl_session_on_boundary(tsl_session *s, tsl_boundary_fn fn, void *user);
 /* Writes a Chrome trace of the steps run since attach (compute, both
  * channels, memory as a counter), in the simulator's format. */
 tsl_status tsl_session_write_trace(const tsl_session *s, const char *path);

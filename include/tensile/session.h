@@ -35,10 +35,15 @@ extern "C" {
 
 
 typedef struct tsl_session_opts {
+    uint64_t seed;          /* parameter initialisation (default 42)     */
+    /* The session's own CPU backend (tsl_session_new; ignored by
+     * tsl_session_new_on, whose backend has its own settings): */
     size_t device_memory;   /* arena capacity in bytes (default 4 GiB)   */
     int nthreads;           /* default 1                                 */
     tsl_kernel_mode kernels;
-    uint64_t seed;          /* parameter initialisation (default 42)     */
+    double pcie_gbps;       /* copy stream throttle, GB/s (0: none)      */
+    int async_compute;      /* kernels on a compute thread (default 0)   */
+    double kernel_delay_us; /* with async_compute: late kernels (tests)  */
 } tsl_session_opts;
 
 tsl_session_opts tsl_session_opts_default(void);
@@ -60,6 +65,11 @@ typedef struct tsl_session tsl_session;
  * opts->device_memory bytes and initialises the persistent tensors.
  * TSL_ERR_OOM if the persistent tensors alone do not fit. */
 tsl_status tsl_session_new(const tsl_graph *g, const tsl_session_opts *opts, tsl_session **out);
+/* The same on a backend the caller made (any implementation of
+ * tensile/backend.h). The session uses b but does not own it: free the
+ * session first, then b. Only opts->seed is read. */
+tsl_status tsl_session_new_on(const tsl_graph *g, tsl_backend *b, const tsl_session_opts *opts,
+                              tsl_session **out);
 void tsl_session_free(tsl_session *s);
 
 /* One training iteration: loads x (the INPUT "input") and y (the LABEL

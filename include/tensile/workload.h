@@ -55,6 +55,10 @@ tsl_status tsl_workload_from_graph(const tsl_graph *g, const char *job,
                                    const tsl_device_profile *dev, tsl_workload **out);
 double tsl_cost_model_us(const tsl_graph *g, const tsl_op *op, const tsl_device_profile *dev);
 void tsl_workload_free(tsl_workload *w);
+/* A deep copy of w; with us (n_ops latencies in µs, each >= 0) its ops run
+ * back to back with those latencies (same tensors, ops, workspaces). NULL
+ * if out of host memory. */
+tsl_workload *tsl_workload_copy(const tsl_workload *w, const double *us);
 
 #ifdef __cplusplus
 }

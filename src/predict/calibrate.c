@@ -117,13 +117,13 @@ static tsl_status time_op(tsl_backend *be, const tsl_graph *g, int32_t i, void *
     for (int j = 0; j < op->n_in; j++) in[j] = ptr[op->in[j]];
     for (int j = 0; j < op->n_out; j++) out[j] = ptr[op->out[j]];
     tsl_run_ctx ctx = {.step = 1, .training = 1};
-    tsl_status st = be->iface->run_op(be, g, op, in, out, &ctx, NULL);
+    tsl_status st = tsl_backend_run_op(be, g, op, in, out, &ctx, NULL);
     double *v = malloc(sizeof *v * (size_t)reps);
     if (!v) return tsl_fail(TSL_ERR_OOM, "calibrate: out of host memory");
     for (int k = 0; k < reps && st == TSL_OK; k++) {
         double t0 = now_s();
         for (int b = 0; b < batch && st == TSL_OK; b++)
-            st = be->iface->run_op(be, g, op, in, out, &ctx, NULL);
+            st = tsl_backend_run_op(be, g, op, in, out, &ctx, NULL);
         v[k] = (now_s() - t0) / batch;
     }
     if (st == TSL_OK) *sec = median(v, reps);
@@ -219,12 +219,12 @@ tsl_status tsl_calibrate_cpu(const tsl_calib_opts *o, tsl_calib_result *r) {
     }
     if (st == TSL_OK) {
         say(o, "copies host -> arena and arena -> host");
-        st = time_copy(be, be->iface->copy_to_device, dev, host, nbytes, reps, 1, &h2d_s);
+        st = time_copy(be, tsl_backend_upload, dev, host, nbytes, reps, 1, &h2d_s);
     }
-    if (st == TSL_OK) st = time_copy(be, be->iface->copy_to_host, host2, dev, nbytes, reps, 1, &d2h_s);
+    if (st == TSL_OK) st = time_copy(be, tsl_backend_download, host2, dev, nbytes, reps, 1, &d2h_s);
     if (st == TSL_OK) {
         say(o, "copy latency: 256 bytes");
-        st = time_copy(be, be->iface->copy_to_device, dev, host, 256, reps, o->quick ? 200 : 2000,
+        st = time_copy(be, tsl_backend_upload, dev, host, 256, reps, o->quick ? 200 : 2000,
                        &lat_s);
     }
     if (st == TSL_OK) {

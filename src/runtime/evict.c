@@ -2,7 +2,8 @@
  * evict.c - passive swap-out (paper III-D, DESIGN.md invariant 6): when an
  * allocation fails (the arena is full, or in strict mode the limit is
  * reached) and no memory is about to be freed, the executor evicts the
- * resident tensor whose next use is farthest and retries.
+ * tensor the eviction policy chooses (tsl_runtime_opts.evict; by default
+ * the resident tensor whose next use is farthest) and retries.
  *
  * Next use: the first op after the executor's position that reads or
  * writes the tensor; a persistent tensor with no access left in the
@@ -10,8 +11,9 @@
  * (+ n_ops). A transient tensor with no access left is dead and goes first
  * (it needs no copy).
  *
- * Eviction never touches a tensor the running item reads or writes
- * (pinned), one being copied, or one already dying. A tensor whose host copy
+ * Eviction never touches a tensor the running item or a kernel in flight
+ * reads or writes (busy), one being copied, or one already dying: the
+ * policy is offered only the others. A tensor whose host copy
  * holds its value (or that is dead) is freed at once; any other is copied
  * to its staging buffer on the device-to-host channel and freed when the
  * copy ends. Pending events of an evicted tensor stay correct: a later
@@ -33,7 +35,9 @@ tsl_status tsl__evict_init(tsl__runtime *rt) {
         total += (size_t)n;
     }
     rt->acc_ops = malloc(sizeof *rt->acc_ops * (total + 1));
-    if (!rt->acc_start || !rt->acc_ops) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
+    rt->cand = malloc(sizeof *rt->cand * ((size_t)nt + 1));
+    if (!rt->acc_start || !rt->acc_ops || !rt->cand)
+        return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
     int32_t k = 0;
     for (int32_t t = 0; t < nt; t++) {
         int n;
@@ -51,7 +55,9 @@ tsl_status tsl__evict_init(tsl__runtime *rt) {
 void tsl__evict_free(tsl__runtime *rt) {
     free(rt->acc_start);
     free(rt->acc_ops);
+    free(rt->cand);
     rt->acc_start = rt->acc_ops = NULL;
+    rt->cand = NULL;
 }
 
 /* Index in acc_ops of t's first access after pos (acc_start[t + 1] if none). */
@@ -78,39 +84,57 @@ int32_t tsl__rt_next_use(const tsl__runtime *rt, int32_t t, int32_t pos) {
     return first + rt->no;
 }
 
-/* The candidate with the farthest next use (ties: larger, then lower id);
- * with `no_copy`, only tensors that need no copy (dead, or host copy valid). */
-static int32_t pick(tsl__runtime *rt, int no_copy) {
-    int32_t best = -1, best_nu = -1;
-    size_t best_bytes = 0;
+/* The default policy: the farthest next use (ties: the larger, then the
+ * lower id: candidates come in id order). */
+static int farthest_next_use(void *user, int32_t pos, const tsl_evict_candidate *c, int n) {
+    (void)user;
+    (void)pos;
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (best < 0 || c[i].next_use > c[best].next_use ||
+            (c[i].next_use == c[best].next_use && c[i].bytes > c[best].bytes))
+            best = i;
+    return best;
+}
+
+/* The tensors eviction may move, into rt->cand (with `no_copy`, only those
+ * that need no copy: dead, or host copy valid); returns how many. */
+static int candidates(tsl__runtime *rt, int no_copy) {
+    int n = 0;
     for (int32_t t = 0; t < rt->nt; t++) {
         const tsl__res *r = &rt->res[t];
-        if (!rt->s->ptr[t] || r->pinned || r->dying || !r->readable || r->in_x >= 0 ||
-            r->out_n > 0)
+        if (!rt->s->ptr[t] || r->busy || r->dying || !r->readable || r->in_x >= 0 || r->out_n > 0)
             continue;
         size_t bytes = tsl_graph_tensor(rt->g, t)->nbytes;
         if (bytes == 0) continue; /* frees nothing */
         int32_t nu = tsl__rt_next_use(rt, t, rt->pos);
-        if (no_copy && nu != INT32_MAX && !tsl__rt_host_valid(rt, t)) continue;
-        if (nu > best_nu || (nu == best_nu && bytes > best_bytes)) {
-            best = t;
-            best_nu = nu;
-            best_bytes = bytes;
-        }
+        int valid = tsl__rt_host_valid(rt, t);
+        if (no_copy && nu != INT32_MAX && !valid) continue;
+        rt->cand[n++] = (tsl_evict_candidate){.tensor = t, .bytes = bytes, .next_use = nu,
+                                              .host_valid = valid};
     }
-    return best;
+    return n;
+}
+
+/* The policy's choice among the candidates, or -1. */
+static int32_t choose(tsl__runtime *rt, int no_copy) {
+    int n = candidates(rt, no_copy);
+    if (n == 0) return -1;
+    tsl_evict_fn f = rt->o.evict ? rt->o.evict : farthest_next_use;
+    int i = f(rt->o.evict_user, rt->pos, rt->cand, n);
+    return i >= 0 && i < n ? rt->cand[i].tensor : -1;
 }
 
 int32_t tsl__rt_pick_victim(tsl__runtime *rt) {
-    int32_t t = pick(rt, 0);
+    int32_t t = choose(rt, 0);
     if (t < 0 || tsl__rt_dead(rt, t, rt->pos) || tsl__rt_host_valid(rt, t) ||
         tsl__rt_host_buf(rt, t))
         return t;
-    return pick(rt, 1); /* no host memory for a copy */
+    return choose(rt, 1); /* no host memory for a copy */
 }
 
 int tsl__rt_evict(tsl__runtime *rt, int32_t t) {
-    TSL_ASSERT(rt->s->ptr[t] && !rt->res[t].pinned);
+    TSL_ASSERT(rt->s->ptr[t] && !rt->res[t].busy);
     if (tsl__rt_dead(rt, t, rt->pos) || tsl__rt_host_valid(rt, t)) {
         tsl__rt_release_block(rt, t);
     } else {
@@ -130,7 +154,7 @@ int tsl__rt_frees_pending(const tsl__runtime *rt) {
     for (int32_t e = 0; e < pl->p->n_events; e++) {
         const tsl_event *ev = &pl->p->events[e];
         if (ev->type == TSL_EV_RELEASE && rt->ev_state[e] == TSL__EV_WAIT &&
-            rt->s->ptr[ev->tensor] && !rt->res[ev->tensor].pinned && !tsl__se_waits_on_idle(rt, e))
+            rt->s->ptr[ev->tensor] && !rt->res[ev->tensor].busy && !tsl__se_waits_on_idle(rt, e))
             return 1;
     }
     return 0;

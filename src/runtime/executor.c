@@ -18,32 +18,58 @@
  *     (stall); a planned swap-in not issued yet is issued now (real time)
  *     or waited for (virtual clock); one waiting for memory is taken over;
  *     a missing input with no swap-in coming is swapped in passively;
- *  2. its outputs are allocated, and its workspace reserved; when memory
- *     runs out (the arena, or in strict mode the limit) the executor first
- *     drops a cold-start tensor the plan has absent (free: its host copy is
- *     valid), then waits for frees already under way (releases waiting for
- *     their swap-outs, evictions being copied), then evicts the resident
- *     tensor used farthest in the future, and retries. If nothing is left
+ *  2. its outputs are allocated, and its workspace block; when memory
+ *     runs out (the arena, or in strict mode the limit) the executor makes
+ *     room (make_room, the one eviction loop): it drops a cold-start tensor
+ *     the plan has absent (free: its host copy is valid), retires the
+ *     oldest kernel in flight (its frees), waits for frees already under
+ *     way (releases waiting for their swap-outs, evictions being copied),
+ *     then evicts the tensor the eviction policy chooses (by default the
+ *     one used farthest in the future), and retries. If nothing is left
  *     to evict but the arena's free bytes would hold the request (it is
  *     fragmented), everything that can move is moved out and the item is
  *     retried once; an allocation that still fails ends the step with
  *     TSL_ERR_OOM and a message naming the op, the tensor and the sizes;
- *  3. the kernel runs (a recomputation re-runs the producer into a fresh
- *     block; its other outputs go to scratch blocks, so that in-place state
- *     such as batch-norm running statistics is not updated twice) and its
- *     latency is sampled;
- *  4. activity analysis frees the tensors whose last use it was, the plan's
+ *  3. the kernel is launched between two events on the compute stream (a
+ *     recomputation re-runs the producer into a fresh block; its other
+ *     outputs go to scratch blocks, so that in-place state such as
+ *     batch-norm running statistics is not updated twice; an in-place input
+ *     starts as a device-to-device copy of its value);
+ *  4. once it is enqueued, its workspace and scratch are freed and
+ *     activity analysis frees the tensors whose last use it was (on the
+ *     virtual clock: at its end); once its end event has completed the item
+ *     is retired: its latency is sampled from its events, the plan's
  *     releases after it are applied, and the events it triggers go to the
- *     Swap Executor.
+ *     Swap Executor with its end time.
+ *
+ * Asynchrony. launch_op may return before the kernel ran (tensile/backend.h).
+ * The executor never assumes otherwise. Every kernel runs on the compute
+ * stream in launch order, so memory a kernel used last is freed when it is
+ * enqueued (later kernels reuse it after it in stream order; a copy into a
+ * fresh block first makes its stream wait for the last kernel enqueued,
+ * rt->last_compute, swap_executor.c): the load follows the plan however
+ * late the kernels run. Everything else that needs a kernel done - copying
+ * what it wrote, reading the loss, timing it, applying the releases and
+ * triggering the events anchored on it - happens when its end event has
+ * completed, in launch order (the in-flight queue, inflight.h). After each
+ * launch the completed kernels are retired; a tensor used by a kernel in
+ * flight is busy (never evicted, released or dropped); when memory or an
+ * input is missing, the oldest kernel in flight is waited for first; before
+ * a kernel writes a tensor in place, the kernels whose retirement would copy
+ * it out are retired; a recomputation first retires every kernel in flight
+ * (the releases it follows). On a synchronous backend every kernel has
+ * completed when it is retired right after its launch.
  *
  * At the end the executor waits for the iteration's events (their copies
  * must end within the iteration), frees what is left of the iteration's
- * tensors, updates the latency EWMA and replans if it drifted.
+ * tensors and reports the latency estimates at the boundary (the owner's
+ * callback, outside the lock, decides whether to replan).
  *
  * Stalls: each time compute waits for a copy, an eviction or memory, with
- * the time waited (real time: the time spent blocked; virtual clock: the
- * op's start minus the end of the previous item, as the simulator counts
- * it), and the wait for the events at the iteration's end.
+ * the time waited (real time: the time the executor spent blocked on
+ * copies and frees; virtual clock: the op's start minus the end of the
+ * previous item, as the simulator counts it), and the wait for the events
+ * at the iteration's end.
  */
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +87,8 @@ typedef struct step {
     tsl_session *s;
     const int32_t *y;
     tsl_step_stats *st;
-    double order_ready;     /* end of the previous item (µs) */
+    tsl_status late;        /* the first error met retiring a kernel (its failure) */
+    double order_ready;     /* end of the previous item (µs; real time: of the last retired) */
     double waited_us;       /* real time: blocked in the current item's waits */
     double stall_us;        /* this iteration */
     int fragmented;         /* the last failure: the arena had the bytes, not in one block */
@@ -102,34 +129,50 @@ static int arena_has(tsl__runtime *rt, size_t n) {
     return ms.free_bytes >= (need ? need : TSL_ALLOC_ALIGN);
 }
 
-/* Allocates tensor t (t >= 0) or reserves n bytes of workspace (t < 0):
- * waits for frees under way, evicts, retries (see the head of the file). */
-static tsl_status acquire(step *S, int32_t t, size_t n) {
+static tsl_status retire_oldest(step *S, int wait);
+
+/* One way to make room (see the head of the file): 1 if something was done
+ * or memory may be freed by waiting, 0 if nothing is left to try. */
+static int make_room(step *S) {
+    tsl__runtime *rt = S->rt;
+    if (tsl__rt_drop_cold(rt)) return 1; /* the plan has it absent: free */
+    if (rt->inflight.n > 0) {             /* a kernel in flight: its frees */
+        tsl_status rc = retire_oldest(S, 1);
+        if (rc != TSL_OK && S->late == TSL_OK) S->late = rc;
+        return 1;
+    }
+    if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;
+    int32_t v = tsl__rt_pick_victim(rt);
+    return v >= 0 && tsl__rt_evict(rt, v);
+}
+
+/* Allocates tensor t (t >= 0), or a raw block of n bytes into *blk (t <
+ * 0): makes room and retries until it fits (see the head of the file). */
+static tsl_status acquire(step *S, int32_t t, size_t n, void **blk) {
     tsl__runtime *rt = S->rt;
     tsl_status rc = TSL_OK;
     int retried = 0;
     rt->compute_wants_mem = 1;
     for (;;) {
-        if (t >= 0 ? tsl__rt_try_alloc(rt, t) == TSL_OK : tsl__rt_try_reserve(rt, n)) break;
+        if (t >= 0 ? tsl__rt_try_alloc(rt, t) == TSL_OK : tsl__rt_try_alloc_raw(rt, n, blk)) break;
         if (rt->async_err != TSL_OK) {
             rc = tsl__rt_async_error(rt);
             break;
         }
-        if (tsl__rt_drop_cold(rt)) continue; /* the plan has it absent: free */
-        if (tsl__rt_frees_pending(rt) && wait_step(S)) continue;
-        int32_t v = tsl__rt_pick_victim(rt);
-        if (v >= 0 && tsl__rt_evict(rt, v)) continue;
+        if (S->late != TSL_OK) {
+            rc = S->late;
+            break;
+        }
+        if (make_room(S)) continue;
         if (!retried) { /* an injected fault fails one allocation only */
             retried = 1;
             continue;
         }
-        if (t >= 0) {
-            size_t b = tsl_graph_tensor(rt->g, t)->nbytes;
-            S->fragmented = rt->used + b <= rt->limit && arena_has(rt, b);
-        }
+        size_t b = t >= 0 ? tsl_graph_tensor(rt->g, t)->nbytes : n;
+        S->fragmented = rt->used + b <= rt->limit && arena_has(rt, b);
         rc = t >= 0 ? oom(rt, tsl_kind_name(tsl_graph_tensor(rt->g, t)->kind),
-                          tsl_graph_tensor(rt->g, t)->name, tsl_graph_tensor(rt->g, t)->nbytes)
-                    : oom(rt, "workspace", "scratch", n);
+                          tsl_graph_tensor(rt->g, t)->name, b)
+                    : oom(rt, "workspace", "block", n);
         break;
     }
     if (!S->hold) {
@@ -137,30 +180,6 @@ static tsl_status acquire(step *S, int32_t t, size_t n) {
         tsl__se_retry_wmem(rt);
     }
     return rc;
-}
-
-/* A raw device block of n bytes (recomputation scratch), counted in
- * `used`. */
-static tsl_status scratch_alloc(step *S, size_t n, void **p) {
-    tsl__runtime *rt = S->rt;
-    tsl_status rc = acquire(S, -1, n);
-    if (rc != TSL_OK) return rc;
-    for (int tries = 0;; tries++) {
-        if (rt->b->iface->alloc(rt->b, n, p) == TSL_OK) return TSL_OK;
-        tsl_clear_error();
-        if (tsl__rt_frees_pending(rt) && wait_step(S)) continue;
-        int32_t v = tsl__rt_pick_victim(rt);
-        if (v >= 0 && tsl__rt_evict(rt, v)) continue;
-        if (tries == 0) continue;
-        tsl__rt_unreserve(rt, n);
-        S->fragmented = arena_has(rt, n);
-        return oom(rt, "recomputation scratch", "block", n);
-    }
-}
-
-static void scratch_free(tsl__runtime *rt, void *p, size_t n) {
-    rt->b->iface->free(rt->b, p);
-    tsl__rt_unreserve(rt, n);
 }
 
 /* ---- inputs and outputs ---------------------------------------------------------------- */
@@ -185,10 +204,15 @@ static tsl_status ensure_input(step *S, int32_t t) {
         if (rt->s->ptr[t])
             return tsl_fail(TSL_ERR_INTERNAL, "runtime: input '%s' of op '%s' is being generated",
                             tsl_graph_tensor(rt->g, t)->name, tsl_graph_op(rt->g, rt->pos)->name);
+        if (rt->inflight.n > 0) { /* its swap-in may be triggered by a kernel in flight */
+            tsl_status rc = retire_oldest(S, 1);
+            if (rc != TSL_OK) return rc;
+            continue;
+        }
         int32_t e = no_plan ? -1 : tsl__se_pending_swap_in(rt, t);
         if (e >= 0 && rt->ev_state[e] == TSL__EV_WMEM) { /* take it over */
             rt->ev_state[e] = TSL__EV_RUN;
-            tsl_status rc = acquire(S, t, 0);
+            tsl_status rc = acquire(S, t, 0, NULL);
             if (rc != TSL_OK) {
                 tsl__se_ev_done(rt, e);
                 return rc;
@@ -216,7 +240,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
                             "runtime: tensor '%s' read by op '%s' is neither on the device nor "
                             "on the host",
                             tsl_graph_tensor(rt->g, t)->name, tsl_graph_op(rt->g, rt->pos)->name);
-        tsl_status rc = acquire(S, t, 0); /* passive swap-in */
+        tsl_status rc = acquire(S, t, 0, NULL); /* passive swap-in */
         if (rc != TSL_OK) return rc;
         if (tsl__se_copy(rt, t, 1, TSL__X_PASSIVE, -1, tsl_graph_tensor(rt->g, t)->nbytes) < 0) {
             tsl__rt_free_block(rt, t);
@@ -227,16 +251,34 @@ static tsl_status ensure_input(step *S, int32_t t) {
     }
 }
 
+/* 1 if a swap-out of t is triggered by an op launched but not retired
+ * (its copy will read t's value before this write). */
+static int swap_out_behind(const tsl__runtime *rt, int32_t t) {
+    const tsl__rt_plan *pl = rt->cur;
+    for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
+        int32_t x = pl->tev_list[k];
+        if (pl->p->events[x].type == TSL_EV_SWAP_OUT && rt->ev_state[x] == TSL__EV_IDLE &&
+            pl->p->events[x].trigger < rt->pos)
+            return 1;
+    }
+    return 0;
+}
+
 /* Makes room for writing output t: allocated if absent; in real time no
  * copy may read or write its block while the kernel writes it (swap-outs
- * still scheduled are issued now: they were planned before this write). */
+ * planned before this write are triggered - their kernels retired - and
+ * issued now). */
 static tsl_status prepare_output(step *S, int32_t t) {
     tsl__runtime *rt = S->rt;
     tsl__res *r = &rt->res[t];
-    if (!rt->s->ptr[t]) return acquire(S, t, 0);
+    if (!rt->s->ptr[t]) return acquire(S, t, 0, NULL);
     r->dying = 0;
     r->cold = 0;
     if (rt->virtual_clock) return TSL_OK;
+    while (rt->inflight.n > 0 && swap_out_behind(rt, t)) {
+        tsl_status rc = retire_oldest(S, 1);
+        if (rc != TSL_OK) return rc;
+    }
     const tsl__rt_plan *pl = rt->cur;
     for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
         int32_t x = pl->tev_list[k];
@@ -252,41 +294,24 @@ static tsl_status prepare_output(step *S, int32_t t) {
 
 /* ---- one item ------------------------------------------------------------------------------ */
 
-static void pin(tsl__runtime *rt, const tsl_op *op, int32_t extra, int on) {
-    for (int j = 0; j < op->n_in; j++) rt->res[op->in[j]].pinned = (uint8_t)on;
-    for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].pinned = (uint8_t)on;
-    if (extra >= 0) rt->res[extra].pinned = (uint8_t)on;
+/* Marks op's tensors (and a recomputation's) used: +1 or -1. */
+static void pin(tsl__runtime *rt, const tsl_op *op, int32_t extra, int d) {
+    for (int j = 0; j < op->n_in; j++) rt->res[op->in[j]].busy += d;
+    for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].busy += d;
+    if (extra >= 0) rt->res[extra].busy += d;
 }
 
-/* Runs op's kernel on in/out; an allocation failure of its workspace inside
- * the backend makes room (wait, evict) and retries. *ms: kernel time. */
-static tsl_status run_kernel(step *S, const tsl_op *op, void *const *in, void *const *out,
-                             double *ms) {
+/* Launches the kernel of item `it` into entry l (its workspace already in
+ * l): an op into its outputs, or a recomputation of it->tensor by its
+ * producer (other outputs into scratch blocks; an in-place one starts as a
+ * device-to-device copy of its current value). On failure the scratch is
+ * in l for the caller to free. */
+static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l) {
     tsl__runtime *rt = S->rt;
-    tsl_run_ctx ctx = {.step = S->s->steps + 1, .training = 1};
-    for (int tries = 0;; tries++) {
-        pthread_mutex_unlock(&rt->mu);
-        tsl_status rc = rt->b->iface->run_op(rt->b, rt->g, op, in, out, &ctx, ms);
-        pthread_mutex_lock(&rt->mu);
-        if (rc != TSL_ERR_OOM) return rc;
-        if (tsl__rt_frees_pending(rt) && wait_step(S)) continue;
-        int32_t v = tsl__rt_pick_victim(rt);
-        if (v >= 0 && tsl__rt_evict(rt, v)) continue;
-        if (tries == 0) continue;
-        S->fragmented = 1; /* the workspace's size is the backend's: try a defragmentation */
-        return rc;
-    }
-}
-
-/* Runs the kernel of item `it`: an op into its outputs, or a recomputation
- * of it->tensor by its producer (other outputs into scratch; an in-place
- * one starts as a copy of its current value). */
-static tsl_status exec_kernel(step *S, const tsl__rt_item *it, double *ms) {
-    tsl__runtime *rt = S->rt;
+    tsl_backend *b = rt->b;
     const tsl_op *op = tsl_graph_op(rt->g, it->op);
-    void *in[256], *out[16], *scratch[16] = {0};
-    size_t sbytes[16] = {0};
-    TSL_ASSERT(op->n_in <= 256 && op->n_out <= 16);
+    void *in[256], *out[TSL__MAX_OUT];
+    TSL_ASSERT(op->n_in <= 256 && op->n_out <= TSL__MAX_OUT);
     for (int j = 0; j < op->n_in; j++) in[j] = rt->s->ptr[op->in[j]];
     tsl_status rc = TSL_OK;
     for (int j = 0; j < op->n_out && rc == TSL_OK; j++) {
@@ -295,26 +320,135 @@ static tsl_status exec_kernel(step *S, const tsl__rt_item *it, double *ms) {
             out[j] = rt->s->ptr[o];
             continue;
         }
-        sbytes[j] = tsl_graph_tensor(rt->g, o)->nbytes;
-        rc = scratch_alloc(S, sbytes[j], &scratch[j]);
+        l->scratch_bytes[j] = tsl_graph_tensor(rt->g, o)->nbytes;
+        rc = acquire(S, -1, l->scratch_bytes[j], &l->scratch[j]);
+        if (rc == TSL_ERR_OOM) rc = oom(rt, "recomputation scratch", tsl_graph_tensor(rt->g, o)->name,
+                                         l->scratch_bytes[j]);
         if (rc != TSL_OK) break;
-        out[j] = scratch[j];
+        out[j] = l->scratch[j];
         for (int k = 0; k < op->n_in && rc == TSL_OK; k++)
             if (op->in[k] == o) { /* in place: the kernel reads and writes the scratch */
-                void *tmp = malloc(sbytes[j] ? sbytes[j] : 1); /* device to device, via the host */
-                if (!tmp) {
-                    rc = tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
-                    break;
-                }
-                rt->b->iface->copy_to_host(rt->b, tmp, rt->s->ptr[o], sbytes[j]);
-                rt->b->iface->copy_to_device(rt->b, scratch[j], tmp, sbytes[j]);
-                free(tmp);
-                in[k] = scratch[j];
+                rc = b->iface->memcpy_async(b, TSL_STREAM_COMPUTE, l->scratch[j], rt->s->ptr[o],
+                                            l->scratch_bytes[j]);
+                in[k] = l->scratch[j];
             }
     }
-    if (rc == TSL_OK) rc = run_kernel(S, op, in, out, ms);
-    for (int j = 0; j < op->n_out; j++)
-        if (scratch[j]) scratch_free(rt, scratch[j], sbytes[j]);
+    tsl_run_ctx ctx = {.step = S->s->steps + 1, .training = 1};
+    if (rc != TSL_OK) return rc;
+    /* the lock is released while enqueueing: on a synchronous backend the
+     * kernel runs right here, and the Swap Executor's threads must go on
+     * meanwhile (the item's tensors are busy: nobody touches them) */
+    pthread_mutex_unlock(&rt->mu);
+    rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->start);
+    if (rc == TSL_OK) rc = b->iface->launch_op(b, rt->g, op, in, out, l->ws, &ctx);
+    if (rc == TSL_OK && it->tensor < 0) rc = tsl__step_capture(S->s, it->op);
+    if (rc == TSL_OK) rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->end);
+    pthread_mutex_lock(&rt->mu);
+    return rc;
+}
+
+/* Frees what entry l held (workspace, scratch, events); with `sync`, its
+ * kernel may still run: everything enqueued is waited for first. */
+static void drop_entry(tsl__runtime *rt, tsl__launched *l, int sync) {
+    if (sync) {
+        rt->b->iface->synchronize(rt->b);
+        tsl_clear_error();
+    }
+    tsl__rt_free_raw(rt, l->ws, l->ws_bytes);
+    for (int j = 0; j < TSL__MAX_OUT; j++) tsl__rt_free_raw(rt, l->scratch[j], l->scratch_bytes[j]);
+    l->ws = NULL;
+    memset(l->scratch, 0, sizeof l->scratch);
+    rt->b->iface->event_release(rt->b, l->start);
+    rt->b->iface->event_release(rt->b, l->end);
+}
+
+/* The memory item l used last goes back, once it is enqueued (real time:
+ * only later kernels of the compute stream can touch those bytes before the
+ * Swap Executor's copies wait for them, rt->last_compute) or once it ended
+ * (virtual clock): its workspace, its scratch, and for an op the tensors
+ * whose last use it was (activity analysis). */
+static void free_after_item(step *S, tsl__launched *l) {
+    tsl__runtime *rt = S->rt;
+    const tsl__rt_item *it = &rt->cur->items[l->item];
+    tsl__rt_free_raw(rt, l->ws, l->ws_bytes);
+    for (int j = 0; j < TSL__MAX_OUT; j++) tsl__rt_free_raw(rt, l->scratch[j], l->scratch_bytes[j]);
+    l->ws = NULL;
+    memset(l->scratch, 0, sizeof l->scratch);
+    if (it->tensor >= 0) return;
+    int nf;
+    const tsl_tid *fl = tsl__liveness_after(&S->s->live_train, it->op, &nf);
+    for (int j = 0; j < nf; j++) {
+        if (!rt->s->ptr[fl[j]]) continue;
+        tsl__rt_release_block(rt, fl[j]);
+        tsl__se_cancel_releases(rt, fl[j]);
+    }
+}
+
+/* Item l's kernel has completed and its time is [start, end] (µs in the
+ * iteration): unpins its tensors, and for an op samples its latency, reads
+ * the loss, applies the plan's releases after it and triggers its events
+ * (step 4). Its memory went back already (free_after_item). */
+static tsl_status retire_item(step *S, tsl__launched *l, double start, double end) {
+    tsl__runtime *rt = S->rt;
+    const tsl__rt_item *it = &rt->cur->items[l->item];
+    const tsl_op *op = tsl_graph_op(rt->g, it->op);
+    int is_rc = it->tensor >= 0;
+    if (rt->last_compute == l->end) rt->last_compute = NULL; /* the stream caught up */
+    drop_entry(rt, l, 0);
+    pin(rt, op, it->tensor, -1);
+    tsl__rt_span sp = {.kind = is_rc ? 1 : 0, .op = it->op, .tensor = it->tensor,
+                       .iter = rt->iter, .ready = rt->iter_base_us + l->launched_at,
+                       .start = rt->iter_base_us + start, .end = rt->iter_base_us + end};
+    tsl__log_span(rt, &sp);
+    if (!rt->virtual_clock) S->order_ready = end;
+    double us = rt->virtual_clock ? it->ne - it->ns : end - start;
+    S->st->kernel_ms += us * 1e-3;
+    if (is_rc) {
+        rt->st.recomputes++;
+        return TSL_OK;
+    }
+    S->s->op_ms[it->op] = us * 1e-3;
+    tsl__lat_sample(rt, it->op, us);
+    tsl__step_after_op(S->s, it->op, S->y, INT64_MAX, S->st);
+    tsl__se_trigger(rt, it->op, end);
+    return TSL_OK;
+}
+
+/* Retires the oldest kernel in flight, in real time (its end event waited
+ * for with the lock released when `wait`, else it must have completed). */
+static tsl_status retire_oldest(step *S, int wait) {
+    tsl__runtime *rt = S->rt;
+    tsl__launched *o = tsl__inflight_oldest(&rt->inflight);
+    tsl_status rc = TSL_OK;
+    if (wait && !rt->b->iface->event_query(rt->b, o->end)) {
+        tsl_dev_event *end = o->end;
+        pthread_mutex_unlock(&rt->mu);
+        rc = rt->b->iface->event_sync(rt->b, end);
+        pthread_mutex_lock(&rt->mu);
+    }
+    tsl__launched l = tsl__inflight_pop(&rt->inflight);
+    double start = tsl__rt_event_us(rt, l.start), end = tsl__rt_event_us(rt, l.end);
+    tsl_status r2 = retire_item(S, &l, start, end);
+    return rc != TSL_OK ? rc : r2;
+}
+
+/* Retires the kernels that have completed, oldest first. */
+static tsl_status retire_done(step *S) {
+    tsl__runtime *rt = S->rt;
+    tsl_status rc = TSL_OK;
+    while (rt->inflight.n > 0 && rc == TSL_OK &&
+           rt->b->iface->event_query(rt->b, tsl__inflight_oldest(&rt->inflight)->end))
+        rc = retire_oldest(S, 0);
+    return rc;
+}
+
+/* Retires every kernel in flight. */
+static tsl_status retire_all(step *S) {
+    tsl_status rc = TSL_OK;
+    while (S->rt->inflight.n > 0) {
+        tsl_status r = retire_oldest(S, 1);
+        if (rc == TSL_OK) rc = r;
+    }
     return rc;
 }
 
@@ -324,10 +458,12 @@ static void run_to_start(tsl__runtime *rt, double t, int zero) {
 }
 
 /* Runs item k of the executed sequence (steps 1-4 of the head of the
- * file) and advances S->order_ready to its end. Returns TSL_OK, or the
- * error that ended the step (out of memory with nothing left to evict, a
- * kernel's failure, a lost tensor - a bug); the item's pins are dropped
- * either way. */
+ * file). In real time the kernel is launched and whatever has completed is
+ * retired; on the virtual clock the kernel is waited for and retired at
+ * its virtual end, and S->order_ready advances to it. Returns TSL_OK, or
+ * the error that ended the step (out of memory with nothing left to evict,
+ * a kernel's failure, a lost tensor - a bug); the item's pins are dropped
+ * on failure. */
 static tsl_status run_item(step *S, int32_t k) {
     tsl__runtime *rt = S->rt;
     const tsl__rt_plan *pl = rt->cur;
@@ -338,6 +474,12 @@ static tsl_status run_item(step *S, int32_t k) {
     rt->pos = is_rc ? pl->p->events[it->event].precede - 1 : it->op;
     if (rt->virtual_clock) run_to_start(rt, S->order_ready, zero);
     S->waited_us = 0.0;
+    double prep_at = tsl__rt_now(rt);
+    tsl_status rc0 = TSL_OK;
+    /* a recomputation follows the plan's releases: those of the kernels in
+     * flight are applied first */
+    while (is_rc && rt->inflight.n > 0 && rc0 == TSL_OK) rc0 = retire_oldest(S, 1);
+    if (rc0 != TSL_OK) return rc0;
     pin(rt, op, it->tensor, 1);
     int skip = is_rc && rt->s->ptr[it->tensor] && rt->res[it->tensor].readable;
     tsl_status rc = TSL_OK;
@@ -350,15 +492,19 @@ static tsl_status run_item(step *S, int32_t k) {
     double vmark = rt->vnow;
     if (is_rc && !skip && rc == TSL_OK) rc = prepare_output(S, it->tensor);
     for (int j = 0; j < op->n_out && rc == TSL_OK && !is_rc; j++) rc = prepare_output(S, op->out[j]);
-    size_t ws = skip ? 0 : pl->w->ops[it->op].workspace;
-    if (rc == TSL_OK) rc = acquire(S, -1, ws);
+    tsl__launched L;
+    memset(&L, 0, sizeof L);
+    L.item = k;
+    L.ws_bytes = skip ? 0 : pl->w->ops[it->op].workspace;
+    if (rc == TSL_OK) rc = acquire(S, -1, L.ws_bytes, &L.ws);
     if (S->hold) { /* the item's tensors are placed: swap-ins may allocate again */
         S->hold = 0;
         rt->compute_wants_mem = 0;
         tsl__se_retry_wmem(rt);
     }
     if (rc != TSL_OK) {
-        pin(rt, op, it->tensor, 0);
+        tsl__rt_free_raw(rt, L.ws, L.ws_bytes);
+        pin(rt, op, it->tensor, -1);
         return rc;
     }
     double start = ready;
@@ -376,57 +522,50 @@ static tsl_status run_item(step *S, int32_t k) {
     if (!is_rc)
         for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].gen++; /* host copies go stale */
     uint64_t seq_end = rt->virtual_clock ? tsl__vc_next_seq(rt) : 0;
-    double ms = 0.0;
-    if (!skip) rc = exec_kernel(S, it, &ms);
-    if (!skip) S->st->kernel_ms += rt->virtual_clock ? (it->ne - it->ns) * 1e-3 : ms;
-    /* virtual clock: the workspace held over the op's duration, so that the
-     * ledger counts it while the agenda runs to the op's end. The kernel has
-     * just freed these very bytes (one thread), so only an injected fault
-     * can fail it; then only the ledger's peak misses them (the limit
-     * already counts them: acquire reserved ws), which the fault tests do
-     * not compare. */
-    void *ph = NULL;
-    if (rc == TSL_OK && rt->virtual_clock && ws && rt->b->iface->alloc(rt->b, ws, &ph) != TSL_OK) {
-        tsl_clear_error();
-        ph = NULL;
+    L.launched_at = prep_at;
+    if (!skip) rc = launch_item(S, it, &L);
+    if (rc != TSL_OK) {
+        drop_entry(rt, &L, 1);
+        pin(rt, op, it->tensor, -1);
+        return rc;
     }
-    double end;
-    if (rt->virtual_clock) {
-        end = start == it->ns ? it->ne : start + (it->ne - it->ns);
-        tsl__vc_run_before(rt, end, TSL__PH_DONE, seq_end);
-        rt->vnow = end;
-    } else {
-        end = tsl__rt_now(rt);
+    /* written (or being written) on the compute stream: readable by the
+     * kernels after it */
+    if (is_rc) rt->res[it->tensor].readable = 1;
+    else
+        for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].readable = 1;
+    if (rt->virtual_clock || skip) {
+        if (!skip) rc = rt->b->iface->event_sync(rt->b, L.end);
+        double end;
+        if (rt->virtual_clock) {
+            /* the workspace is held over the op's virtual duration */
+            end = start == it->ns ? it->ne : start + (it->ne - it->ns);
+            tsl__vc_run_before(rt, end, TSL__PH_DONE, seq_end);
+            rt->vnow = end;
+        } else {
+            end = start;
+        }
+        S->order_ready = end;
+        if (skip) { /* recomputation of a tensor still resident: nothing ran */
+            pin(rt, op, it->tensor, -1);
+            tsl__rt_free_raw(rt, L.ws, L.ws_bytes);
+            return TSL_OK;
+        }
+        free_after_item(S, &L);
+        tsl_status r2 = retire_item(S, &L, start, end);
+        return rc != TSL_OK ? rc : r2;
     }
-    if (ph) rt->b->iface->free(rt->b, ph);
-    tsl__rt_unreserve(rt, ws);
-    pin(rt, op, it->tensor, 0);
-    if (rc != TSL_OK) return rc;
-    tsl__rt_span sp = {.kind = is_rc ? 1 : 0, .op = it->op, .tensor = it->tensor,
-                       .iter = rt->iter, .ready = rt->iter_base_us + S->order_ready,
-                       .start = rt->iter_base_us + start, .end = rt->iter_base_us + end,
-                       .wait = stall > EPS_US ? stall : 0.0};
-    tsl__log_span(rt, &sp);
-    S->order_ready = end;
-    if (is_rc) {
-        rt->res[it->tensor].readable = 1;
-        if (!skip) rt->st.recomputes++;
-        return TSL_OK;
+    rt->last_compute = L.end;
+    free_after_item(S, &L);
+    tsl__launched *q = tsl__inflight_push(&rt->inflight);
+    if (!q) { /* cannot queue it: wait for it here */
+        rc = rt->b->iface->event_sync(rt->b, L.end);
+        double s0 = tsl__rt_event_us(rt, L.start), e0 = tsl__rt_event_us(rt, L.end);
+        tsl_status r2 = retire_item(S, &L, s0, e0);
+        return rc != TSL_OK ? rc : r2;
     }
-    for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].readable = 1;
-    double us = rt->virtual_clock ? it->ne - it->ns : ms * 1e3;
-    S->s->op_ms[it->op] = us * 1e-3;
-    tsl__lat_sample(rt, it->op, us);
-    tsl__session_after_op(S->s, it->op, S->y, INT64_MAX, S->st);
-    int nf;
-    const tsl_tid *fl = tsl__liveness_after(&S->s->live_train, it->op, &nf);
-    for (int j = 0; j < nf; j++) {
-        if (!rt->s->ptr[fl[j]]) continue;
-        tsl__rt_release_block(rt, fl[j]);
-        tsl__se_cancel_releases(rt, fl[j]);
-    }
-    tsl__se_trigger(rt, it->op, end);
-    return TSL_OK;
+    *q = L;
+    return retire_done(S);
 }
 
 /* ---- the iteration ---------------------------------------------------------------------------- */
@@ -443,9 +582,9 @@ static tsl_status install(tsl__runtime *rt) {
     if (!rt->has_pending) return TSL_OK;
     tsl__rt_plan_free(rt->cur);
     rt->cur = rt->pending;
-    rt->drift_run = 0; /* a new base for the change rate */
     rt->pending = NULL;
     rt->has_pending = 0;
+    rt->st.plans_installed++;
     if (rt->cur) {
         uint8_t *es = realloc(rt->ev_state, (size_t)rt->cur->p->n_events + 1);
         if (!es) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
@@ -465,10 +604,11 @@ static tsl_status load_data(step *S, const float *x, const int32_t *y) {
     for (int k = 0; k < 2; k++) {
         tsl_tid t = data[k];
         if (!s->ptr[t]) {
-            tsl_status rc = acquire(S, t, 0);
+            tsl_status rc = acquire(S, t, 0, NULL);
             if (rc != TSL_OK) return rc;
         }
-        rt->b->iface->copy_to_device(rt->b, s->ptr[t], src[k], tsl_graph_tensor(rt->g, t)->nbytes);
+        tsl_status rc = tsl_backend_upload(rt->b, s->ptr[t], src[k], tsl_graph_tensor(rt->g, t)->nbytes);
+        if (rc != TSL_OK) return rc;
         rt->res[t].gen++;
         rt->res[t].readable = 1;
     }
@@ -478,6 +618,18 @@ static tsl_status load_data(step *S, const float *x, const int32_t *y) {
         if (s->ptr[fl[j]]) tsl__rt_release_block(rt, fl[j]);
     tsl__se_trigger(rt, -1, 0.0);
     return TSL_OK;
+}
+
+/* Real time: the event all the iteration's device times are measured
+ * from, recorded on the idle compute stream and waited for (nothing of the
+ * previous iteration is in flight), with its time on the host's clock. */
+static tsl_status anchor(tsl__runtime *rt) {
+    if (rt->anchor) rt->b->iface->event_release(rt->b, rt->anchor);
+    rt->anchor = NULL;
+    tsl_status rc = rt->b->iface->event_record(rt->b, TSL_STREAM_COMPUTE, &rt->anchor);
+    if (rc == TSL_OK) rc = rt->b->iface->event_sync(rt->b, rt->anchor);
+    rt->anchor_us = (tsl_backend_now_ms() - rt->t0_ms) * 1e3;
+    return rc;
 }
 
 /* Waits for the iteration's events and copies; events that can no longer
@@ -526,9 +678,9 @@ static tsl_status defrag(step *S, int32_t k) {
     const tsl__rt_item *it = &rt->cur->items[k];
     const tsl_op *op = tsl_graph_op(rt->g, it->op);
     int32_t pos = rt->pos;
+    tsl_status rc = retire_all(S); /* nothing may be in use by a kernel in flight */
     rt->pos = pos - 1; /* the item's tensors are read at pos: live, copied out */
     rt->compute_wants_mem = 1;
-    tsl_status rc = TSL_OK;
     while (rt->xf_inflight > 0 && rt->async_err == TSL_OK)
         if (!wait_step(S)) break;
     for (int j = 0; j < op->n_in + op->n_out + 1 && rc == TSL_OK; j++) {
@@ -580,7 +732,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     tsl__runtime *rt = s->rt;
     tsl_step_stats local;
     if (!st) st = &local;
-    tsl_status rc = tsl__session_step_begin(s, st);
+    tsl_status rc = tsl__step_begin(s, st);
     if (rc != TSL_OK) return rc;
     pthread_mutex_lock(&rt->mu);
     rc = install(rt);
@@ -591,7 +743,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     if (rc != TSL_OK || !rt->cur) { /* no plan: the vanilla executor */
         pthread_mutex_unlock(&rt->mu);
         if (rc != TSL_OK) return rc;
-        rc = tsl__session_run_vanilla(s, x, y, 1, INT64_MAX, st);
+        rc = tsl__vanilla_pass(s, x, y, 1, INT64_MAX, st);
         if (rc == TSL_OK)
             for (int32_t i = 0; i < rt->no; i++) tsl__lat_sample(rt, i, s->op_ms[i] * 1e3);
         return rc;
@@ -618,12 +770,17 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     rt->b->iface->reset_peaks(rt->b);
     rt->t0_ms = tsl_backend_now_ms();
     rt->vnow = 0.0;
-    if (!rt->virtual_clock) rt->iter_base_us = (rt->t0_ms - rt->attach_ms) * 1e3;
+    if (!rt->virtual_clock) {
+        rt->iter_base_us = (rt->t0_ms - rt->attach_ms) * 1e3;
+        rc = anchor(rt);
+    }
     step S = {.rt = rt, .s = s, .y = y, .st = st};
     tsl__rt_note_mem(rt);
     if (rt->virtual_clock) item_times(rt);
     if (rc == TSL_OK) rc = load_data(&S, x, y);
     if (rc == TSL_OK) rc = plan_step(&S);
+    tsl_status fin = retire_all(&S); /* every kernel of the iteration completes */
+    if (rc == TSL_OK) rc = fin != TSL_OK ? fin : S.late;
     double ops_end = rt->virtual_clock ? S.order_ready : tsl__rt_now(rt);
     if (rc != TSL_OK) rt->draining = 1; /* stop issuing; let copies in flight land */
     wait_events(&S);
@@ -647,10 +804,14 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     tsl__log_iter(rt, &ir);
     if (rt->virtual_clock) rt->iter_base_us += end;
     for (int32_t t = 0; t < rt->nt; t++) rt->res[t].cold = 0;
+    tsl_latency_report lr;
+    tsl_boundary_fn cb = rt->o.on_boundary;
+    void *user = rt->o.boundary_user;
     if (rc == TSL_OK) {
         s->steps++;
-        tsl__lat_end_iteration(rt);
+        tsl__lat_report(rt, &lr);
     }
     pthread_mutex_unlock(&rt->mu);
+    if (rc == TSL_OK && cb) cb(user, s, &lr); /* the owner decides, outside the lock */
     return rc;
 }

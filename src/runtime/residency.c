@@ -9,7 +9,8 @@
  * of an unchanged tensor copies nothing (the paper's rule).
  *
  * Memory: `used` is the runtime's view of the allocator's load - the bytes
- * of resident tensors plus the workspace reserved for the running kernel.
+ * of resident tensors plus the raw blocks (kernels' workspaces,
+ * recomputation scratch) not freed yet.
  * In strict mode (a plan followed and opts.strict) no allocation or
  * reservation may take `used` past the limit, min(predicted peak, arena
  * capacity); as every device allocation goes through here (or is reserved
@@ -76,20 +77,37 @@ tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t) {
     return TSL_OK;
 }
 
-int tsl__rt_try_reserve(tsl__runtime *rt, size_t n) {
+int tsl__rt_try_alloc_raw(tsl__runtime *rt, size_t n, void **p) {
+    *p = NULL;
     if (n == 0) return 1;
     if (over_limit(rt, n)) return 0;
+    if (rt->b->iface->alloc(rt->b, n, p) != TSL_OK) {
+        tsl_clear_error();
+        *p = NULL;
+        return 0;
+    }
     rt->used += n;
     tsl__rt_note_mem(rt);
     return 1;
 }
 
-void tsl__rt_unreserve(tsl__runtime *rt, size_t n) {
-    if (n == 0) return;
+void tsl__rt_free_raw(tsl__runtime *rt, void *p, size_t n) {
+    if (!p) return;
+    rt->b->iface->free(rt->b, p);
     TSL_ASSERT(rt->used >= n);
     rt->used -= n;
     tsl__rt_note_mem(rt);
     tsl__se_retry_wmem(rt);
+    if (!rt->virtual_clock) pthread_cond_signal(&rt->cv); /* the compute thread */
+}
+
+double tsl__rt_event_us(tsl__runtime *rt, tsl_dev_event *ev) {
+    double ms = 0.0;
+    if (rt->b->iface->event_elapsed_ms(rt->b, rt->anchor, ev, &ms) != TSL_OK) {
+        tsl_clear_error(); /* not completed: a bug of the caller */
+        TSL_ASSERT(0);
+    }
+    return rt->anchor_us + ms * 1e3;
 }
 
 void tsl__rt_free_block(tsl__runtime *rt, int32_t t) {
@@ -147,7 +165,9 @@ tsl_status tsl__rt_mark_cold(tsl__runtime *rt) {
             void *h = tsl__rt_host_buf(rt, t);
             if (!h) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for a copy of '%s'",
                                     tsl_graph_tensor(rt->g, t)->name);
-            rt->b->iface->copy_to_host(rt->b, h, rt->s->ptr[t], tsl_graph_tensor(rt->g, t)->nbytes);
+            tsl_status st = tsl_backend_download(rt->b, h, rt->s->ptr[t],
+                                                 tsl_graph_tensor(rt->g, t)->nbytes);
+            if (st != TSL_OK) return st;
             rt->res[t].host_ok = 1;
             rt->res[t].host_gen = rt->res[t].gen;
         }
@@ -165,7 +185,7 @@ int tsl__rt_drop_cold(tsl__runtime *rt) {
             r->cold = 0;
             continue;
         }
-        if (r->pinned || r->in_x >= 0 || r->out_n > 0) continue;
+        if (r->busy || r->in_x >= 0 || r->out_n > 0) continue;
         int32_t nu = tsl__rt_next_use(rt, t, rt->pos);
         if (nu > best_nu) {
             best = t;

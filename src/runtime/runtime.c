@@ -4,10 +4,9 @@
  * iteration boundary), statistics; and the tables the executor reads for an
  * installed plan (runtime_internal.h).
  *
- * Defaults of the profile used for verification and replanning: fields the
- * caller leaves at 0 are filled at attach time - mem_bytes with the
- * session's arena, the copy bandwidths with pcie_gbps (10 GB/s when
- * unthrottled), flops 2e10, mem_bw 1e10, launch 2 µs, copy latency 5 µs.
+ * Defaults of the profile plans are verified against: fields the caller
+ * leaves at 0 are filled at attach time - mem_bytes with the session's
+ * arena, the others from tsl_profile_cpu_rough (the one rough CPU profile).
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,56 +21,14 @@
 tsl_runtime_opts tsl_runtime_opts_default(void) {
     tsl_runtime_opts o;
     memset(&o, 0, sizeof o);
-    o.pcie_gbps = 0.0;
     o.strict = 1;
     o.ewma_weight = 0.9;
-    o.replan_threshold = 0.3;
-    o.replan_patience = 3;
-    o.replan = 1;
-    snprintf(o.profile.name, sizeof o.profile.name, "cpu-runtime");
-    o.profile.duplex = 1;
-    o.plan_opts = tsl_plan_opts_default();
+    o.profile.duplex = 1; /* the rest is filled at attach (fill_profile) */
     o.virtual_clock = 0;
     return o;
 }
 
 /* ---- workloads and plans ------------------------------------------------------ */
-
-tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat) {
-    tsl_workload *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    *c = *w;
-    c->tensors = malloc(sizeof *c->tensors * ((size_t)w->n_tensors + 1));
-    c->ops = calloc((size_t)w->n_ops + 1, sizeof *c->ops);
-    if (!c->tensors || !c->ops) {
-        free(c->tensors);
-        free(c->ops);
-        free(c);
-        return NULL;
-    }
-    if (w->n_tensors) memcpy(c->tensors, w->tensors, sizeof *c->tensors * (size_t)w->n_tensors);
-    double at = 0.0;
-    int ok = 1;
-    for (int32_t i = 0; i < w->n_ops; i++) {
-        tsl_wl_op *o = &c->ops[i];
-        *o = w->ops[i];
-        o->in = o->n_in ? malloc(sizeof *o->in * (size_t)o->n_in) : NULL;
-        o->out = o->n_out ? malloc(sizeof *o->out * (size_t)o->n_out) : NULL;
-        if ((o->n_in && !o->in) || (o->n_out && !o->out)) ok = 0;
-        if (o->in) memcpy(o->in, w->ops[i].in, sizeof *o->in * (size_t)o->n_in);
-        if (o->out) memcpy(o->out, w->ops[i].out, sizeof *o->out * (size_t)o->n_out);
-        if (lat) {
-            o->start_us = at;
-            o->end_us = at = at + lat[i];
-        }
-    }
-    if (lat) c->period_us = at;
-    if (!ok) {
-        tsl_workload_free(c);
-        return NULL;
-    }
-    return c;
-}
 
 void tsl__rt_plan_free(tsl__rt_plan *pl) {
     if (!pl) return;
@@ -132,7 +89,7 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_pl
     int32_t ne = p->n_events, nt = w->n_tensors, no = w->n_ops, n_rc = 0;
     for (int32_t e = 0; e < ne; e++) n_rc += p->events[e].type == TSL_EV_RECOMPUTE;
     pl->p = plan_copy(p);
-    pl->w = tsl__rt_workload_copy(w, NULL);
+    pl->w = tsl_workload_copy(w, NULL);
     pl->n_items = no + n_rc;
     pl->n_timed = ne - n_rc;
     pl->items = malloc(sizeof *pl->items * ((size_t)pl->n_items + 1));
@@ -223,15 +180,6 @@ static tsl_status check_opts(const tsl_runtime_opts *o) {
     if (!(o->ewma_weight > 0.0 && o->ewma_weight <= 1.0))
         return tsl_fail(TSL_ERR_INVALID, "runtime opts: ewma_weight %g must be in (0, 1]",
                         o->ewma_weight);
-    if (!(o->replan_threshold >= 0.0) || !isfinite(o->replan_threshold))
-        return tsl_fail(TSL_ERR_INVALID, "runtime opts: replan_threshold %g must be finite and >= 0",
-                        o->replan_threshold);
-    if (o->replan_patience < 1 || o->replan_patience > 1000000)
-        return tsl_fail(TSL_ERR_INVALID, "runtime opts: replan_patience %d must be in 1..1000000",
-                        o->replan_patience);
-    if (!(o->pcie_gbps >= 0.0) || !isfinite(o->pcie_gbps))
-        return tsl_fail(TSL_ERR_INVALID, "runtime opts: pcie_gbps %g must be finite and >= 0",
-                        o->pcie_gbps);
     const tsl_device_profile *p = &o->profile;
     if (p->h2d_bw < 0 || p->d2h_bw < 0 || p->flops < 0 || p->mem_bw < 0 || p->launch_us < 0 ||
         p->copy_latency_us < 0)
@@ -244,16 +192,16 @@ static tsl_status check_opts(const tsl_runtime_opts *o) {
 }
 
 /* Fills the profile's fields left at 0 (see the head of this file). */
-static void fill_profile(tsl_device_profile *p, double gbps, size_t capacity) {
-    double bw = gbps > 0 ? gbps * 1e9 : 1e10;
-    if (!p->name[0]) snprintf(p->name, sizeof p->name, "cpu-runtime");
+static void fill_profile(tsl_device_profile *p, size_t capacity) {
+    tsl_device_profile r = tsl_profile_cpu_rough();
+    if (!p->name[0]) snprintf(p->name, sizeof p->name, "%s", r.name);
     if (p->mem_bytes == 0) p->mem_bytes = capacity;
-    if (p->h2d_bw == 0) p->h2d_bw = bw;
-    if (p->d2h_bw == 0) p->d2h_bw = bw;
-    if (p->flops == 0) p->flops = 2e10;
-    if (p->mem_bw == 0) p->mem_bw = 1e10;
-    if (p->launch_us == 0) p->launch_us = 2;
-    if (p->copy_latency_us == 0) p->copy_latency_us = 5;
+    if (p->h2d_bw == 0) p->h2d_bw = r.h2d_bw;
+    if (p->d2h_bw == 0) p->d2h_bw = r.d2h_bw;
+    if (p->flops == 0) p->flops = r.flops;
+    if (p->mem_bw == 0) p->mem_bw = r.mem_bw;
+    if (p->launch_us == 0) p->launch_us = r.launch_us;
+    if (p->copy_latency_us == 0) p->copy_latency_us = r.copy_latency_us;
 }
 
 static double wall_ms(void) {
@@ -271,10 +219,6 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     if (st == TSL_OK) st = check_workload(s, w);
     if (st != TSL_OK) return st;
     const struct tsl_backend_i *bi = s->b->iface;
-    if (!bi->copy_async || !bi->event_wait || !bi->event_times || !bi->event_release ||
-        !bi->host_alloc || !bi->host_free)
-        return tsl_fail(TSL_ERR_UNSUPPORTED, "attach runtime: backend '%s' has no copy engine",
-                        bi->name(s->b));
     tsl__runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
     rt->s = s;
@@ -288,7 +232,7 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     bi->mem_stats(s->b, &ms);
     rt->capacity = ms.capacity;
     rt->used = ms.load;
-    fill_profile(&rt->o.profile, opts.pcie_gbps, ms.capacity);
+    fill_profile(&rt->o.profile, ms.capacity);
     rt->attach_ms = wall_ms();
     rt->async_err = TSL_OK;
     pthread_mutex_init(&rt->mu, NULL);
@@ -299,12 +243,11 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     pthread_cond_init(&rt->cv_queue, &ca);
     for (int d = 0; d < 2; d++) pthread_cond_init(&rt->cv_watch[d], &ca);
     pthread_condattr_destroy(&ca);
-    rt->w0 = tsl__rt_workload_copy(w, NULL);
+    rt->w0 = tsl_workload_copy(w, NULL);
     st = rt->w0 ? TSL_OK : tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
     if (st == TSL_OK) st = tsl__res_init(rt);
     if (st == TSL_OK) st = tsl__evict_init(rt);
     if (st == TSL_OK) st = tsl__lat_init(rt);
-    if (st == TSL_OK && bi->set_channel_gbps) bi->set_channel_gbps(s->b, opts.pcie_gbps);
     if (st == TSL_OK && !rt->virtual_clock) st = tsl__se_start(rt);
     if (st != TSL_OK) {
         tsl__rt_free(rt);
@@ -327,11 +270,13 @@ void tsl__rt_free(tsl__runtime *rt) {
     free(rt->queue.a);
     free(rt->agenda.a);
     for (int d = 0; d < 2; d++) {
-        free(rt->inflight[d].a);
+        free(rt->copies[d].a);
         free(rt->vwait[d].a);
     }
     free(rt->vlat);
     free(rt->ewma);
+    tsl__inflight_free(&rt->inflight);
+    if (rt->anchor) rt->b->iface->event_release(rt->b, rt->anchor);
     free(rt->eval_reads);
     tsl__log_free(&rt->log);
     pthread_cond_destroy(&rt->cv);
@@ -361,7 +306,7 @@ static tsl_status need_runtime(const tsl_session *s, const char *what) {
     return TSL_OK;
 }
 
-tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {
+tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl_workload *w) {
     tsl_status st = need_runtime(s, "set plan");
     if (st != TSL_OK) return st;
     tsl__runtime *rt = s->rt;
@@ -369,9 +314,11 @@ tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {
         set_pending(rt, NULL);
         return TSL_OK;
     }
+    if (!w) w = rt->w0;
+    else if ((st = check_workload(s, w)) != TSL_OK) return st;
     tsl_violation *v = NULL;
     int nv = 0;
-    st = tsl_plan_verify(rt->w0, p, &rt->o.profile, &v, &nv);
+    st = tsl_plan_verify(w, p, &rt->o.profile, &v, &nv);
     if (st != TSL_OK) {
         if (nv > 0) {
             char first[sizeof v[0].what];
@@ -387,10 +334,14 @@ tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {
     }
     free(v);
     tsl__rt_plan *pl;
-    st = tsl__rt_plan_new(p, rt->w0, &pl);
+    st = tsl__rt_plan_new(p, w, &pl);
     if (st != TSL_OK) return st;
     set_pending(rt, pl);
     return TSL_OK;
+}
+
+tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {
+    return tsl_session_set_plan_for(s, p, NULL);
 }
 
 tsl_status tsl__session_set_plan_unverified(tsl_session *s, const tsl_plan *p) {
@@ -477,7 +428,8 @@ tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_
                             "host: load %zu of %zu bytes",
                             tsl_kind_name(tt->kind), tt->name, tt->nbytes, ms.load, ms.capacity);
         }
-        rt->b->iface->copy_to_device(rt->b, s->ptr[t], r->host, tt->nbytes);
+        st = tsl_backend_upload(rt->b, s->ptr[t], r->host, tt->nbytes);
+        if (st != TSL_OK) return st;
         r->readable = 1;
         rt->used += tt->nbytes;
     }
@@ -494,7 +446,9 @@ static tsl_status park(tsl__runtime *rt, int32_t t) {
         void *h = tsl__rt_host_buf(rt, t);
         if (!h) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for a copy of '%s'",
                                 tsl_graph_tensor(rt->g, t)->name);
-        rt->b->iface->copy_to_host(rt->b, h, rt->s->ptr[t], tsl_graph_tensor(rt->g, t)->nbytes);
+        tsl_status st = tsl_backend_download(rt->b, h, rt->s->ptr[t],
+                                             tsl_graph_tensor(rt->g, t)->nbytes);
+        if (st != TSL_OK) return st;
         r->host_ok = 1;
         r->host_gen = r->gen;
     }
@@ -525,8 +479,4 @@ void tsl_session_runtime_stats(const tsl_session *s, tsl_runtime_stats *st) {
     pthread_mutex_lock(&rt->mu);
     *st = rt->st;
     pthread_mutex_unlock(&rt->mu);
-}
-
-const double *tsl_session_latency_ewma(const tsl_session *s) {
-    return s && s->rt ? s->rt->ewma : NULL;
 }

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "sched/plan_order.h"
+#include "runtime/inflight.h"
 #include "runtime/session_internal.h"
 #include "tensile/runtime.h"
 
@@ -81,8 +82,8 @@ typedef struct tsl__xfer {
     int to_device, kind;
     uint32_t gen;          /* swap-out: the value generation copied */
     size_t bytes;          /* bytes moved (0: the host copy was already valid) */
-    double issue, start, end, dur; /* µs in the iteration (real: end from the event) */
-    tsl_copy_event *ev;    /* real time: the backend's completion event */
+    double issue, start, end, dur; /* µs in the iteration (real: from the events) */
+    tsl_dev_event *ev_start, *ev_end; /* real time: recorded around the copy on its stream */
     int done;
 } tsl__xfer;
 
@@ -94,7 +95,8 @@ typedef struct tsl__res {
     uint8_t host_ok;       /* host holds generation host_gen */
     uint8_t readable;      /* on the device with its value in place */
     uint8_t dying;         /* free the block once no copy uses it */
-    uint8_t pinned;        /* read or written by the running item */
+    int32_t busy;          /* uses by the running item and by kernels in flight: while
+                              > 0 it is neither evicted, released nor dropped */
     uint8_t cold;          /* resident only because of the cold start: the plan has it
                               absent until its swap-in (dropped first under pressure) */
     int64_t in_x;          /* transfer copying it in, -1 */
@@ -182,7 +184,14 @@ typedef struct tsl__runtime {
     tsl__xfer *xf;
     int64_t n_xf, cap_xf;
     int64_t xf_inflight;
-    double t0_ms;              /* real: backend clock at the iteration's start */
+    double t0_ms;              /* real: host clock at the iteration's start */
+    tsl_dev_event *anchor;     /* real: completed event at the iteration's start; kernel and
+                                  copy times are measured from it on the device's clock */
+    double anchor_us;          /* its time in µs from t0_ms */
+    tsl__inflight inflight;    /* kernels launched and not retired (compute thread only) */
+    tsl_dev_event *last_compute; /* end event of the newest kernel in flight (NULL: none):
+                                  copies into fresh blocks wait for it (owned by its entry) */
+    tsl_evict_candidate *cand; /* scratch for the eviction policy (n_tensors) */
     double iter_base_us;       /* the iteration's start on the trace's axis */
 
     /* real time: Swap Executor threads */
@@ -194,7 +203,7 @@ typedef struct tsl__runtime {
     int draining;              /* a failed step: due events are not issued any more */
     pthread_t queue_th, watch_th[2];
     tsl__heap queue;
-    tsl__fifo inflight[2];     /* per direction, in issue order */
+    tsl__fifo copies[2];       /* copies in flight per direction, in issue order */
 
     /* virtual clock */
     tsl__heap agenda;
@@ -205,8 +214,6 @@ typedef struct tsl__runtime {
 
     /* latency tracking */
     double *ewma;
-    double last_rate;
-    int drift_run;             /* boundaries in a row with the change rate above the threshold */
 
     tsl_runtime_stats st;
     int64_t defrags;           /* items retried after moving their tensors out (tests) */
@@ -221,9 +228,6 @@ typedef struct tsl__runtime {
  * TSL_ERR_OOM if out of host memory. */
 tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_plan **out);
 void tsl__rt_plan_free(tsl__rt_plan *pl);
-/* Deep copy of w with op latencies lat[i] (NULL: w's own); NULL if out of
- * memory. */
-tsl_workload *tsl__rt_workload_copy(const tsl_workload *w, const double *lat);
 /* Brings every absent persistent tensor back from its host copy
  * (synchronously; at an iteration boundary, rt->mu held). TSL_ERR_OOM if
  * the arena cannot hold them. */
@@ -251,9 +255,13 @@ void tsl__res_free(tsl__runtime *rt);
 /* Allocates tensor t's device block if the strict limit and the arena allow;
  * TSL_OK or TSL_ERR_OOM (no message kept). */
 tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t);
-/* Counts n bytes of scratch (a kernel's workspace) against the limit. */
-int tsl__rt_try_reserve(tsl__runtime *rt, size_t n);
-void tsl__rt_unreserve(tsl__runtime *rt, size_t n);
+/* A raw device block of n bytes (a kernel's workspace, recomputation
+ * scratch) if the strict limit and the arena allow: 1 (*p set; NULL for
+ * n 0) or 0. Counted in `used` until tsl__rt_free_raw. */
+int tsl__rt_try_alloc_raw(tsl__runtime *rt, size_t n, void **p);
+void tsl__rt_free_raw(tsl__runtime *rt, void *p, size_t n);
+/* Device time of a completed event, µs from the iteration's start. */
+double tsl__rt_event_us(tsl__runtime *rt, tsl_dev_event *ev);
 /* Frees t's block now (no copy may use it in real time). */
 void tsl__rt_free_block(tsl__runtime *rt, int32_t t);
 /* Frees t's block, or (real time, a copy still uses it) marks it dying. */
@@ -278,7 +286,8 @@ void tsl__evict_free(tsl__runtime *rt);
 int32_t tsl__rt_next_use(const tsl__runtime *rt, int32_t t, int32_t pos);
 /* 1 if t is transient and no op after `pos` reads or writes it. */
 int tsl__rt_dead(const tsl__runtime *rt, int32_t t, int32_t pos);
-/* The resident tensor to evict (farthest next use), or -1. */
+/* The resident tensor to evict, chosen by opts.evict (default: farthest
+ * next use) among the movable ones, or -1. */
 int32_t tsl__rt_pick_victim(tsl__runtime *rt);
 /* Passive swap-out of t: frees it now (dead, or host copy valid) or copies
  * it to the host and frees it when the copy ends. 0 if it cannot (no host
@@ -335,9 +344,8 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
 /* ---- latency.c ----------------------------------------------------------------- */
 tsl_status tsl__lat_init(tsl__runtime *rt);
 void tsl__lat_sample(tsl__runtime *rt, int32_t op, double us);
-/* At an iteration boundary: the change rate, and a replan above the
- * threshold (the new plan is installed at the next boundary). */
-void tsl__lat_end_iteration(tsl__runtime *rt);
+/* The latency report at this moment (rt->mu held). */
+void tsl__lat_report(const tsl__runtime *rt, tsl_latency_report *r);
 double tsl__lat_sum(const double *lat, int32_t n);
 
 /* ---- runtime_trace.c ----------------------------------------------------------- */

@@ -220,22 +220,41 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
     tsl__xfer X = {.tensor = t, .event = event, .to_device = to_device, .kind = kind,
                    .gen = r->gen, .bytes = bytes, .issue = tsl__rt_now(rt)};
     if (rt->virtual_clock) {
-        if (bytes) {
-            if (to_device) rt->b->iface->copy_to_device(rt->b, dev, host, bytes);
-            else rt->b->iface->copy_to_host(rt->b, host, dev, bytes);
-        }
-        X.dur = tsl_copy_us(&rt->o.profile, kind == TSL__X_PLANNED ? tbytes : bytes, to_device);
-    } else {
-        tsl_status st = to_device
-            ? rt->b->iface->copy_async(rt->b, TSL_TO_DEVICE, dev, host, bytes, &X.ev)
-            : rt->b->iface->copy_async(rt->b, TSL_TO_HOST, host, dev, bytes, &X.ev);
+        tsl_status st = TSL_OK;
+        if (bytes) st = to_device ? tsl_backend_upload(rt->b, dev, host, bytes)
+                                  : tsl_backend_download(rt->b, host, dev, bytes);
         if (st != TSL_OK) {
             tsl_clear_error();
             return -1;
         }
-        if (fifo_push(&rt->inflight[to_device ? 1 : 0], x) != 0) {
-            rt->b->iface->event_wait(rt->b, X.ev); /* cannot track it: let it land */
-            rt->b->iface->event_release(rt->b, X.ev);
+        X.dur = tsl_copy_us(&rt->o.profile, kind == TSL__X_PLANNED ? tbytes : bytes, to_device);
+    } else {
+        /* a copy out reads a tensor whose writers have completed (swap-outs
+         * are triggered by retired ops; evictions take no busy tensor) */
+        tsl_stream sid = to_device ? TSL_STREAM_H2D : TSL_STREAM_D2H;
+        tsl_status st = TSL_OK;
+        /* a fresh block may hold bytes a kernel in flight still uses (blocks
+         * go back when their last kernel is enqueued): the copy waits for
+         * the kernels enqueued so far */
+        if (to_device && rt->last_compute) st = rt->b->iface->stream_wait(rt->b, sid, rt->last_compute);
+        if (st == TSL_OK) st = rt->b->iface->event_record(rt->b, sid, &X.ev_start);
+        if (st == TSL_OK)
+            st = tsl_backend_copy_async(rt->b, sid, to_device ? dev : host, to_device ? host : dev,
+                                        bytes, &X.ev_end);
+        if (st != TSL_OK) {
+            tsl_clear_error();
+            if (X.ev_start) { /* enqueued before the failure: let it pass */
+                rt->b->iface->synchronize(rt->b);
+                tsl_clear_error();
+                rt->b->iface->event_release(rt->b, X.ev_start);
+            }
+            return -1;
+        }
+        if (fifo_push(&rt->copies[to_device ? 1 : 0], x) != 0) {
+            rt->b->iface->event_sync(rt->b, X.ev_end); /* cannot track it: let it land */
+            tsl_clear_error();
+            rt->b->iface->event_release(rt->b, X.ev_start);
+            rt->b->iface->event_release(rt->b, X.ev_end);
             return -1;
         }
     }
@@ -348,7 +367,7 @@ void tsl__se_release(tsl__runtime *rt, int32_t e) {
     int persistent = tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind);
     int recoverable = tsl__rt_host_valid(rt, t) || (pl->recomputed[t] && !persistent) ||
                       tsl__rt_dead(rt, t, rt->pos);
-    if (rt->res[t].pinned || !recoverable)
+    if (rt->res[t].busy || !recoverable)
         return tsl__se_ev_done(rt, e); /* its value would be lost (or it is in use): kept */
     tsl__rt_release_block(rt, t);
     tsl__se_ev_done(rt, e);
@@ -489,7 +508,7 @@ void tsl__se_reset_iteration(tsl__runtime *rt) {
     rt->vbusy[0] = rt->vbusy[1] = 0;
     for (int d = 0; d < 2; d++) {
         rt->vwait[d].n = rt->vwait[d].head = 0;
-        TSL_ASSERT(rt->inflight[d].n == 0);
+        TSL_ASSERT(rt->copies[d].n == 0);
     }
     rt->n_xf = 0;
     TSL_ASSERT(rt->xf_inflight == 0);
@@ -540,25 +559,28 @@ static void *watch_main(void *arg) {
     tsl__runtime *rt = ((watch_arg *)arg)->rt;
     int d = ((watch_arg *)arg)->to_device;
     free(arg);
-    tsl__fifo *f = &rt->inflight[d];
+    tsl__fifo *f = &rt->copies[d];
     pthread_mutex_lock(&rt->mu);
     for (;;) {
         while (!rt->stop && f->n == 0) pthread_cond_wait(&rt->cv_watch[d], &rt->mu);
         if (f->n == 0) break; /* stopping, nothing in flight */
         int64_t x = f->a[f->head];
-        tsl_copy_event *ev = rt->xf[x].ev;
+        tsl_dev_event *ev = rt->xf[x].ev_end;
         pthread_mutex_unlock(&rt->mu);
-        rt->b->iface->event_wait(rt->b, ev);
+        tsl_status st = rt->b->iface->event_sync(rt->b, ev);
         pthread_mutex_lock(&rt->mu);
+        if (st != TSL_OK && rt->async_err == TSL_OK) { /* a kernel failed: the step reports it */
+            rt->async_err = st;
+            snprintf(rt->async_msg, sizeof rt->async_msg, "%s", tsl_last_error());
+        }
         fifo_pop(f);
-        double s_ms, e_ms;
-        rt->b->iface->event_times(rt->b, ev, &s_ms, &e_ms);
-        rt->b->iface->event_release(rt->b, ev);
         tsl__xfer *X = &rt->xf[x];
-        X->ev = NULL;
-        X->start = (s_ms - rt->t0_ms) * 1e3;
-        X->end = (e_ms - rt->t0_ms) * 1e3;
+        X->start = tsl__rt_event_us(rt, X->ev_start);
+        X->end = tsl__rt_event_us(rt, X->ev_end);
         X->dur = X->end - X->start;
+        rt->b->iface->event_release(rt->b, X->ev_start);
+        rt->b->iface->event_release(rt->b, X->ev_end);
+        X->ev_start = X->ev_end = NULL;
         copy_end(rt, x);
     }
     pthread_mutex_unlock(&rt->mu);

@@ -4,6 +4,9 @@
  * profile files is the io layer's (io/profile_json.c).
  */
 #include "core/assert.h"
+#include <stdio.h>
+#include <string.h>
+
 #include "tensile/profile.h"
 
 /* Transfer time of `bytes` in one direction, µs (docs/SCHEDULING.md):
@@ -15,3 +18,16 @@ double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device) {
     return p->copy_latency_us + (double)bytes / bw * 1e6;
 }
 
+
+tsl_device_profile tsl_profile_cpu_rough(void) {
+    tsl_device_profile p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "cpu (rough figures; run tensile calibrate)");
+    p.flops = 5e10;
+    p.mem_bw = 1e10;
+    p.h2d_bw = p.d2h_bw = 5e9;
+    p.duplex = 1;
+    p.launch_us = 5;
+    p.copy_latency_us = 5;
+    return p;
+}

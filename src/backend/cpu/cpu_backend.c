@@ -1,26 +1,28 @@
 /*
- * cpu_backend.c - the CPU device: a fixed-capacity arena (mmap'd, reserved
- * without being touched) managed by the best-fit allocator, and kernel
- * dispatch to the fast (oneDNN / OpenBLAS) or reference kernels.
+ * cpu_backend.c - the CPU device (tensile/backend.h, backend_cpu.h): a
+ * fixed-capacity arena (mmap'd, reserved without being touched) managed by
+ * the best-fit allocator; kernel dispatch to the fast (oneDNN / OpenBLAS) or
+ * reference kernels; the three streams and their events (streams.c).
  *
  * Fast kernels keep per-op state (oneDNN primitives) in a cache keyed by
- * (graph, op index), created on first use and released with the backend.
+ * (graph, op index), created on first use (op_workspace or launch_op, on
+ * the enqueueing thread) and released with the backend. Each entry is a
+ * block of its own, so that the state slot a kernel on the compute thread
+ * writes stays put while the table grows.
  *
- * Asynchronous copies go through the copy engine (copy_engine.c): two
- * channel threads, started with the backend and joined when it is destroyed.
- * The arena allocator is guarded by a mutex, so that another thread (the
- * Swap Executor) may allocate and free device memory concurrently with the
- * executor's thread; kernels and their state cache are not, and are run
- * from one thread.
+ * The arena allocator is guarded by a mutex, so that other threads (the
+ * Swap Executor) may allocate and free device memory concurrently.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "backend/cpu/copy_engine.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/streams.h"
 #include "core/assert.h"
 #include "tensile/backend_cpu.h"
 
@@ -37,18 +39,15 @@ typedef struct cpu_ctx {
     size_t capacity;
     tsl_alloc *alloc;
     pthread_mutex_t alloc_mu; /* guards alloc */
-    tsl__copy_engine *copies;
-    tsl_kernel_mode kernels;
-    int nthreads;
-    op_state *states; /* open addressing on (g, op) */
+    tsl__streams *streams;
+    tsl_cpu_backend_opts o;
+    op_state **states; /* open addressing on (g, op); each entry its own block */
     size_t n_states, cap_states;
 } cpu_ctx;
 
-static double now_ms(void) { return tsl_backend_now_ms(); }
-
 static const char *cpu_name(tsl_backend *b) {
     cpu_ctx *c = b->context;
-    return c->kernels == TSL_KERNELS_FAST ? "cpu (oneDNN + OpenBLAS)" : "cpu (reference kernels)";
+    return c->o.kernels == TSL_KERNELS_FAST ? "cpu (oneDNN + OpenBLAS)" : "cpu (reference kernels)";
 }
 
 /* The allocator calls below take the arena's lock; the error message of a
@@ -102,12 +101,12 @@ static size_t hash_key(const tsl_graph *g, int32_t op) {
 static op_state *state_slot(cpu_ctx *c, const tsl_graph *g, const tsl_op *op) {
     if (2 * (c->n_states + 1) > c->cap_states) {
         size_t cap = c->cap_states ? 2 * c->cap_states : 1024;
-        op_state *ns = calloc(cap, sizeof *ns);
+        op_state **ns = calloc(cap, sizeof *ns);
         if (!ns) return NULL;
         for (size_t i = 0; i < c->cap_states; i++) {
-            if (!c->states[i].g) continue;
-            size_t j = hash_key(c->states[i].g, c->states[i].op) & (cap - 1);
-            while (ns[j].g) j = (j + 1) & (cap - 1);
+            if (!c->states[i]) continue;
+            size_t j = hash_key(c->states[i]->g, c->states[i]->op) & (cap - 1);
+            while (ns[j]) j = (j + 1) & (cap - 1);
             ns[j] = c->states[i];
         }
         free(c->states);
@@ -115,24 +114,26 @@ static op_state *state_slot(cpu_ctx *c, const tsl_graph *g, const tsl_op *op) {
         c->cap_states = cap;
     }
     size_t j = hash_key(g, op->index) & (c->cap_states - 1);
-    while (c->states[j].g) {
-        if (c->states[j].g == g && c->states[j].op == op->index) return &c->states[j];
+    while (c->states[j]) {
+        if (c->states[j]->g == g && c->states[j]->op == op->index) return c->states[j];
         j = (j + 1) & (c->cap_states - 1);
     }
-    c->states[j].g = g;
-    c->states[j].op = op->index;
-    c->states[j].type = op->type;
-    c->states[j].state = NULL;
-    c->states[j].workspace = (size_t)-1; /* not prepared */
+    op_state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->g = g;
+    st->op = op->index;
+    st->type = op->type;
+    st->workspace = (size_t)-1; /* not prepared */
+    c->states[j] = st;
     c->n_states++;
-    return &c->states[j];
+    return st;
 }
 
 /* The kernel that runs op: a fast kernel (prepared on first use; its state
  * and workspace kept per op) or the reference kernel. */
 static tsl_status pick_kernel(cpu_ctx *c, const tsl_graph *g, const tsl_op *op, tsl_kernel_fn *fn,
                               void ***state, size_t *ws) {
-    const tsl_fast_kernel *fk = c->kernels == TSL_KERNELS_FAST ? tsl_cpu_fast_kernel(op->type) : NULL;
+    const tsl_fast_kernel *fk = c->o.kernels == TSL_KERNELS_FAST ? tsl_cpu_fast_kernel(op->type) : NULL;
     *state = NULL;
     if (fk && fk->run) {
         op_state *s = state_slot(c, g, op);
@@ -140,7 +141,7 @@ static tsl_status pick_kernel(cpu_ctx *c, const tsl_graph *g, const tsl_op *op, 
         if (s->workspace == (size_t)-1) {
             size_t w = 0;
             if (fk->prepare) {
-                tsl_status st = fk->prepare(g, op, c->nthreads, &s->state, &w);
+                tsl_status st = fk->prepare(g, op, c->o.nthreads, &s->state, &w);
                 if (st != TSL_OK) return st;
             }
             s->workspace = w;
@@ -162,77 +163,74 @@ static tsl_status cpu_op_workspace(tsl_backend *b, const tsl_graph *g, const tsl
     return pick_kernel(b->context, g, op, &fn, &state, bytes);
 }
 
-static tsl_status cpu_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
-                             void *const *in, void *const *out, const tsl_run_ctx *ctx,
-                             double *ms) {
+static tsl_status cpu_launch_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                                void *const *in, void *const *out, void *workspace,
+                                const tsl_run_ctx *ctx) {
     cpu_ctx *c = b->context;
     tsl_kernel_fn fn;
     void **state;
     size_t ws;
-    tsl_status pst = pick_kernel(c, g, op, &fn, &state, &ws);
-    if (pst != TSL_OK) return pst;
-    void *w = NULL;
-    if (ws) {
-        tsl_status st = cpu_alloc(b, ws, &w);
-        if (st != TSL_OK) {
-            /* tsl_fail rewrites the buffer tsl_last_error() points to: copy first */
-            char why[512];
-            snprintf(why, sizeof why, "%s", tsl_last_error());
-            return tsl_fail(TSL_ERR_OOM, "device out of memory: workspace of %zu bytes for op '%s': %s",
-                            ws, op->name, why);
-        }
-    }
+    tsl_status st = pick_kernel(c, g, op, &fn, &state, &ws);
+    if (st != TSL_OK) return st;
+    if (ws && !workspace)
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: op '%s' needs a workspace of %zu bytes, "
+                        "none given (op_workspace)", op->name, ws);
     tsl_kernel_args a = {.g = g, .op = op, .dtype = TSL_F32, .in = in, .out = out,
-                         .workspace = w, .workspace_bytes = ws, .step = ctx->step,
-                         .nthreads = c->nthreads, .training = ctx->training, .state = state};
-    double t0 = now_ms();
-    tsl_status st = fn(&a);
-    if (ms) *ms = now_ms() - t0;
-    if (w) cpu_free(b, w);
-    return st;
+                         .workspace = ws ? workspace : NULL, .workspace_bytes = ws,
+                         .step = ctx->step, .nthreads = c->o.nthreads,
+                         .training = ctx->training, .state = state};
+    return tsl__streams_kernel(c->streams, fn, &a);
 }
 
-static tsl_status cpu_copy(tsl_backend *b, void *dst, const void *src, size_t n) {
-    (void)b;
-    memcpy(dst, src, n);
-    return TSL_OK;
-}
-
-/* Kernels run synchronously on the calling thread; only the copy channels
- * can have work in flight. */
-static tsl_status cpu_sync(tsl_backend *b) {
+static tsl_status cpu_memcpy_async(tsl_backend *b, tsl_stream stream, void *dst, const void *src,
+                                   size_t n) {
     cpu_ctx *c = b->context;
-    tsl__copy_engine_drain(c->copies);
-    return TSL_OK;
+    return tsl__streams_copy(c->streams, stream, dst, src, n);
 }
 
-/* ---- asynchronous copies: the copy engine's channels --------------------- */
-
-static tsl_status cpu_copy_async(tsl_backend *b, tsl_copy_dir dir, void *dst, const void *src,
-                                 size_t n, tsl_copy_event **ev) {
+static tsl_status cpu_event_record(tsl_backend *b, tsl_stream stream, tsl_dev_event **ev) {
     cpu_ctx *c = b->context;
-    return tsl__copy_engine_submit(c->copies, dir, dst, src, n, ev);
+    return tsl__streams_record(c->streams, stream, ev);
 }
 
-static int cpu_event_done(tsl_backend *b, tsl_copy_event *ev) {
-    (void)b;
-    return tsl__copy_event_done(ev);
+static tsl_status cpu_stream_wait(tsl_backend *b, tsl_stream stream, tsl_dev_event *ev) {
+    cpu_ctx *c = b->context;
+    return tsl__streams_wait(c->streams, stream, ev);
 }
 
-static void cpu_event_wait(tsl_backend *b, tsl_copy_event *ev) {
+static int cpu_event_query(tsl_backend *b, tsl_dev_event *ev) {
     (void)b;
-    tsl__copy_event_wait(ev);
+    return tsl__event_query(ev);
 }
 
-static void cpu_event_times(tsl_backend *b, tsl_copy_event *ev, double *start_ms, double *end_ms) {
-    (void)b;
-    tsl__copy_event_times(ev, start_ms, end_ms);
+static tsl_status cpu_event_sync(tsl_backend *b, tsl_dev_event *ev) {
+    cpu_ctx *c = b->context;
+    return tsl__event_sync(c->streams, ev);
 }
 
-/* Releasing an event whose transfer is still in flight is a bug (assert). */
-static void cpu_event_release(tsl_backend *b, tsl_copy_event *ev) {
+static tsl_status cpu_event_elapsed_ms(tsl_backend *b, tsl_dev_event *from, tsl_dev_event *to,
+                                       double *ms) {
     (void)b;
-    tsl__copy_event_release(ev);
+    return tsl__event_elapsed_ms(from, to, ms);
+}
+
+static void cpu_event_release(tsl_backend *b, tsl_dev_event *ev) {
+    cpu_ctx *c = b->context;
+    tsl__event_release(c->streams, ev);
+}
+
+static tsl_status cpu_synchronize(tsl_backend *b) {
+    cpu_ctx *c = b->context;
+    return tsl__streams_sync(c->streams);
+}
+
+static void cpu_caps(tsl_backend *b, tsl_backend_caps *caps) {
+    cpu_ctx *c = b->context;
+    memset(caps, 0, sizeof *caps);
+    caps->capacity = c->capacity;
+    caps->async_compute = c->o.async_compute != 0;
+    caps->copy_engines = 2;
+    caps->host_addressable = 1;
 }
 
 /* Host staging memory: page-aligned heap memory (n 0 is served as 1 byte);
@@ -249,22 +247,18 @@ static void cpu_host_free(tsl_backend *b, void *p) {
     free(p);
 }
 
-/* gbps must be finite and >= 0 (assert); 0 = unthrottled. */
-static void cpu_set_channel_gbps(tsl_backend *b, double gbps) {
-    cpu_ctx *c = b->context;
-    tsl__copy_engine_set_gbps(c->copies, gbps);
-}
-
-/* Drains and joins the copy channels first (a transfer in flight may read
+/* Drains and joins the streams first (a kernel or a copy in flight may read
  * or write the arena), then frees the kernel states, the arena and the
  * allocator. */
 static void cpu_destroy(tsl_backend *b) {
     cpu_ctx *c = b->context;
-    tsl__copy_engine_free(c->copies);
+    tsl__streams_free(c->streams);
     for (size_t i = 0; i < c->cap_states; i++) {
-        if (!c->states[i].g || !c->states[i].state) continue;
-        const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(c->states[i].type);
-        if (fk->release) fk->release(c->states[i].state);
+        op_state *st = c->states[i];
+        if (!st) continue;
+        const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(st->type);
+        if (st->state && fk->release) fk->release(st->state);
+        free(st);
     }
     free(c->states);
     tsl_alloc_destroy(c->alloc);
@@ -276,24 +270,24 @@ static void cpu_destroy(tsl_backend *b) {
 
 static const struct tsl_backend_i cpu_iface = {
     .name = cpu_name,
+    .caps = cpu_caps,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .mem_stats = cpu_mem_stats,
     .reset_peaks = cpu_reset_peaks,
     .fail_alloc_at = cpu_fail_alloc_at,
-    .run_op = cpu_run_op,
-    .op_workspace = cpu_op_workspace,
-    .copy_to_device = cpu_copy,
-    .copy_to_host = cpu_copy,
-    .sync = cpu_sync,
-    .copy_async = cpu_copy_async,
-    .event_done = cpu_event_done,
-    .event_wait = cpu_event_wait,
-    .event_times = cpu_event_times,
-    .event_release = cpu_event_release,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
-    .set_channel_gbps = cpu_set_channel_gbps,
+    .op_workspace = cpu_op_workspace,
+    .launch_op = cpu_launch_op,
+    .memcpy_async = cpu_memcpy_async,
+    .event_record = cpu_event_record,
+    .stream_wait = cpu_stream_wait,
+    .event_query = cpu_event_query,
+    .event_sync = cpu_event_sync,
+    .event_elapsed_ms = cpu_event_elapsed_ms,
+    .event_release = cpu_event_release,
+    .synchronize = cpu_synchronize,
     .destroy = cpu_destroy,
 };
 
@@ -307,10 +301,34 @@ int tsl__cpu_backend_check(tsl_backend *b) {
     return ok;
 }
 
-tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
-                               tsl_backend **out) {
-    if (capacity == 0) return tsl_fail(TSL_ERR_INVALID, "device memory must be > 0 bytes");
-    if (nthreads < 1) return tsl_fail(TSL_ERR_INVALID, "threads must be >= 1, got %d", nthreads);
+tsl_cpu_backend_opts tsl_cpu_backend_opts_default(size_t capacity) {
+    tsl_cpu_backend_opts o;
+    memset(&o, 0, sizeof o);
+    o.capacity = capacity;
+    o.kernels = TSL_KERNELS_FAST;
+    o.nthreads = 1;
+    return o;
+}
+
+static tsl_status check_opts(const tsl_cpu_backend_opts *o) {
+    if (o->capacity == 0) return tsl_fail(TSL_ERR_INVALID, "device memory must be > 0 bytes");
+    if (o->nthreads < 1) return tsl_fail(TSL_ERR_INVALID, "threads must be >= 1, got %d", o->nthreads);
+    if (o->kernels != TSL_KERNELS_FAST && o->kernels != TSL_KERNELS_REF)
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: kernels %d is neither fast nor reference",
+                        (int)o->kernels);
+    if (!(o->pcie_gbps >= 0) || !isfinite(o->pcie_gbps))
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: pcie_gbps %g must be finite and >= 0",
+                        o->pcie_gbps);
+    if (!(o->kernel_delay_us >= 0) || !isfinite(o->kernel_delay_us) || o->kernel_delay_us > 1e6)
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: kernel_delay_us %g outside [0, 1e6]",
+                        o->kernel_delay_us);
+    return TSL_OK;
+}
+
+tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend **out) {
+    tsl_status st = check_opts(o);
+    if (st != TSL_OK) return st;
+    size_t capacity = o->capacity;
     cpu_ctx *c = calloc(1, sizeof *c);
     tsl_backend *b = calloc(1, sizeof *b);
     if (!c || !b) {
@@ -329,15 +347,16 @@ tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nth
     c->base = base;
     c->capacity = capacity;
     c->alloc = tsl_alloc_new(capacity, TSL_ALLOC_ALIGN);
-    c->kernels = kernels;
-    c->nthreads = nthreads;
+    c->o = *o;
     if (!c->alloc) {
         munmap(base, capacity);
         free(c);
         free(b);
         return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
     }
-    tsl_status st = tsl__copy_engine_new(&c->copies);
+    tsl__streams_opts so = {.async_compute = o->async_compute,
+                            .kernel_delay_us = o->kernel_delay_us, .nthreads = o->nthreads};
+    st = tsl__streams_new(&so, &c->streams);
     if (st != TSL_OK) {
         tsl_alloc_destroy(c->alloc);
         munmap(base, capacity);
@@ -345,11 +364,34 @@ tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nth
         free(b);
         return st;
     }
+    tsl__streams_set_gbps(c->streams, o->pcie_gbps);
     pthread_mutex_init(&c->alloc_mu, NULL);
-    tsl_cpu_set_threads(nthreads);
+    tsl_cpu_set_threads(o->nthreads);
     b->iface = &cpu_iface;
     b->context = c;
     *out = b;
+    return TSL_OK;
+}
+
+tsl_status tsl_cpu_backend_new(size_t capacity, tsl_kernel_mode kernels, int nthreads,
+                               tsl_backend **out) {
+    tsl_cpu_backend_opts o = tsl_cpu_backend_opts_default(capacity);
+    o.kernels = kernels;
+    o.nthreads = nthreads;
+    return tsl_cpu_backend_new_opts(&o, out);
+}
+
+int tsl_backend_is_cpu(const tsl_backend *b) { return b && b->iface == &cpu_iface; }
+
+tsl_status tsl_cpu_backend_set_pcie_gbps(tsl_backend *b, double gbps) {
+    if (!tsl_backend_is_cpu(b))
+        return tsl_fail(TSL_ERR_INVALID, "set pcie_gbps: backend '%s' is not a CPU backend",
+                        b ? b->iface->name(b) : "(null)");
+    if (!(gbps >= 0) || !isfinite(gbps))
+        return tsl_fail(TSL_ERR_INVALID, "set pcie_gbps: %g must be finite and >= 0", gbps);
+    cpu_ctx *c = b->context;
+    tsl__streams_set_gbps(c->streams, gbps);
+    c->o.pcie_gbps = gbps;
     return TSL_OK;
 }
 

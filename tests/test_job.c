@@ -1,0 +1,257 @@
+/*
+ * test_job.c - one training job in the library (tensile/job.h, src/job/):
+ * the path from a graph to a planned, verified, running job, and plan
+ * updating decided by the job at the runtime's boundaries (paper IV-E).
+ *
+ * The job runs bitwise identically to vanilla (invariant 5) under its own
+ * plan; drifting latencies (the virtual clock with every op twice as slow)
+ * replan once with the paper's rule (patience 1) and the reason names the
+ * change rate; noise that flips every iteration is ignored with the
+ * default patience of 3, then a steady drift replans at its third
+ * boundary; a threshold of 0 replans every iteration in real time; the
+ * latency table is the medians of the measured iterations after the first;
+ * bad options are refused naming them.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graphs.h"
+#include "helpers.h"
+#include "runtime/runtime_internal.h"
+#include "tensile/job.h"
+
+#define STEPS 3
+
+typedef struct fixture {
+    tsl_graph *g;
+    tsl_device_profile dev;   /* CPU-like, memory 0.7 of the vanilla peak */
+    float *x[STEPS];
+    int32_t *y[STEPS];
+} fixture;
+
+static void fx_init(fixture *f) {
+    memset(f, 0, sizeof *f);
+    f->g = th_small_graph();
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(f->g, (size_t)1 << 30, &r), TSL_OK, "%s", tsl_last_error());
+    f->dev = th_cpu_profile((size_t)((double)r.peak_load * 0.7));
+    for (int s = 0; s < STEPS; s++) {
+        f->x[s] = malloc(sizeof(float) * 8 * 12);
+        f->y[s] = malloc(sizeof(int32_t) * 8);
+        th_fill_f32(f->x[s], 8 * 12, 100 + (uint64_t)s, -1, 1);
+        for (int i = 0; i < 8; i++) f->y[s][i] = (int32_t)((i * 7 + s) % 5);
+    }
+}
+
+static void fx_free(fixture *f) {
+    for (int s = 0; s < STEPS; s++) {
+        free(f->x[s]);
+        free(f->y[s]);
+    }
+    tsl_graph_free(f->g);
+}
+
+static uint64_t vanilla_checksum(const fixture *f) {
+    tsl_session_opts o = th_session_opts();
+    o.device_memory = (size_t)1 << 30;
+    o.kernels = TSL_KERNELS_REF;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(f->g, &o, &s), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_session_step(s, f->x[i], f->y[i], NULL), TSL_OK, "%s", tsl_last_error());
+    uint64_t h = tsl_session_param_checksum(s);
+    tsl_session_free(s);
+    return h;
+}
+
+/* A job on the fixture: reference kernels, 1 GiB device, planned with the
+ * fixture's profile within its memory, the cost model's latencies. */
+static tsl_job *open_job(const fixture *f, int virtual_clock, const tsl_replan_opts *rp) {
+    tsl_job_opts o = tsl_job_opts_default();
+    o.session = th_session_opts();
+    o.session.device_memory = (size_t)1 << 30;
+    o.session.kernels = TSL_KERNELS_REF;
+    o.device_profile = &f->dev;
+    o.plan.budget = f->dev.mem_bytes;
+    o.runtime.virtual_clock = virtual_clock;
+    if (rp) o.replan = *rp;
+    tsl_job *j = NULL;
+    cr_assert_eq(tsl_job_new(f->g, &o, &j), TSL_OK, "%s", tsl_last_error());
+    return j;
+}
+
+/* Op latencies k times the workload's. */
+static void scaled(const tsl_job *j, double k, double *lat) {
+    const tsl_workload *w = tsl_job_workload(j);
+    for (int32_t i = 0; i < w->n_ops; i++) lat[i] = k * (w->ops[i].end_us - w->ops[i].start_us);
+}
+
+Test(job, runs_its_plan_bitwise_identical_to_vanilla) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    for (int vc = 0; vc <= 1; vc++) {
+        tsl_job *j = open_job(&f, vc, NULL);
+        tsl_job_stats js;
+        tsl_job_get_stats(j, &js);
+        cr_assert_gt(js.swaps, 0, "the plan at 70%% of vanilla's peak swaps nothing");
+        cr_assert_lt(js.planned_peak, js.vanilla_peak);
+        for (int i = 0; i < STEPS; i++) {
+            tsl_step_stats st;
+            cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], &st), TSL_OK, "%s", tsl_last_error());
+            if (vc) cr_assert_eq(st.peak_load, tsl_job_plan(j)->predicted_peak);
+        }
+        cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van, "virtual clock %d", vc);
+        tsl_job_get_stats(j, &js);
+        cr_assert_eq(js.runtime.plans_installed, 1);
+        cr_assert_gt(js.runtime.swaps_out, 0);
+        tsl_job_free(j);
+    }
+    fx_free(&f);
+}
+
+Test(job, replan_when_latencies_drift_virtual) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    tsl_replan_opts rp = {.enabled = 1, .threshold = 0.3, .patience = 1}; /* the paper's rule */
+    tsl_job *j = open_job(&f, 1, &rp);
+    tsl_session *s = tsl_job_session(j);
+    int32_t n = tsl_job_workload(j)->n_ops;
+    double *lat = malloc(sizeof *lat * (size_t)n), *base = malloc(sizeof *base * (size_t)n);
+    scaled(j, 1.0, base);
+    scaled(j, 2.0, lat); /* everything twice as slow */
+    cr_assert_eq(tsl__session_set_virtual_latency(s, lat), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+    tsl_job_stats js;
+    tsl_job_get_stats(j, &js);
+    printf("  reason: %s\n", js.last_replan_reason);
+    cr_assert_eq(tsl_session_param_checksum(s), van);
+    /* step 1: rate 0.9 (EWMA 0.9 of 2x) > 0.3: replan; the new plan is made
+     * with the estimates, so step 2 (and 3, 0.9*2 + 0.1*1.9 vs 1.99) stay */
+    cr_assert_eq(js.replans, 1, "%lld replans", (long long)js.replans);
+    cr_assert(strstr(js.last_replan_reason, "change rate 0.900") != NULL, "%s", js.last_replan_reason);
+    cr_assert_eq(js.runtime.plans_installed, 2, "the replan took effect at the next boundary");
+    double *ew = malloc(sizeof *ew * (size_t)n);
+    tsl_latency_report lr;
+    cr_assert_eq(tsl_session_latency_snapshot(s, ew, &lr), TSL_OK);
+    for (int32_t i = 0; i < n; i++) /* after 3 samples of 2x: 1.999x */
+        cr_assert(fabs(ew[i] - 1.999 * base[i]) <= 1e-9 * (1.0 + lat[i]), "op %d: %g vs %g", i,
+                  ew[i], 1.999 * base[i]);
+    cr_assert_eq(lr.iteration, STEPS);
+    free(ew);
+    free(lat);
+    free(base);
+    tsl_job_free(j);
+    fx_free(&f);
+}
+
+/* Hysteresis: latencies that jump to 2x and back every other iteration
+ * (noise) never keep the change rate above the threshold for 3 boundaries
+ * in a row: no replan, each jump counted as ignored drift. Then 3
+ * iterations at a steady 2x: one replan, at the third. */
+Test(job, replan_waits_for_drift_that_lasts_virtual) {
+    fixture f;
+    fx_init(&f);
+    tsl_job_opts def = tsl_job_opts_default();
+    cr_assert_eq(def.replan.patience, 3, "default patience %d", def.replan.patience);
+    tsl_job *j = open_job(&f, 1, NULL);
+    int32_t n = tsl_job_workload(j)->n_ops;
+    double *lat = malloc(sizeof *lat * (size_t)n);
+    tsl_job_stats js;
+    for (int i = 0; i < 9; i++) {
+        scaled(j, i < 6 ? (i % 2 == 0 ? 2.0 : 1.0) : 2.0, lat);
+        cr_assert_eq(tsl__session_set_virtual_latency(tsl_job_session(j), lat), TSL_OK, "%s",
+                     tsl_last_error());
+        cr_assert_eq(tsl_job_step(j, f.x[i % STEPS], f.y[i % STEPS], NULL), TSL_OK, "step %d: %s",
+                     i + 1, tsl_last_error());
+        tsl_job_get_stats(j, &js);
+        if (i < 8) cr_assert_eq(js.replans, 0, "step %d: %lld replans", i + 1, (long long)js.replans);
+    }
+    printf("  reason: %s; drift ignored %lld times\n", js.last_replan_reason,
+           (long long)js.drift_ignored);
+    cr_assert_eq(js.replans, 1, "%lld replans", (long long)js.replans);
+    cr_assert(strstr(js.last_replan_reason, "for 3 iterations") != NULL, "%s", js.last_replan_reason);
+    /* steps 1, 3, 5 (noise) and 7, 8 (the steady drift before it counts) */
+    cr_assert_eq(js.drift_ignored, 5, "drift ignored %lld times", (long long)js.drift_ignored);
+    free(lat);
+    tsl_job_free(j);
+    fx_free(&f);
+}
+
+Test(job, replan_every_iteration_with_threshold_zero_real) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    tsl_replan_opts rp = {.enabled = 1, .threshold = 0.0, .patience = 1};
+    tsl_job *j = open_job(&f, 0, &rp);
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+    tsl_job_stats js;
+    tsl_job_get_stats(j, &js);
+    printf("  reason: %s\n", js.last_replan_reason);
+    cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van);
+    cr_assert_geq(js.replans, 2, "%lld replans", (long long)js.replans);
+    cr_assert(strstr(js.last_replan_reason, "change rate") != NULL, "%s", js.last_replan_reason);
+    tsl_job_free(j);
+    fx_free(&f);
+}
+
+/* No replanning: the first plan stays whatever the latencies do. */
+Test(job, replanning_off_keeps_the_first_plan) {
+    fixture f;
+    fx_init(&f);
+    tsl_replan_opts rp = {.enabled = 0};
+    tsl_job *j = open_job(&f, 1, &rp);
+    int32_t n = tsl_job_workload(j)->n_ops;
+    double *lat = malloc(sizeof *lat * (size_t)n);
+    scaled(j, 3.0, lat);
+    cr_assert_eq(tsl__session_set_virtual_latency(tsl_job_session(j), lat), TSL_OK);
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+    tsl_job_stats js;
+    tsl_job_get_stats(j, &js);
+    cr_assert_eq(js.replans, 0);
+    cr_assert_eq(js.drift_ignored, 0);
+    cr_assert_eq(js.runtime.plans_installed, 1);
+    free(lat);
+    tsl_job_free(j);
+    fx_free(&f);
+}
+
+Test(job, latency_medians_leave_out_the_first_iteration) {
+    /* 3 iterations of 2 ops: op 0 took 9, 1, 3 ms; op 1 took 5, 0, 0 ms */
+    const double ms[] = {9, 5, 1, 0, 3, 0};
+    double us[2];
+    cr_assert_eq(tsl_job_latency_medians(ms, 3, 2, us), TSL_OK);
+    cr_assert_eq(us[0], 2000.0, "median of 1 and 3 ms: %g us", us[0]);
+    cr_assert_eq(us[1], 0.001, "a zero median becomes the smallest duration: %g", us[1]);
+    cr_assert_eq(tsl_job_latency_medians(ms, 1, 2, us), TSL_OK);
+    cr_assert_eq(us[0], 9000.0, "one iteration is its own median");
+    cr_assert_eq(tsl_job_latency_medians(ms, 0, 2, us), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "0 iterations"), "%s", tsl_last_error());
+}
+
+Test(job, bad_options_are_named) {
+    fixture f;
+    fx_init(&f);
+    tsl_job_opts o = tsl_job_opts_default();
+    o.replan.patience = 0;
+    tsl_job *j = NULL;
+    cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_ERR_INVALID);
+    cr_assert_null(j);
+    cr_assert(strstr(tsl_last_error(), "patience 0"), "%s", tsl_last_error());
+    o = tsl_job_opts_default();
+    o.profile = "no-such-profile";
+    cr_assert_neq(tsl_job_new(f.g, &o, &j), TSL_OK);
+    cr_assert(strstr(tsl_last_error(), "no-such-profile"), "%s", tsl_last_error());
+    o = tsl_job_opts_default();
+    o.session.device_memory = 4096; /* not even the parameters */
+    cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_ERR_OOM);
+    cr_assert(strstr(tsl_last_error(), "out of memory"), "%s", tsl_last_error());
+    fx_free(&f);
+}
