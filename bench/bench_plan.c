@@ -1,5 +1,5 @@
 /*
- * bench_plan.c - the TENSILE planner's targets (issue 3): per model at batch
+ * bench_plan.c - the TENSILE policy's targets (issue 3): per model at batch
  * 16 on a device profile, the vanilla peak (liveness-freeing), the planned
  * peak, MSR, the simulated EOR and the planning time; then all the models
  * planned together as one multi-job instance.
@@ -65,8 +65,10 @@ static double plan_reps(tsl_workload **w, int n, const tsl_device_profile *dev, 
                         tsl_plan **plans, tsl_plan_report *rep, double *lo, double *hi) {
     double t[64];
     for (int r = 0; r < reps; r++) {
-        if (r)
+        if (r) {
             for (int i = 0; i < n; i++) tsl_plan_free(plans[i]);
+            tsl_plan_report_free(rep);
+        }
         tsl_plan_opts po = tsl_plan_opts_default();
         double t0 = now_ms();
         if (tsl_plan_jobs(w, n, dev, &po, plans, rep) != TSL_OK) {
@@ -144,6 +146,8 @@ int main(int argc, char **argv) {
                rep.recomputes[0], med, lo, hi);
         fflush(stdout);
         tsl_plan_free(p[0]);
+        tsl_plan_report_free(&rep);
+        tsl_sim_result_free(&sr);
     }
     tsl_plan *p[N_MODELS];
     tsl_plan_report rep;
@@ -176,5 +180,8 @@ int main(int argc, char **argv) {
         tsl_plan_free(none[i]);
         tsl_workload_free(all[i]);
     }
+    tsl_plan_report_free(&rep);
+    tsl_sim_result_free(&sr);
+    tsl_sim_result_free(&vr);
     return 0;
 }

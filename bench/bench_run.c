@@ -52,7 +52,7 @@
 
 #include "bench_machine.h"
 #include "tensile/calibrate.h"
-#include "tensile/policy.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/sched_json.h"
 
 static int cmp(const void *a, const void *b) {
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     default_tensile(tensile, sizeof tensile);
     int batch = 32, image = 32, reps = 3, iters = 12, epochs = 1, fashion = 1;
     int threads = 1; /* the other core(s) play the copy engines (see the head comment) */
-    double gbps = 0, slack = tsl_plan_opts_default().swap_in_slack;
+    double gbps = 0, slack = tsl_tensile_opts_default().swap_in_slack;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tensile") && i + 1 < argc)
             snprintf(tensile, sizeof tensile, "%s", argv[++i]);

@@ -10,7 +10,8 @@
  * untouched. A success must give plans whose events are in range and of the
  * documented shape; the verifier must then return TSL_OK with no violation
  * or TSL_ERR_INVALID with every violation a non-empty message, the same
- * twice over, jobs together and each alone; and the plans must survive
+ * twice over, jobs together and each alone (tsl_plan_check reporting the
+ * same violations and only well-formed planned waits); and the plans must survive
  * write -> read exactly, a second write giving the same bytes. The input's
  * length picks the device: duplex when even, one shared channel when odd.
  * Anything else aborts, which libFuzzer reports as a crash.
@@ -148,6 +149,23 @@ static void check_same(const tsl_plan *a, const tsl_plan *b) {
     }
 }
 
+/* The verifier's whole answer agrees with tsl_plan_verify_jobs's (status
+ * st, violations v[0..nv)) and its planned waits are well formed. */
+static void check_report(const tsl_workload *const *w, const tsl_plan *const *p, int n,
+                         const tsl_device_profile *dev, tsl_status st, const tsl_violation *v,
+                         int nv) {
+    tsl_verify_report r;
+    CHECK(tsl_plan_check(w, p, n, dev, &r) == st && r.n_violations == nv);
+    for (int i = 0; i < nv; i++) CHECK(strcmp(r.violations[i].what, v[i].what) == 0);
+    for (int i = 0; i < r.n_waits; i++) {
+        const tsl_planned_wait *x = &r.waits[i];
+        CHECK(x->job >= 0 && x->job < n && x->stall_us > 1e-6 && x->what[0]);
+        CHECK(x->op >= 0 && x->op < w[x->job]->n_ops && x->event >= 0 &&
+              x->event < p[x->job]->n_events && p[x->job]->events[x->event].type == TSL_EV_SWAP_IN);
+    }
+    tsl_verify_report_free(&r);
+}
+
 /* Verifies and checks the result's shape; returns a hash of the messages. */
 static uint64_t verify(const tsl_workload *const *w, const tsl_plan *const *p, int n,
                        const tsl_device_profile *dev) {
@@ -157,6 +175,7 @@ static uint64_t verify(const tsl_workload *const *w, const tsl_plan *const *p, i
     uint64_t h = 1469598103934665603ull;
     if (st == TSL_OK) {
         CHECK(nv == 0 && v == NULL);
+        check_report(w, p, n, dev, st, v, nv);
         return h;
     }
     CHECK(st == TSL_ERR_INVALID && nv > 0 && v != NULL && tsl_last_error()[0]);
@@ -165,6 +184,7 @@ static uint64_t verify(const tsl_workload *const *w, const tsl_plan *const *p, i
         CHECK(len > 0 && len < sizeof v[i].what);
         for (size_t c = 0; c < len; c++) h = (h ^ (uint8_t)v[i].what[c]) * 1099511628211ull;
     }
+    check_report(w, p, n, dev, st, v, nv);
     free(v);
     return h;
 }

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 /* Plans, checks the plan against the verifier, and the predicted peak and
  * period against tsl_peak_analysis. */

@@ -6,10 +6,11 @@
 #include "tensile/policy.h"
 #include "tensile/verify.h"
 
-/* Plans the n jobs w with dev and o into p (rep filled); fails the calling
- * test unless the plans verify together, each predicted peak and period
- * equal tsl_peak_analysis's, no planned peak is above vanilla's and each
- * plan's events are sorted. */
+/* Plans the n jobs w with dev and o into p (rep filled: the caller frees it
+ * with tsl_plan_report_free); fails the calling test unless the plans
+ * verify together, each predicted peak and period equal
+ * tsl_peak_analysis's, no planned peak is above vanilla's and each plan's
+ * events are sorted. */
 void th_plan_checked(tsl_workload **w, int n, const tsl_device_profile *dev,
                      const tsl_plan_opts *o, tsl_plan **p, tsl_plan_report *rep);
 /* 1 if no two copies of direction dir_in (1: swap-ins, 0: swap-outs)

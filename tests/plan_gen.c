@@ -17,11 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensile/backend_cpu.h"
 #include "helpers.h"
+#include "sched/kit.h"
+#include "tensile/backend_cpu.h"
 
 pg_opts pg_opts_default(void) {
-    pg_opts o = {.max_items = 6, .attempts = 24, .p_recompute = 0.35};
+    pg_opts o = {.max_items = 6, .attempts = 24, .p_recompute = 0.35, .p_wait = 0.0};
     return o;
 }
 
@@ -40,6 +41,7 @@ typedef struct pg_ctx {
     int32_t *gap_a;      /* the gap being (acc[a], acc[a+1]) */
     int32_t n_gaps;
     double *s, *e;       /* per op: shifted start and end under the accepted events */
+    double p_wait;       /* pg_opts.p_wait */
     uint64_t rs;         /* random state */
 } pg_ctx;
 
@@ -144,10 +146,31 @@ static int32_t producer_of(const pg_ctx *c, int32_t t) {
     return -1;
 }
 
+static tsl_plan *plan_of(const char *job, const tsl_event *ev, int n);
+
+/* The op times of the shared accounting's timeline (planned waits
+ * included). Returns 0, or -1 if out of host memory. */
+static int timeline_with_waits(pg_ctx *c, const tsl_event *ev, int n) {
+    tsl_plan *p = plan_of(c->w->job, ev, n);
+    tsl__timeline tl;
+    if (!p || tsl__timeline_build(c->w, p, c->dev, &tl) != TSL_OK) {
+        tsl_plan_free(p);
+        return -1;
+    }
+    memcpy(c->s, tl.s, (size_t)c->w->n_ops * sizeof *c->s);
+    memcpy(c->e, tl.e, (size_t)c->w->n_ops * sizeof *c->e);
+    tsl__timeline_free(&tl);
+    tsl_plan_free(p);
+    return 0;
+}
+
 /* Shifted times (docs/SCHEDULING.md "Time"): op i moves later by the
- * latencies of the recomputations inserted before ops <= i. */
-static void timeline(pg_ctx *c, const tsl_event *ev, int n) {
+ * latencies of the recomputations inserted before ops <= i (and, when
+ * waits are planned, by the waits before it). Returns 0, or -1 if out of
+ * host memory. */
+static int timeline(pg_ctx *c, const tsl_event *ev, int n) {
     const tsl_workload *w = c->w;
+    if (c->p_wait > 0) return timeline_with_waits(c, ev, n);
     for (int32_t i = 0; i < w->n_ops; i++) c->s[i] = 0; /* used as per-op added latency */
     for (int k = 0; k < n; k++)
         if (ev[k].type == TSL_EV_RECOMPUTE) {
@@ -160,6 +183,7 @@ static void timeline(pg_ctx *c, const tsl_event *ev, int n) {
         c->s[i] = w->ops[i].start_us + shift;
         c->e[i] = w->ops[i].end_us + shift;
     }
+    return 0;
 }
 
 static double issue_of(const pg_ctx *c, const tsl_event *e) {
@@ -252,6 +276,10 @@ static int swap_item(pg_ctx *c, const tsl_event *ev, int n, booking *bk, int32_t
      * starts after that and ends by the start of v */
     double freed = c->e[u] > x + c_out ? c->e[u] : x + c_out;
     double lo_y = freed, hi_y = c->s[v] - c_in;
+    if (c->p_wait > 0 && uni(c, 0, 1) < c->p_wait) { /* issued by v's start, landing after it */
+        lo_y = fmax(freed, c->s[v] - c_in + 1e-3);
+        hi_y = c->s[v];
+    }
     if (!c->dev->duplex) {
         bk[m++] = (booking){x, x + c_out}; /* one channel: the new swap-out too */
     } else {
@@ -352,7 +380,8 @@ tsl_plan *pg_random_plan(const tsl_graph *g, const tsl_workload *w, const tsl_de
     pg_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    pg_ctx c = {.g = g, .w = w, .dev = dev, .rs = seed * 0x9e3779b97f4a7c15ull + 0x51ed270b};
+    pg_ctx c = {.g = g, .w = w, .dev = dev, .p_wait = o->p_wait,
+                .rs = seed * 0x9e3779b97f4a7c15ull + 0x51ed270b};
     int cap = 3 * (o->max_items > 0 ? o->max_items : 1) + 3;
     tsl_event *ev = malloc(sizeof *ev * (size_t)cap);
     booking *bk = malloc(sizeof *bk * (size_t)(cap + 1));
@@ -375,7 +404,7 @@ tsl_plan *pg_random_plan(const tsl_graph *g, const tsl_workload *w, const tsl_de
         for (int k = 0; k < n; k++)
             used |= ev[k].tensor == t && ev[k].type == TSL_EV_RELEASE && ev[k].trigger == u;
         if (used) continue;
-        timeline(&c, ev, n);
+        if (timeline(&c, ev, n) != 0) goto done;
         int is_rc = uni(&c, 0, 1) < o->p_recompute;
         int add = is_rc ? recompute_item(&c, t, a, ev + n) : swap_item(&c, ev, n, bk, t, a, ev + n);
         st->tried++;
@@ -405,5 +434,10 @@ done:
     ctx_free(&c);
     free(ev);
     free(bk);
+    tsl_peak_info pi;
+    if (best && tsl_peak_analysis(w, best, dev, &pi) == TSL_OK) {
+        st->waits = pi.n_waits;
+        tsl_peak_info_free(&pi);
+    }
     return best;
 }

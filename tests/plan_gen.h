@@ -9,18 +9,20 @@
  *   - a swap triple on a random gap (u, v) between two consecutive accesses
  *     of a random tensor, v reading it: SWAP_OUT after the write of its
  *     current value and at or before the end of u, RELEASE after u, SWAP_IN
- *     whose copy ends by the start of v; the copies are placed on their
- *     channel so that they overlap no copy already booked (one transfer at a
- *     time per channel, docs/SCHEDULING.md), at random positions within
- *     their windows (often the earliest swap-out and the latest swap-in, as
- *     a planner would), or
+ *     whose copy ends by the start of v (or, with chance p_wait, issued by
+ *     the start of v and ending after it: v waits for it); the copies are
+ *     placed on their channel so that they overlap no copy already booked
+ *     (one transfer at a time per channel, docs/SCHEDULING.md), at random
+ *     positions within their windows (often the earliest swap-out and the
+ *     latest swap-in, as a planner would), or
  *   - a recomputation: RELEASE after u and RECOMPUTE before v of a tensor
  *     whose producer is side-effect free (one output, not in place, not
  *     dropout, batch norm or an optimizer update), whose inputs are still
  *     live at v (non-persistent ones read at or after v) and unchanged since
  *     the producer ran.
  * Times are taken on the timeline of the plan so far (recomputations shift
- * the later ops, docs/SCHEDULING.md "Time"). After each item the candidate
+ * the later ops, docs/SCHEDULING.md "Time"; with p_wait > 0, planned waits
+ * too: the shared accounting's timeline). After each item the candidate
  * plan gets predicted_peak and predicted_period_us from tsl_peak_analysis
  * and is kept only if tsl_plan_verify accepts it; otherwise the item is
  * dropped. Everything follows from the seed: the same graph, workload,
@@ -43,6 +45,9 @@ typedef struct pg_opts {
     int max_items;       /* items kept per plan: a random target in [1, max_items] (default 6) */
     int attempts;        /* candidate items tried per plan, at most (default 4 * max_items) */
     double p_recompute;  /* chance a candidate is a recomputation (default 0.35) */
+    double p_wait;       /* chance a swap candidate's swap-in is placed to land after its op
+                            would start, so that the op waits for it (a planned wait,
+                            docs/SCHEDULING.md; default 0: never) */
 } pg_opts;
 
 pg_opts pg_opts_default(void);
@@ -53,6 +58,7 @@ typedef struct pg_stats {
     int recomputes;      /* recomputations kept */
     int rejected;        /* candidates the verifier (or peak analysis) refused */
     int no_room;         /* candidates without a window or a free channel slot */
+    int waits;           /* planned waits in the plan returned */
 } pg_stats;
 
 /* A random plan for w (made from graph g by tsl_workload_from_graph; g may

@@ -104,7 +104,7 @@ tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan
 /* See rt_fixture.h. The caller frees the plan. */
 tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget) {
     tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = TSL_POLICY_TENSILE;
+    po.policy = tsl_policy_find("tensile");
     po.budget = budget;
     tsl_plan *p = NULL;
     tsl_workload *w = c->w;

@@ -12,7 +12,8 @@
  *    predicted_peak exactly and nothing stalls, also with a plan that
  *    recomputes;
  *  - a wrong plan (a swap-in dropped) is repaired by passive swap-ins, an
- *    arena smaller than the plan needs by evictions: same results;
+ *    arena smaller than the plan needs by evictions: same results; the
+ *    eviction policy hook is offered only movable tensors and decides;
  *  - strict mode in real time with slow (throttled) channels: the ledger's
  *    peak never passes min(predicted peak, capacity), and compute stalls;
  *  - set_plan refuses an invalid plan naming the violation; attach refuses
@@ -76,6 +77,7 @@ static void fx_init(fixture *f, const char *model, int batch, int image, double 
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep), TSL_OK, "%s",
                  tsl_last_error());
+    tsl_plan_report_free(&rep);
     tsl_tid in = tsl_graph_find(f->g, "input"), lb = tsl_graph_find(f->g, "label");
     const tsl_tensor *pt = tsl_graph_tensor(f->g, tsl_graph_op(f->g, tsl_graph_producer(
                                                    f->g, tsl_graph_loss(f->g)))->out[1]);
@@ -138,6 +140,7 @@ static void fx_use_kernels(fixture *f, tsl_kernel_mode k) {
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep), TSL_OK, "%s",
                  tsl_last_error());
+    tsl_plan_report_free(&rep);
 }
 
 static tsl_runtime_opts rt_opts(const fixture *f, int virtual_clock) {
@@ -375,6 +378,72 @@ static void check_evictions(int virtual_clock) {
 
 Test(executor, eviction_when_the_arena_is_too_small_virtual) { check_evictions(1); }
 Test(executor, eviction_when_the_arena_is_too_small_real) { check_evictions(0); }
+
+/* The eviction policy hook: a policy that evicts the nearest next use (the
+ * opposite of the default) is offered only movable tensors, is called at
+ * every eviction, and the results stay identical; a policy that refuses to
+ * evict leaves the allocation failing with a clear message. */
+typedef struct evict_log {
+    int calls, bad;
+    int32_t pos;
+    const tsl_session *s;
+} evict_log;
+
+static int nearest_next_use(void *user, int32_t pos, const tsl_evict_candidate *c, int n) {
+    evict_log *l = user;
+    l->calls++;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (c[i].bytes == 0 || c[i].tensor < 0 || (c[i].next_use <= pos && c[i].next_use != INT32_MAX))
+            l->bad++; /* offered something it may not move, or a use already passed */
+        if (best < 0 || c[i].next_use < c[best].next_use) best = i;
+    }
+    return best;
+}
+
+static int refuse(void *user, int32_t pos, const tsl_evict_candidate *c, int n) {
+    (void)pos;
+    (void)c;
+    (void)n;
+    ((evict_log *)user)->calls++;
+    return -1;
+}
+
+static void check_evict_hook(int virtual_clock) {
+    fixture f;
+    fx_init(&f, "wide", th_quick() ? 64 : 256, 0, 0.9);
+    uint64_t van = vanilla_checksum(&f, TSL_KERNELS_REF);
+    tsl_plan *empty = tsl_plan_new("empty");
+    size_t cap = f.persistent + (f.vanilla_peak - f.persistent) * 3 / 4;
+    tsl_runtime_opts ro = rt_opts(&f, virtual_clock);
+    evict_log log = {0};
+    ro.evict = nearest_next_use;
+    ro.evict_user = &log;
+    tsl_session *s = open_rt(&f, cap, TSL_KERNELS_REF, 0.0, &ro, empty, 0);
+    result r;
+    run_steps(&f, s, &r);
+    print_stats(virtual_clock ? "wide evict hook virtual" : "wide evict hook real", &r);
+    cr_assert_eq(r.checksum, van);
+    cr_assert_gt(r.rs.evictions, 0);
+    cr_assert_geq(log.calls, r.rs.evictions, "%d calls for %lld evictions", log.calls,
+                  (long long)r.rs.evictions);
+    cr_assert_eq(log.bad, 0, "the policy was offered %d tensors it may not move", log.bad);
+    tsl_session_free(s);
+    /* a policy that never evicts: the step fails cleanly, naming the tensor */
+    evict_log none = {0};
+    ro.evict = refuse;
+    ro.evict_user = &none;
+    s = open_rt(&f, cap, TSL_KERNELS_REF, 0.0, &ro, empty, 0);
+    cr_assert_eq(tsl_session_step(s, f.x[0], f.y[0], NULL), TSL_ERR_OOM);
+    cr_assert(strstr(tsl_last_error(), "nothing left to evict"), "%s", tsl_last_error());
+    cr_assert_gt(none.calls, 0);
+    tsl_session_free(s);
+    tsl_plan_free(empty);
+    fx_free(&f);
+}
+
+Test(executor, eviction_policy_hook_virtual) { check_evict_hook(1); }
+Test(executor, eviction_policy_hook_real) { check_evict_hook(0); }
 
 /* ---- recomputation ----------------------------------------------------------------------------- */
 
@@ -756,7 +825,7 @@ static void check_random(const char *model, int batch, int n, int virtual_clock,
     fx_init(&f, model, batch, strcmp(model, "cnn") == 0 ? CNN_IMAGE : 0, 0.7);
     uint64_t van = vanilla_checksum(&f, TSL_KERNELS_REF);
     uint64_t rs = seed;
-    int done = 0, tries = 0, rc_total = 0, sw_total = 0, n_multi = 0;
+    int done = 0, tries = 0, rc_total = 0, sw_total = 0, n_multi = 0, planned = 0;
     while (done < n && tries < 200 * n) {
         tries++;
         tsl_plan *p = random_plan(&f, &rs);
@@ -786,6 +855,7 @@ static void check_random(const char *model, int batch, int n, int virtual_clock,
         }
         rc_total += (int)r.rs.recomputes;
         sw_total += (int)r.rs.swaps_out;
+        planned += count_type(p, TSL_EV_SWAP_OUT) + count_type(p, TSL_EV_RECOMPUTE);
         tsl_session_free(s);
         tsl_plan_free(p);
         done++;
@@ -794,8 +864,15 @@ static void check_random(const char *model, int batch, int n, int virtual_clock,
            "recomputations, %d swap-outs run\n",
            model, virtual_clock ? "virtual" : "real", done, tries, n_multi, rc_total, sw_total);
     cr_assert_eq(done, n, "only %d valid plans in %d tries", done, tries);
-    cr_assert_gt(sw_total + rc_total, 0);
-    if (n >= 10) cr_assert_gt(rc_total, 0);
+    /* On the late-kernel device the executor runs ahead of the kernels: a
+     * swap-out of a tensor whose last use is enqueued before the swap-out's
+     * trigger has completed finds it gone (it is dead: nothing to save) */
+    if (th_session_opts().async_compute) {
+        cr_assert_gt(planned, 0, "the random plans have no swap-out or recomputation");
+    } else {
+        cr_assert_gt(sw_total + rc_total, 0);
+        if (n >= 10) cr_assert_gt(rc_total, 0);
+    }
     fx_free(&f);
 }
 
@@ -845,6 +922,7 @@ Test(executor, defragmentation_when_no_block_fits, .timeout = 120) {
         tsl_plan *p;
         tsl_plan_report rep;
         cr_assert_eq(tsl_plan_jobs(&f.w, 1, &d, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
+        tsl_plan_report_free(&rep);
         for (int vc = 1; vc >= 0; vc--) {
             tsl_runtime_opts ro = rt_opts(&f, vc);
             ro.profile = d;

@@ -1,9 +1,12 @@
 /*
- * test_planner.c - the TENSILE planner (src/sched/: peak analysis, swap
- * scheduling, across-iteration swapping, recomputation, Algorithm 3 over
- * several jobs) on hand-made workloads with known answers. The real graphs
- * are in test_planner_graphs.c: this program links the sched layer alone
- * (no backend, no jansson), as the planner is built.
+ * test_planner.c - the planning policies (src/sched/): TENSILE (peak
+ * analysis, swap scheduling, across-iteration swapping, recomputation,
+ * Algorithm 3 over several jobs) on hand-made workloads with known
+ * answers; the shared accounting with a planned wait; the policy registry,
+ * options by name, a policy defined here on the planner kit and
+ * registered at run time; job counts sized at run time (40 jobs). The real
+ * graphs are in test_planner_graphs.c: this program links the sched layer
+ * alone (no backend, no jansson), as the planner is built.
  *
  * Hand-made workloads use a test profile whose copies take bytes / 1000 µs
  * exactly (1 GB/s, no latency) and integer op latencies, so every time in
@@ -18,8 +21,9 @@
 
 #include "helpers.h"
 #include "plan_check.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 #include "tensile/policy.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/verify.h"
 
 /* ---- hand-made workloads ------------------------------------------------------ */
@@ -157,8 +161,10 @@ Test(planner, chain_exactly_one_swap) {
 
     tsl_plan *p;
     tsl_plan_report rep;
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.swap_in_slack = 0; /* worked by hand with the paper's placement */
     tsl_plan_opts o = tsl_plan_opts_default();
-    o.swap_in_slack = 0; /* worked by hand with the paper's placement */
+    o.opts = &to;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
     cr_assert_eq(p->n_events, 3);
@@ -187,6 +193,7 @@ Test(planner, chain_exactly_one_swap) {
     cr_assert_eq(rep.bytes_h2d[0], 10000u);
     cr_assert_gt(rep.iterations, 0);
     cr_assert_geq(rep.planning_ms, 0.0);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -255,6 +262,7 @@ Test(planner, across_iteration_updated_parameter) {
     cr_assert(tsl_peak_analysis(w, p, &dev, &pi) == TSL_OK);
     cr_assert_eq(pi.peak_op, 7);
     tsl_peak_info_free(&pi);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -295,7 +303,9 @@ Test(planner, recompute_max_msps) {
 
     tsl_plan *p;
     tsl_plan_report rep;
+    tsl_tensile_opts to = tsl_tensile_opts_default();
     tsl_plan_opts o = tsl_plan_opts_default();
+    o.opts = &to;
     o.budget = 95000;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
@@ -312,10 +322,12 @@ Test(planner, recompute_max_msps) {
     cr_assert_leq(p->predicted_peak, o.budget);
     /* with recomputation switched off nothing can be done */
     tsl_plan_free(p);
-    o.recompute = 0;
+    tsl_plan_report_free(&rep);
+    to.recompute = 0;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     cr_assert_eq(p->n_events, 0);
     cr_assert_eq(p->predicted_peak, 106000u);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     (void)a;
     tsl_workload_free(w);
@@ -349,8 +361,10 @@ Test(planner, two_jobs_share_the_channels) {
     tsl_device_profile dev = test_dev();
     tsl_plan *p[2];
     tsl_plan_report rep;
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.swap_in_slack = 0; /* worked by hand with the paper's placement */
     tsl_plan_opts o = tsl_plan_opts_default();
-    o.swap_in_slack = 0; /* worked by hand with the paper's placement */
+    o.opts = &to;
     th_plan_checked(w, 2, &dev, &o, p, &rep);
     print_plan(w[0], p[0]);
     print_plan(w[1], p[1]);
@@ -365,22 +379,26 @@ Test(planner, two_jobs_share_the_channels) {
     double i1 = w[1]->ops[p[1]->events[s1].trigger].end_us + p[1]->events[s1].delay_us;
     cr_assert(i0 != i1, "both swap-outs issued at %g", i0);
     for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
 
     /* job 0 may hold at most half of the swapped tensors */
-    o.max_swap_rate[0] = 0.5;
+    double rates[2] = {0.5, 1.0};
+    to.max_swap_rate = (tsl_per_job){.n = 2, .v = rates};
     th_plan_checked(w, 2, &dev, &o, p, &rep);
     cr_assert_eq(rep.swaps[1], 1);
     cr_assert_eq(rep.swaps[0], 1, "limited from 2 to 1 by the max swapping rate");
     cr_assert_leq(rep.swaps[0], 0.5 * (rep.swaps[0] + rep.swaps[1]));
     cr_assert(th_channels_disjoint(w, p, 2, &dev, 0) && th_channels_disjoint(w, p, 2, &dev, 1));
     for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
 
     /* rate 0: job 0 is never swapped */
-    o.max_swap_rate[0] = 0.0;
+    rates[0] = 0.0;
     th_plan_checked(w, 2, &dev, &o, p, &rep);
     cr_assert_eq(rep.swaps[0], 0);
     cr_assert_eq(p[0]->n_events, 0);
     for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
 
     /* a profile with one shared channel: the two directions never overlap */
     dev.duplex = 0;
@@ -403,6 +421,7 @@ Test(planner, two_jobs_share_the_channels) {
         for (int k = i + 1; k < m; k++)
             cr_assert(!(s[i] < e[k] && s[k] < e[i]), "shared channel: [%g,%g) and [%g,%g)", s[i],
                       e[i], s[k], e[k]);
+    tsl_plan_report_free(&rep);
     for (int j = 0; j < 2; j++) {
         tsl_plan_free(p[j]);
         tsl_workload_free(w[j]);
@@ -415,7 +434,8 @@ Test(planner, vanilla_policy_gives_empty_plans) {
     tsl_workload *w = chain("chain", NULL, NULL);
     tsl_device_profile dev = test_dev();
     tsl_plan_opts o = tsl_plan_opts_default();
-    o.policy = TSL_POLICY_VANILLA;
+    o.policy = tsl_policy_find("vanilla");
+    cr_assert_not_null(o.policy, "%s", tsl_last_error());
     tsl_plan *p;
     tsl_plan_report rep;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
@@ -424,6 +444,7 @@ Test(planner, vanilla_policy_gives_empty_plans) {
     cr_assert_eq(rep.vanilla_peak[0], 105000u);
     cr_assert_eq(rep.iterations, 0);
     cr_assert_str_eq(p->job, "chain");
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
@@ -435,14 +456,21 @@ Test(planner, bad_arguments_are_reported) {
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 0, &dev, NULL, p, &rep), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "n_jobs 0"), "%s", tsl_last_error());
+    /* job counts are sized at run time: 17 jobs plan (a test below plans 40) */
     tsl_workload *many[17];
     for (int i = 0; i < 17; i++) many[i] = w;
-    cr_assert_eq(tsl_plan_jobs(many, 17, &dev, NULL, p, &rep), TSL_ERR_INVALID);
+    cr_assert_eq(tsl_plan_jobs(many, 17, &dev, NULL, p, &rep), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(rep.n_jobs, 17);
+    for (int i = 0; i < 17; i++) tsl_plan_free(p[i]);
+    tsl_plan_report_free(&rep);
     tsl_workload *none = NULL;
     cr_assert_eq(tsl_plan_jobs(&none, 1, &dev, NULL, p, &rep), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "workload 0 is NULL"), "%s", tsl_last_error());
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    double rate = 1.5;
+    to.max_swap_rate = (tsl_per_job){.n = 1, .v = &rate};
     tsl_plan_opts o = tsl_plan_opts_default();
-    o.max_swap_rate[0] = 1.5;
+    o.opts = &to;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, p, &rep), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "max_swap_rate[0] = 1.5"), "%s", tsl_last_error());
     tsl_device_profile bad = dev;
@@ -483,7 +511,7 @@ static int64_t profile_of(const tsl_workload *w, const tsl_plan *p, const tsl_de
     tsl__activity act;
     tsl__timeline tl;
     cr_assert_eq(tsl__activity_build(w, &act), TSL_OK);
-    cr_assert_eq(tsl__timeline_build(w, p, &tl), TSL_OK);
+    cr_assert_eq(tsl__timeline_build(w, p, dev, &tl), TSL_OK);
     tsl__effect *eff;
     int32_t ne;
     uint8_t ab[WL_CAP], res[WL_CAP];
@@ -580,7 +608,7 @@ Test(planner, peak_analysis_by_hand) {
     tsl__activity act;
     tsl__timeline tl;
     cr_assert_eq(tsl__activity_build(w, &act), TSL_OK);
-    cr_assert_eq(tsl__timeline_build(w, p, &tl), TSL_OK);
+    cr_assert_eq(tsl__timeline_build(w, p, &dev, &tl), TSL_OK);
     tsl__effect *eff;
     int32_t ne;
     uint8_t ab[WL_CAP], res[WL_CAP];
@@ -664,4 +692,352 @@ Test(planner, plan_sort_is_a_total_order) {
     cr_assert_eq(a->events[4].type, TSL_EV_SWAP_IN);
     tsl_plan_free(a);
     tsl_plan_free(b);
+}
+
+/* ---- planned waits in the shared accounting ------------------------------------------ */
+
+/* The chain with h swapped out after op1 (copy [20, 65)), released after
+ * op2 (at 65), and swapped in 10 us after op3 ends (copy [110, 155)) for
+ * op5, which would start at 130: op5 waits 25 us and runs over [155, 165].
+ * The peak does not move (105000 at op3, t = 60); the load around the wait:
+ * a d e = 40000 at op4 (100), + h = 85000 at 110, d freed at 130 (65000),
+ * + f = 66000 as op5 starts at 155. */
+Test(planner, peak_analysis_with_a_planned_wait) {
+    int32_t a, h;
+    tsl_workload *w = chain("chain", &a, &h);
+    tsl_device_profile dev = test_dev();
+    tsl_plan *p = tsl_plan_new("chain");
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_OUT, h, 1, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_RELEASE, h, 2, 0.0, -1});
+    tsl_plan_add(p, (tsl_event){TSL_EV_SWAP_IN, h, 3, 10.0, 5});
+    tsl__timeline tl;
+    cr_assert_eq(tsl__timeline_build(w, p, &dev, &tl), TSL_OK);
+    cr_assert_eq(tl.n_wait, 1);
+    cr_assert_eq(tl.wait[0].op, 5);
+    cr_assert_eq(tl.wait[0].rc, -1);
+    cr_assert_eq(tl.wait[0].event, 2);
+    cr_assert_eq(tl.wait[0].at, 130.0);
+    cr_assert_eq(tl.wait[0].stall, 25.0);
+    cr_assert(tl.s[4] == 100.0 && tl.e[4] == 130.0, "op4 is not moved");
+    cr_assert(tl.s[5] == 155.0 && tl.e[5] == 165.0, "op5 over [%g, %g]", tl.s[5], tl.e[5]);
+    cr_assert_eq(tl.period, 165.0);
+    tsl__timeline_free(&tl);
+    double tm[32];
+    size_t ld[32];
+    int64_t n = profile_of(w, p, &dev, tm, ld);
+    const double et[8] = {0, 0, 10, 20, 60, 100, 110, 155};
+    const size_t el[8] = {1000, 11000, 65000, 85000, 105000, 40000, 85000, 66000};
+    cr_assert_eq(n, 8);
+    for (int k = 0; k < 8; k++)
+        cr_assert(tm[k] == et[k] && ld[k] == el[k], "check point %d: %g us %zu B, expected %g %zu",
+                  k, tm[k], ld[k], et[k], el[k]);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.peak, 105000u);
+    cr_assert_eq(pi.period_us, 165.0);
+    cr_assert_eq(pi.n_waits, 1);
+    cr_assert_eq(pi.stall_us, 25.0);
+    tsl_peak_info_free(&pi);
+    /* a copy landing 1e-7 us late is on time (the doc's tolerance): issued
+     * 25 + 1e-7 us after op2 (60), it lands at 130 + 1e-7 */
+    p->events[2].trigger = 2;
+    p->events[2].delay_us = 25.0 + 1e-7;
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.n_waits, 0);
+    cr_assert_eq(pi.period_us, 140.0);
+    tsl_peak_info_free(&pi);
+    /* a swap-in issued after its op would start is not waited for */
+    p->events[2].trigger = 4;
+    p->events[2].delay_us = 1.0;
+    cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
+    cr_assert_eq(pi.n_waits, 0);
+    cr_assert_eq(pi.period_us, 140.0);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+/* ---- policies: the registry, options, a policy defined outside the library ------------ */
+
+Test(policy, registry_lists_and_finds_the_built_in_policies) {
+    cr_assert_geq(tsl_policy_count(), 2);
+    cr_assert_str_eq(tsl_policy_at(0)->name, "vanilla");
+    cr_assert_str_eq(tsl_policy_at(1)->name, "tensile");
+    cr_assert_null(tsl_policy_at(-1));
+    cr_assert_null(tsl_policy_at(tsl_policy_count()));
+    const tsl_policy *t = tsl_policy_find("tensile");
+    cr_assert_not_null(t);
+    cr_assert_eq(t, tsl_policy_at(1));
+    cr_assert_eq(t->n_options, 4);
+    cr_assert_null(tsl_policy_find("tensil"));
+    cr_assert(strstr(tsl_last_error(), "unknown policy 'tensil' (known: vanilla, tensile"), "%s",
+              tsl_last_error());
+    /* the built-in tables pass the checks a registered policy passes */
+    static tsl_policy again[2];
+    for (int i = 0; i < 2; i++) {
+        again[i] = *tsl_policy_at(i);
+        again[i].name = i ? "tensile-again" : "vanilla-again";
+        cr_assert_eq(tsl_policy_register(&again[i]), TSL_OK, "%s", tsl_last_error());
+    }
+    /* the defaults of tsl_tensile_opts are its descriptors' */
+    tsl_tensile_opts d = tsl_tensile_opts_default();
+    cr_assert(d.max_swap_rate.n == 0 && d.max_swap_rate.all == 1.0 && d.swap_in_slack == 0.0 &&
+              d.recompute == 1 && d.max_iterations == 10000);
+    cr_assert_eq(tsl_policy_opts_check(t, &d, 3), TSL_OK);
+}
+
+Test(policy, options_set_by_name) {
+    const tsl_policy *t = tsl_policy_find("tensile");
+    tsl_policy_opts *o;
+    cr_assert_eq(tsl_policy_opts_new(t, &o), TSL_OK);
+    cr_assert_eq(tsl_policy_opts_policy(o), t);
+    const tsl_tensile_opts *v = tsl_policy_opts_values(o);
+    cr_assert_eq(tsl_policy_opts_set(o, "swap-in-slack", "0.25"), TSL_OK);
+    cr_assert_eq(v->swap_in_slack, 0.25);
+    cr_assert_eq(tsl_policy_opts_set(o, "recompute", "no"), TSL_OK);
+    cr_assert_eq(v->recompute, 0);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-iterations", "7"), TSL_OK);
+    cr_assert_eq(v->max_iterations, 7);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-swap-rate", "0.5"), TSL_OK);
+    cr_assert(v->max_swap_rate.n == 0 && v->max_swap_rate.all == 0.5);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-swap-rate", "0.5,1,0.25"), TSL_OK);
+    cr_assert_eq(v->max_swap_rate.n, 3);
+    cr_assert(v->max_swap_rate.v[0] == 0.5 && v->max_swap_rate.v[1] == 1.0 &&
+              v->max_swap_rate.v[2] == 0.25);
+    cr_assert_eq(tsl_per_job_at(&v->max_swap_rate, 2), 0.25);
+    cr_assert_eq(tsl_policy_opts_check(t, v, 3), TSL_OK);
+    /* three values for two jobs */
+    cr_assert_eq(tsl_policy_opts_check(t, v, 2), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "policy 'tensile': option max-swap-rate: max_swap_rate has 3 "
+                                       "values for 2 jobs"),
+              "%s", tsl_last_error());
+    /* errors name the policy, the option and the value; nothing changes */
+    cr_assert_eq(tsl_policy_opts_set(o, "swap-in-slack", "fast"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "policy 'tensile': option swap-in-slack: 'fast' is not a "
+                                       "number"),
+              "%s", tsl_last_error());
+    cr_assert_eq(tsl_policy_opts_set(o, "swap-in-slack", "11"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "swap_in_slack = 11 outside [0, 10]"), "%s",
+              tsl_last_error());
+    cr_assert_eq(v->swap_in_slack, 0.25);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-swap-rate", "0.5,1.5"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "max_swap_rate[1] = 1.5 outside [0, 1]"), "%s",
+              tsl_last_error());
+    cr_assert_eq(v->max_swap_rate.n, 3);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-swap-rate", "0.5,,1"), TSL_ERR_INVALID);
+    cr_assert_eq(tsl_policy_opts_set(o, "max-iterations", "2.5"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "'2.5' is not an integer"), "%s", tsl_last_error());
+    cr_assert_eq(tsl_policy_opts_set(o, "recompute", "maybe"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "'maybe' is not a boolean"), "%s", tsl_last_error());
+    cr_assert_eq(tsl_policy_opts_set(o, "budget", "1"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "policy 'tensile' has no option 'budget' (its options: "
+                                       "max-swap-rate, swap-in-slack, recompute, max-iterations)"),
+              "%s", tsl_last_error());
+    tsl_policy_opts_free(o);
+    /* vanilla has none */
+    cr_assert_eq(tsl_policy_opts_new(tsl_policy_find("vanilla"), &o), TSL_OK);
+    cr_assert_null(tsl_policy_opts_values(o));
+    cr_assert_eq(tsl_policy_opts_set(o, "recompute", "0"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "policy 'vanilla' has no option 'recompute' (its options: "
+                                       "none)"),
+              "%s", tsl_last_error());
+    tsl_policy_opts_free(o);
+}
+
+/* A policy of this test's own, built on the planner kit: for each job, the
+ * largest activation of at least `min-bytes` bytes whose swap fits on the
+ * channels is swapped out after its generation and back in before its
+ * next read, over its longest gap. Adding it is this definition and one
+ * tsl_policy_register call. */
+typedef struct largest_opts {
+    int min_bytes;
+} largest_opts;
+
+static const tsl_policy_option LARGEST_OPTIONS[] = {
+    {"min-bytes", "only activations at least this large", TSL_OPT_INT, 0, 1e9, 1,
+     offsetof(largest_opts, min_bytes)},
+};
+
+/* The longest gap of tensor t in J (index into act.acc of the access
+ * before it, the next one reading t), or -1. */
+static int32_t longest_gap(const tsl__pjob *J, int32_t t) {
+    const tsl__activity *a = &J->act;
+    int32_t best = -1;
+    double len = -1;
+    for (int32_t k = a->acc_off[t]; k + 1 < a->acc_off[t + 1]; k++) {
+        double g = J->tl.s[a->acc[k + 1].op] - J->tl.e[a->acc[k].op];
+        if (a->acc[k + 1].reads && g > len) {
+            best = k;
+            len = g;
+        }
+    }
+    return best;
+}
+
+/* Drafts and commits the swap of t over its longest gap; 1 if it fits. */
+static int swap_largest(tsl__kit *K, tsl__pjob *J, int32_t t) {
+    int32_t k = longest_gap(J, t);
+    if (k < 0) return 0;
+    int32_t u = J->act.acc[k].op, v = J->act.acc[k + 1].op;
+    tsl__swap_draft d = {.tensor = t, .gap = k};
+    double gen_end = J->tl.e[J->w->tensors[t].producer];
+    double rel = tsl__place_swap_out(K, J, t, gen_end, u, J->tl.s[v], &d);
+    if (rel < 0 || !tsl__place_swap_in(K, J, rel, J->tl.s[v], v, &d)) return 0;
+    return tsl__commit_swap(K, J, &d);
+}
+
+static tsl_status plan_largest(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    const largest_opts *o = rq->opts;
+    tsl__kit K;
+    tsl_status st = tsl__kit_init(&K, rq, plans);
+    if (st != TSL_OK) return st;
+    for (int j = 0; j < K.n_jobs && K.status == TSL_OK; j++) {
+        tsl__pjob *J = &K.jobs[j];
+        int32_t nt = J->w->n_tensors, order[WL_CAP];
+        cr_assert_leq(nt, WL_CAP);
+        for (int32_t t = 0; t < nt; t++) order[t] = t;
+        cr_assert_eq(tsl__sort_by_size(J->w, order, nt), TSL_OK);
+        for (int32_t i = 0; i < nt; i++) {
+            int32_t t = order[i];
+            if (J->act.persistent[t] || J->act.data[t] || J->w->tensors[t].producer < 0 ||
+                J->w->tensors[t].bytes < (size_t)o->min_bytes)
+                continue;
+            if (swap_largest(&K, J, t)) {
+                (*iterations)++;
+                break;
+            }
+        }
+    }
+    st = K.status;
+    tsl__kit_free(&K);
+    return st;
+}
+
+static const tsl_policy LARGEST = {
+    "largest-swap", "swaps the largest activation of each job that fits (a test policy)",
+    sizeof(largest_opts), LARGEST_OPTIONS, 1, plan_largest,
+};
+
+/* chain: h (45000) goes out over [20, 65) and back over [85, 130) for op5;
+ * wide: c (50000) cannot go (its gap is empty), a1 (10000) goes out over
+ * [10, 20) and back over [140, 150) for g1. */
+Test(policy, a_policy_defined_here_registers_plans_and_verifies) {
+    cr_assert_eq(tsl_policy_register(&LARGEST), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_policy_register(&LARGEST), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "the name 'largest-swap' is taken"), "%s", tsl_last_error());
+    const tsl_policy *pol = tsl_policy_find("largest-swap");
+    cr_assert_eq(pol, &LARGEST);
+    cr_assert_eq(tsl_policy_at(tsl_policy_count() - 1), &LARGEST);
+    int32_t h;
+    tsl_workload *w[2] = {chain("chain", NULL, &h), wide("wide")};
+    tsl_device_profile dev = test_dev();
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.policy = pol; /* its defaults: any size */
+    tsl_plan *p[2];
+    tsl_plan_report rep;
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
+    print_plan(w[0], p[0]);
+    print_plan(w[1], p[1]);
+    cr_assert_eq(rep.iterations, 2);
+    cr_assert(rep.swaps[0] == 1 && rep.swaps[1] == 1);
+    cr_assert(find_ev(p[0], TSL_EV_SWAP_IN, h) >= 0, "chain: h is swapped");
+    cr_assert(find_ev(p[1], TSL_EV_SWAP_IN, 1) >= 0, "wide: a1 is swapped");
+    cr_assert_eq(p[1]->predicted_peak, rep.vanilla_peak[1] - 10000, "a1 is gone at the peak");
+    cr_assert(th_channels_disjoint(w, p, 2, &dev, 0) && th_channels_disjoint(w, p, 2, &dev, 1));
+    for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
+    /* its option by name: nothing of chain or wide is that large */
+    tsl_policy_opts *po;
+    cr_assert_eq(tsl_policy_opts_new(pol, &po), TSL_OK);
+    cr_assert_eq(tsl_policy_opts_set(po, "min-bytes", "60000"), TSL_OK);
+    o.opts = tsl_policy_opts_values(po);
+    th_plan_checked(w, 2, &dev, &o, p, &rep);
+    cr_assert(p[0]->n_events == 0 && p[1]->n_events == 0);
+    for (int j = 0; j < 2; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
+    cr_assert_eq(tsl_policy_opts_set(po, "min-bytes", "-1"), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "policy 'largest-swap': option min-bytes: min_bytes = -1 "
+                                       "outside [0, 1e+09]"),
+              "%s", tsl_last_error());
+    tsl_policy_opts_free(po);
+    tsl_workload_free(w[0]);
+    tsl_workload_free(w[1]);
+}
+
+Test(policy, malformed_policies_are_refused) {
+    tsl_policy bad = LARGEST;
+    bad.name = "Largest";
+    cr_assert_eq(tsl_policy_register(&bad), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "name 'Largest' must be 1 to 63 characters of [a-z0-9-]"),
+              "%s", tsl_last_error());
+    bad = LARGEST;
+    bad.name = "no-plan";
+    bad.plan = NULL;
+    cr_assert_eq(tsl_policy_register(&bad), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "'no-plan': no plan function"), "%s", tsl_last_error());
+    static const tsl_policy_option outside[] = {
+        {"far", "past the struct", TSL_OPT_DOUBLE, 0, 1, 0, sizeof(largest_opts)}};
+    bad = LARGEST;
+    bad.name = "far";
+    bad.options = outside;
+    cr_assert_eq(tsl_policy_register(&bad), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "option 'far': kind 2 at offset 4 does not fit the options "
+                                       "struct (4 bytes)"),
+              "%s", tsl_last_error());
+    static const tsl_policy_option wrong_default[] = {
+        {"min-bytes", "default outside its range", TSL_OPT_INT, 1, 9, 0, 0}};
+    bad.name = "wrong-default";
+    bad.options = wrong_default;
+    cr_assert_eq(tsl_policy_register(&bad), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "option 'min-bytes': default 0 outside [1, 9]"), "%s",
+              tsl_last_error());
+    static const tsl_policy_option huge[] = {
+        {"min-bytes", "beyond an int", TSL_OPT_INT, 0, 1e12, 0, 0}};
+    bad.name = "huge";
+    bad.options = huge;
+    cr_assert_eq(tsl_policy_register(&bad), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "an integer option needs integer bounds"), "%s",
+              tsl_last_error());
+    cr_assert_null(tsl_policy_find("wrong-default"));
+}
+
+/* ---- job counts sized at run time ---------------------------------------------------- */
+
+/* 40 jobs (chains and wide ones alternately) planned together: every
+ * per-job array is sized at run time, the per-job option too. */
+Test(planner, forty_jobs) {
+    enum { N = 40 };
+    tsl_workload *w[N];
+    double rates[N];
+    for (int j = 0; j < N; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "job%d", j);
+        w[j] = j % 2 ? wide(name) : chain(name, NULL, NULL);
+        rates[j] = j % 5 == 4 ? 0.0 : 1.0;
+    }
+    tsl_device_profile dev = test_dev();
+    dev.h2d_bw = dev.d2h_bw = 1e11; /* copies short enough for many jobs to swap */
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.max_swap_rate = (tsl_per_job){.n = N, .v = rates};
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.opts = &to;
+    tsl_plan *p[N];
+    tsl_plan_report rep;
+    th_plan_checked(w, N, &dev, &o, p, &rep);
+    cr_assert_eq(rep.n_jobs, N);
+    int swapped = 0;
+    for (int j = 0; j < N; j++) {
+        if (rates[j] == 0.0) cr_assert_eq(rep.swaps[j], 0, "job %d has rate 0", j);
+        swapped += rep.swaps[j] > 0;
+        cr_assert_str_eq(p[j]->job, w[j]->job);
+    }
+    cr_assert_gt(swapped, N / 2, "only %d of %d jobs swap", swapped, N);
+    cr_assert(th_channels_disjoint(w, p, N, &dev, 0) && th_channels_disjoint(w, p, N, &dev, 1));
+    for (int j = 0; j < N; j++) tsl_plan_free(p[j]);
+    tsl_plan_report_free(&rep);
+    /* one value per job, for another count of jobs */
+    cr_assert_eq(tsl_plan_jobs(w, N - 1, &dev, &o, p, &rep), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "max_swap_rate has 40 values for 39 jobs"), "%s",
+              tsl_last_error());
+    for (int j = 0; j < N; j++) tsl_workload_free(w[j]);
 }

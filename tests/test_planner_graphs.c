@@ -125,6 +125,8 @@ Test(planner, real_graphs_deterministic_and_verified) {
             tsl_plan_free(q[j]);
         }
         cr_assert_eq(rep.iterations, rep2.iterations);
+        tsl_plan_report_free(&rep);
+        tsl_plan_report_free(&rep2);
     }
     tsl_workload_free(w[0]);
     tsl_workload_free(w[1]);
@@ -156,6 +158,7 @@ Test(planner, real_graph_under_a_tight_budget) {
         }
     cr_assert(fabs(p->predicted_period_us - (w->period_us + added)) <= 1e-9 * w->period_us,
               "period %.17g, expected %.17g", p->predicted_period_us, w->period_us + added);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
     tsl_graph_free(g);
@@ -185,6 +188,7 @@ Test(planner, resnet50_batch16) {
     cr_assert_gt(msr, 0.15, "MSR %.3f fell (0.178 when written)", msr);
     cr_assert_eq(p->predicted_period_us, w->period_us, "no recomputation, nothing waits");
     cr_assert_lt(rep.planning_ms, 500.0);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
     tsl_graph_free(g);

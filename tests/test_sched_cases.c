@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "random_workload.h"
@@ -37,6 +38,7 @@
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
 #include "tensile/verify.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/session.h"
 
 /* (list, count) of int32 ids */
@@ -60,13 +62,17 @@ static tsl_device_profile case_dev(double bw) {
     return d;
 }
 
-static tsl_plan_opts case_opts(size_t budget) {
+/* TENSILE within `budget`, its options in *to (which must outlive the
+ * result's use). */
+static tsl_plan_opts case_opts(size_t budget, tsl_tensile_opts *to) {
+    *to = tsl_tensile_opts_default();
+    to->recompute = 1;
+    to->swap_in_slack = 0; /* the cases are worked by hand with the paper's placement */
+    to->max_swap_rate = (tsl_per_job){.all = 1.0};
     tsl_plan_opts o = tsl_plan_opts_default();
-    o.policy = TSL_POLICY_TENSILE;
+    o.policy = tsl_policy_find("tensile");
+    o.opts = to;
     o.budget = budget;
-    o.recompute = 1;
-    o.swap_in_slack = 0; /* the cases are worked by hand with the paper's placement */
-    for (int j = 0; j < 16; j++) o.max_swap_rate[j] = 1.0;
     return o;
 }
 
@@ -144,6 +150,7 @@ static void verify_and_simulate(tsl_workload **w, tsl_plan **p, int n,
                   "'%s': simulated period %.17g != predicted %.17g", w[j]->job, sr.job[0].iter_us,
                   p[j]->predicted_period_us);
         cr_assert(sr.job[0].stall_us == 0.0, "'%s': stall %g us", w[j]->job, sr.job[0].stall_us);
+        tsl_sim_result_free(&sr);
     }
 }
 
@@ -216,7 +223,8 @@ Test(sched_cases, chain_exactly_one_swap_fits) {
     tsl_workload *w = chain("chain", 200);
     tsl_device_profile dev = case_dev(1e9);
     cr_assert_eq(rw_vanilla_peak(w), 280000);
-    tsl_plan_opts po = case_opts((size_t)1 << 30);
+    tsl_tensile_opts to;
+    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
@@ -226,6 +234,7 @@ Test(sched_cases, chain_exactly_one_swap_fits) {
     cr_assert_eq(rep.recomputes[0], 0);
     cr_assert_eq(rep.bytes_d2h[0], 100000);
     cr_assert_eq(rep.bytes_h2d[0], 100000);
+    tsl_plan_report_free(&rep);
     verify_and_simulate(&w, &p, 1, &dev);
     printf("chain: vanilla 280000, planned %zu, MSR %.4f\n", p->predicted_peak,
            (280000.0 - (double)p->predicted_peak) / 280000.0);
@@ -239,15 +248,17 @@ Test(sched_cases, chain_exactly_one_swap_fits) {
 Test(sched_cases, chain_swap_in_lands_early_by_the_slack) {
     tsl_workload *w = chain("chain-slack", 200);
     tsl_device_profile dev = case_dev(1e9);
-    tsl_plan_opts po = case_opts((size_t)1 << 30);
-    po.swap_in_slack = 0.25;
+    tsl_tensile_opts to;
+    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
+    to.swap_in_slack = 0.25;
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
     expect_chain_plan(w, p, 10, 505);
     verify_and_simulate(&w, &p, 1, &dev);
     tsl_plan_free(p);
-    po.swap_in_slack = -0.5;
+    tsl_plan_report_free(&rep);
+    to.swap_in_slack = -0.5;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "swap_in_slack = -0.5"), "%s", tsl_last_error());
     rw_free(w);
@@ -297,12 +308,14 @@ Test(sched_cases, across_iteration_swap_of_an_optimizer_state) {
     tsl_workload *w = across_case();
     int32_t Pm = AC_PM;
     tsl_device_profile dev = case_dev(1e9);
-    tsl_plan_opts po = case_opts((size_t)1 << 30);
+    tsl_tensile_opts to;
+    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
     print_plan(w, p);
     cr_assert_eq(rep.vanilla_peak[0], 702000, "vanilla peak %zu", rep.vanilla_peak[0]);
+    tsl_plan_report_free(&rep);
     cr_assert_eq(p->n_events, 3, "%d events, expected 3", p->n_events);
     const tsl_event *so = only_event(w, p, TSL_EV_SWAP_OUT, Pm);
     const tsl_event *rl = only_event(w, p, TSL_EV_RELEASE, Pm);
@@ -354,16 +367,18 @@ Test(sched_cases, transfer_past_the_iteration_end_is_judged_consistently) {
            sr.job[0].peak);
     char sim_err[400];
     snprintf(sim_err, sizeof sim_err, "%s", ss == TSL_OK ? "" : tsl_last_error());
+    double iter_us = ss == TSL_OK ? sr.job[0].iter_us : 0, stall_us = ss == TSL_OK ? sr.job[0].stall_us : 0;
+    tsl_sim_result_free(&sr);
     tsl_plan_free(p);
     rw_free(w);
     if (st == TSL_OK) {
         cr_assert_eq(ss, TSL_OK, "the verifier accepts, the simulator refuses: %s", sim_err);
-        cr_assert(fabs(sr.job[0].iter_us - 910) <= 1e-6 && sr.job[0].stall_us == 0.0,
+        cr_assert(fabs(iter_us - 910) <= 1e-6 && stall_us == 0.0,
                   "the verifier accepts a swap-out ending at 1010 us, after the iteration's end "
                   "at 910 us, but the simulator runs the iteration in %.17g us with a %.17g us "
                   "stall: one of them must change (docs/SCHEDULING.md does not say whether a "
                   "transfer may outlast its iteration)",
-                  sr.job[0].iter_us, sr.job[0].stall_us);
+                  iter_us, stall_us);
     }
 }
 
@@ -414,7 +429,8 @@ Test(sched_cases, recomputation_takes_the_max_msps_tensor) {
     tsl_workload *w = recompute_case();
     cr_assert_eq(rw_vanilla_peak(w), 382000);
     tsl_device_profile dev = case_dev(1e3);
-    tsl_plan_opts po = case_opts(300000);
+    tsl_tensile_opts to;
+    tsl_plan_opts po = case_opts(300000, &to);
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
@@ -430,10 +446,12 @@ Test(sched_cases, recomputation_takes_the_max_msps_tensor) {
     expect_time(p->predicted_period_us, 170, "period with the recomputation");
     verify_and_simulate(&w, &p, 1, &dev);
     tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
 
     /* without recomputation nothing can be done */
-    po.recompute = 0;
+    to.recompute = 0;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
+    tsl_plan_report_free(&rep);
     cr_assert_eq(p->n_events, 0, "%d events without recomputation", p->n_events);
     cr_assert_eq(p->predicted_peak, 382000);
     expect_time(p->predicted_period_us, 160, "period");
@@ -462,10 +480,12 @@ static void copy_interval(const tsl_workload *w, const tsl_event *e, const tsl_d
 Test(sched_cases, two_jobs_compete_for_one_channel) {
     tsl_workload *w[2] = {chain("job0", 300), chain("job1", 300)};
     tsl_device_profile dev = case_dev(1e9);
-    tsl_plan_opts po = case_opts((size_t)1 << 30);
+    tsl_tensile_opts to;
+    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
     tsl_plan *p[2] = {0};
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(w, 2, &dev, &po, p, &rep), TSL_OK, "%s", tsl_last_error());
+    tsl_plan_report_free(&rep);
     expect_chain_plan(w[0], p[0], 10, 630);
     expect_chain_plan(w[1], p[1], 110, 530);
     /* bookings of the two jobs never overlap on a channel */
@@ -486,17 +506,20 @@ Test(sched_cases, two_jobs_compete_for_one_channel) {
            "global %zu\n",
            sr.job[0].iter_us, sr.job[1].iter_us, sr.job[0].stall_us, sr.job[1].stall_us,
            sr.job[0].peak, sr.job[1].peak, sr.global_peak);
+    tsl_sim_result_free(&sr);
     tsl_plan_free(p[0]);
     tsl_plan_free(p[1]);
 
     /* job 1's max swapping rate 0.4 forbids its swap */
-    po.max_swap_rate[1] = 0.4;
+    double rates[2] = {1.0, 0.4};
+    to.max_swap_rate = (tsl_per_job){.n = 2, .v = rates};
     cr_assert_eq(tsl_plan_jobs(w, 2, &dev, &po, p, &rep), TSL_OK, "%s", tsl_last_error());
     expect_chain_plan(w[0], p[0], 10, 630);
     print_plan(w[1], p[1]);
     cr_assert_eq(p[1]->n_events, 0, "job1 has %d events under rate 0.4", p[1]->n_events);
     cr_assert_eq(p[1]->predicted_peak, 280000);
     cr_assert_eq(rep.swaps[1], 0);
+    tsl_plan_report_free(&rep);
     verify_and_simulate(w, p, 2, &dev);
     tsl_plan_free(p[0]);
     tsl_plan_free(p[1]);
@@ -528,7 +551,7 @@ static void real_graph(const char *model, int batch, int image) {
                  rw_vanilla_peak(w), mr.peak_load);
 
     tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = TSL_POLICY_TENSILE;
+    po.policy = tsl_policy_find("tensile");
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "%s", tsl_last_error());
@@ -544,6 +567,7 @@ static void real_graph(const char *model, int batch, int image) {
            rep.swaps[0], rep.recomputes[0], w->period_us, p->predicted_period_us,
            p->predicted_period_us / w->period_us, rep.planning_ms);
     fflush(stdout);
+    tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);
     tsl_graph_free(g);
@@ -600,6 +624,140 @@ Test(sched_cases, recomputation_holds_its_producers_workspace) {
     tsl_sim_opts so = {.iterations = 3};
     cr_assert_eq(tsl_simulate(&wl, &p, 1, &dev, &so, &sr), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(sr.job[0].peak, 5100, "simulated peak %zu", sr.job[0].peak);
+    tsl_sim_result_free(&sr);
     tsl_plan_free(p);
     rw_free(wl);
+}
+
+/* ---- planned waits, judged by all three ------------------------------------------------
+ *
+ * Case 1's chain with a's swap-in issued 150 us after g3 (430): over
+ * [580, 680], while g1 would start at 630. g1 waits 50 us and runs over
+ * [680, 690]: the period is 690. The load at 580 is b + e + f + a =
+ * 270000 (b and e die when g2 ends at 630), the peak; at f1 (10) a + b =
+ * 250000. The peak analysis, the verifier and the simulator (each job
+ * alone, three iterations) agree on the peak to the byte, on the period
+ * and on the stall to the microsecond. */
+
+/* The peak analysis, the verifier (the jobs together) and the simulator
+ * (each job alone) agree on every job's peak, period and stall, and they
+ * are the expected ones; the verifier finds no violation and `waits`
+ * planned waits in all. */
+static void three_way(tsl_workload **w, tsl_plan **p, int n, const tsl_device_profile *dev,
+                      const size_t *peak, const double *period, const double *stall, int waits) {
+    for (int j = 0; j < n; j++) {
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w[j], p[j], dev, &pi), TSL_OK, "%s", tsl_last_error());
+        printf("'%s': peak analysis: peak %zu, period %.17g, %d waits, stall %.17g\n", w[j]->job,
+               pi.peak, pi.period_us, pi.n_waits, pi.stall_us);
+        cr_assert_eq(pi.peak, peak[j], "'%s': peak %zu, expected %zu", w[j]->job, pi.peak, peak[j]);
+        expect_time(pi.period_us, period[j], "peak analysis period");
+        expect_time(pi.stall_us, stall[j], "peak analysis stall");
+        p[j]->predicted_peak = pi.peak;
+        p[j]->predicted_period_us = pi.period_us;
+        tsl_peak_info_free(&pi);
+    }
+    tsl_verify_report r;
+    tsl_status st = tsl_plan_check((const tsl_workload *const *)w, (const tsl_plan *const *)p, n,
+                                   dev, &r);
+    for (int i = 0; i < r.n_violations; i++) printf("violation: %s\n", r.violations[i].what);
+    for (int i = 0; i < r.n_waits; i++) printf("planned wait: %s\n", r.waits[i].what);
+    cr_assert_eq(st, TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(r.n_waits, waits);
+    for (int j = 0; j < n; j++) {
+        cr_assert_eq(r.peak[j], peak[j], "'%s': verifier's peak %zu", w[j]->job, r.peak[j]);
+        cr_assert_eq(r.period_us[j], p[j]->predicted_period_us, "'%s'", w[j]->job);
+        expect_time(r.stall_us[j], stall[j], "verifier's stall");
+        tsl_sim_opts so = {.iterations = 3};
+        tsl_sim_result sr;
+        cr_assert_eq(tsl_simulate(&w[j], &p[j], 1, dev, &so, &sr), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(sr.job[0].peak, peak[j], "'%s': simulated peak %zu", w[j]->job,
+                     sr.job[0].peak);
+        expect_time(sr.job[0].iter_us, period[j], "simulated period");
+        expect_time(sr.job[0].stall_us, stall[j], "simulated stall");
+        tsl_sim_result_free(&sr);
+    }
+    tsl_verify_report_free(&r);
+}
+
+Test(sched_cases, planned_wait_agreed_by_all_three) {
+    tsl_workload *w = chain("wait", 200);
+    tsl_device_profile dev = case_dev(1e9);
+    tsl_plan *p = tsl_plan_new("wait");
+    tsl_event ev[3] = {{TSL_EV_SWAP_OUT, CH_A, 0, 0.0, -1},
+                       {TSL_EV_RELEASE, CH_A, 1, 0.0, -1},
+                       {TSL_EV_SWAP_IN, CH_A, 4, 150.0, 6}};
+    for (int i = 0; i < 3; i++) cr_assert_eq(tsl_plan_add(p, ev[i]), TSL_OK);
+    tsl_plan_sort(p);
+    size_t peak = 270000;
+    double period = 690, stall = 50;
+    three_way(&w, &p, 1, &dev, &peak, &period, &stall, 1);
+    /* the plan as JSON and back: the same figures */
+    char path[] = "/tmp/tsl_wait_plan_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)&p, 1,
+                                     (const tsl_workload *const *)&w, path),
+                 TSL_OK, "%s", tsl_last_error());
+    tsl_plan *q = NULL;
+    cr_assert_eq(tsl_plan_read_json(path, (const tsl_workload *const *)&w, 1, &q), TSL_OK, "%s",
+                 tsl_last_error());
+    unlink(path);
+    cr_assert_eq(q->predicted_period_us, 690.0);
+    three_way(&w, &q, 1, &dev, &peak, &period, &stall, 1);
+    tsl_plan_free(q);
+    tsl_plan_free(p);
+    rw_free(w);
+}
+
+/* Two chains with g2 taking 300 us (g1 would start at 730) sharing the
+ * channels: job0 is case 4's plan (a out over [10, 110], in over [630, 730]
+ * on time); job1's a goes out after it (over [110, 210]) and comes back
+ * issued right when its g1 would start (g2's end, 730), over [730, 830]
+ * after job0's swap-in: g1 waits 100 us, over [830, 840]. job1's peak is
+ * at f1 (a + b = 250000): a comes back after g2 freed b and e. */
+Test(sched_cases, a_late_swap_in_in_a_two_job_plan) {
+    tsl_workload *w[2] = {chain("job0", 300), chain("job1", 300)};
+    tsl_device_profile dev = case_dev(1e9);
+    tsl_plan *p[2] = {tsl_plan_new("job0"), tsl_plan_new("job1")};
+    tsl_event e0[3] = {{TSL_EV_SWAP_OUT, CH_A, 0, 0.0, -1},
+                       {TSL_EV_RELEASE, CH_A, 1, 0.0, -1},
+                       {TSL_EV_SWAP_IN, CH_A, 4, 200.0, 6}};
+    tsl_event e1[3] = {{TSL_EV_SWAP_OUT, CH_A, 0, 100.0, -1},
+                       {TSL_EV_RELEASE, CH_A, 1, 0.0, -1},
+                       {TSL_EV_SWAP_IN, CH_A, 5, 0.0, 6}};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tsl_plan_add(p[0], e0[i]), TSL_OK);
+        cr_assert_eq(tsl_plan_add(p[1], e1[i]), TSL_OK);
+    }
+    tsl_plan_sort(p[0]);
+    tsl_plan_sort(p[1]);
+    size_t peak[2] = {270000, 250000};
+    double period[2] = {740, 840}, stall[2] = {0, 100};
+    three_way(w, p, 2, &dev, peak, period, stall, 1);
+    /* 1 us earlier, job1's swap-in would overlap job0's on the H2D channel */
+    p[1]->events[2].trigger = 4; /* g3 ends at 430 */
+    p[1]->events[2].delay_us = 299;
+    tsl_violation *v = NULL;
+    int nv = 0;
+    cr_assert_eq(tsl_plan_verify_jobs((const tsl_workload *const *)w, (const tsl_plan *const *)p,
+                                      2, &dev, &v, &nv),
+                 TSL_ERR_INVALID);
+    int overlap = 0;
+    for (int i = 0; i < nv; i++) overlap |= strstr(v[i].what, "overlapping job 'job0'") != NULL;
+    cr_assert(overlap, "%d violations, none an overlap with job0", nv);
+    free(v);
+    /* together on one device the simulation runs */
+    p[1]->events[2].trigger = 5;
+    p[1]->events[2].delay_us = 0;
+    tsl_sim_opts so = {.iterations = 3};
+    tsl_sim_result sr;
+    cr_assert_eq(tsl_simulate(w, p, 2, &dev, &so, &sr), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(sr.n_jobs, 2);
+    tsl_sim_result_free(&sr);
+    tsl_plan_free(p[0]);
+    tsl_plan_free(p[1]);
+    rw_free(w[0]);
+    rw_free(w[1]);
 }

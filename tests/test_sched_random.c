@@ -12,12 +12,14 @@
  * and predicted_period_us to 1e-6 relative with zero stall; planning the
  * same inputs again (regenerated, so at other addresses) gives identical
  * plans field by field and byte-identical JSON; the JSON round trip is
- * exact. Two tests hold the verifier to the simulator on plans that are not
- * the planner's: random plans (many invalid), and valid plans with one event
- * perturbed (delay, trigger, precede, or dropped). In both, the verifier
- * either rejects the plan with messages, or accepts one that the simulator
- * runs exactly as predicted (predicted figures taken from tsl_peak_analysis
- * of the perturbed plan) - never a silent inconsistency.
+ * exact. Three tests hold the verifier to the simulator on plans that are
+ * not the planner's: random plans (many invalid), valid plans with one event
+ * perturbed (delay, trigger, precede, or dropped), and random valid plans
+ * with planned waits (tests/plan_gen.c). In all, the verifier either rejects
+ * the plan with messages, or accepts one whose peak, period and stall it
+ * computes as tsl_peak_analysis does, and that the simulator runs exactly
+ * as predicted, its stall the planned waits' (predicted figures taken from
+ * tsl_peak_analysis of the plan) - never a silent inconsistency.
  *
  * Failures are tallied by class and the run goes on, so that one run shows
  * every kind of disagreement; the first few of each class are printed with
@@ -34,7 +36,9 @@
 
 #include "helpers.h"
 #include "random_workload.h"
+#include "plan_gen.h"
 #include "tensile/policy.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
 #include "tensile/verify.h"
@@ -48,7 +52,9 @@ typedef struct rcase {
     int n;                       /* jobs */
     tsl_workload *w[MAXJ];
     tsl_device_profile dev;
-    tsl_plan_opts po;
+    tsl_plan_opts po;            /* TENSILE with `to` */
+    tsl_tensile_opts to;
+    double rates[MAXJ];          /* to.max_swap_rate, one per job */
     size_t vanilla[MAXJ];        /* rw_vanilla_peak */
     size_t persistent[MAXJ];
 } rcase;
@@ -69,7 +75,10 @@ static void case_make(rcase *c, uint64_t seed, int n) {
                  (unsigned long long)seed);
     c->dev = rw_profile(seed);
     c->po = tsl_plan_opts_default();
-    c->po.policy = TSL_POLICY_TENSILE;
+    c->po.policy = tsl_policy_find("tensile");
+    c->to = tsl_tensile_opts_default();
+    c->to.max_swap_rate = (tsl_per_job){.n = n, .v = c->rates};
+    c->po.opts = &c->to;
     uint64_t rs = seed ^ 0xA5A5A5A5ull;
     size_t sum_p = 0, sum_v = 0;
     for (int j = 0; j < n; j++) {
@@ -82,13 +91,12 @@ static void case_make(rcase *c, uint64_t seed, int n) {
         sum_v += c->vanilla[j];
         /* a single job's share is always 1: a rate below 1 forbids its swaps */
         double u = th_uniform(&rs, 0, 1);
-        c->po.max_swap_rate[j] =
-            u < 0.5 ? 1.0 : (n == 1 && u < 0.8 ? 1.0 : th_uniform(&rs, 0.2, 1.0));
+        c->rates[j] = u < 0.5 ? 1.0 : (n == 1 && u < 0.8 ? 1.0 : th_uniform(&rs, 0.2, 1.0));
     }
     c->po.budget = sum_p + (size_t)((double)(sum_v - sum_p) * th_uniform(&rs, 0, 1));
     if (c->po.budget == 0) c->po.budget = 1;
-    c->po.recompute = th_uniform(&rs, 0, 1) < 0.8;
-    c->po.swap_in_slack = seed % 3 == 0 ? 0.0 : th_uniform(&rs, 0, 1); /* 0: the paper's placement */
+    c->to.recompute = th_uniform(&rs, 0, 1) < 0.8;
+    c->to.swap_in_slack = seed % 3 == 0 ? 0.0 : th_uniform(&rs, 0, 1); /* 0: the paper's placement */
 }
 
 static void case_free(rcase *c) {
@@ -121,11 +129,11 @@ static void dump_case(const rcase *c, tsl_plan *const *plans) {
             (unsigned long long)c->seed, c->n, (unsigned long long)c->seed);
     fprintf(stderr, "profile: h2d %.17g d2h %.17g B/s, duplex %d, copy latency %.17g us\n",
             c->dev.h2d_bw, c->dev.d2h_bw, c->dev.duplex, c->dev.copy_latency_us);
-    fprintf(stderr, "budget %zu, recompute %d, swap-in slack %g\n", c->po.budget, c->po.recompute,
-            c->po.swap_in_slack);
+    fprintf(stderr, "budget %zu, recompute %d, swap-in slack %g\n", c->po.budget, c->to.recompute,
+            c->to.swap_in_slack);
     for (int j = 0; j < c->n; j++) {
         fprintf(stderr, "job %d: max swap rate %g, vanilla peak %zu, persistent %zu\n", j,
-                c->po.max_swap_rate[j], c->vanilla[j], c->persistent[j]);
+                c->rates[j], c->vanilla[j], c->persistent[j]);
         rw_print(c->w[j], stderr);
         if (plans && plans[j]) print_plan(plans[j], stderr);
     }
@@ -213,17 +221,19 @@ enum {
     F_SIM_ERROR,   /* the simulator refuses a plan the verifier accepted */
     F_SIM_PEAK,    /* simulated peak != predicted */
     F_SIM_PERIOD,  /* simulated period != predicted */
-    F_SIM_STALL,   /* compute waited for a copy */
+    F_SIM_STALL,   /* compute waited for a copy other than the plan's waits */
     F_DETERMINISM, /* planning twice differs */
     F_JSON,        /* JSON text differs or the round trip is not exact */
     F_PEAK_REFUSES, /* tsl_peak_analysis refuses a plan the verifier accepted */
+    F_ACCOUNTING,  /* the verifier's peak, period or stall != the peak analysis's */
     F_COUNT
 };
 static const char *const f_name[F_COUNT] = {
     "vanilla peak != reference", "planned peak above vanilla", "report != predicted peak",
     "verifier rejects the plan", "simulator refuses a verified plan", "simulated peak != predicted",
-    "simulated period != predicted", "stall in the simulation", "planning twice differs",
-    "plan JSON differs / round trip", "peak analysis refuses a verified plan"};
+    "simulated period != predicted", "stall in the simulation != planned waits",
+    "planning twice differs", "plan JSON differs / round trip",
+    "peak analysis refuses a verified plan", "verifier != peak analysis"};
 
 typedef struct tally {
     int n[F_COUNT];
@@ -263,9 +273,11 @@ static void failf(tally *t, int cls, const rcase *c, tsl_plan *const *plans, con
 }
 
 /* Simulates job j of the case alone with exact latencies and checks that it
- * reproduces the plan's predicted peak exactly, its predicted period, with
- * zero stall. Returns the number of failures tallied. */
-static int check_alone(tally *t, const rcase *c, int j, tsl_plan *p, const char *what) {
+ * reproduces the plan's predicted peak exactly, its predicted period, and
+ * the planned waits' stall (`stall`: exactly 0 for a plan without waits).
+ * Returns the number of failures tallied. */
+static int check_alone(tally *t, const rcase *c, int j, tsl_plan *p, const char *what,
+                       double stall) {
     tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
     tsl_sim_result sr;
     memset(&sr, 0, sizeof sr);
@@ -286,11 +298,14 @@ static int check_alone(tally *t, const rcase *c, int j, tsl_plan *p, const char 
               "job %d (%s): simulated period %.17g != predicted %.17g (diff %g)", j, what,
               sr.job[0].iter_us, p->predicted_period_us,
               sr.job[0].iter_us - p->predicted_period_us);
-    if (sr.job[0].stall_us != 0.0)
-        failf(t, F_SIM_STALL, c, ps, "job %d (%s): stall %.17g us%s", j, what, sr.job[0].stall_us,
-              sr.job[0].stall_us < 1e-6 ? " (rounding level: the simulator and the planner compute "
-                                          "a time differently)"
-                                        : "");
+    if (stall == 0.0 ? sr.job[0].stall_us != 0.0
+                     : !(fabs(sr.job[0].stall_us - stall) <= period_tol(p->predicted_period_us)))
+        failf(t, F_SIM_STALL, c, ps, "job %d (%s): stall %.17g us, planned %.17g us%s", j, what,
+              sr.job[0].stall_us, stall,
+              fabs(sr.job[0].stall_us - stall) < 1e-6
+                  ? " (rounding level: the simulator and the planner compute a time differently)"
+                  : "");
+    tsl_sim_result_free(&sr);
     return tally_total(t) - before;
 }
 
@@ -374,8 +389,8 @@ static void run_case(uint64_t seed, int n, stats *s, tally *t) {
      * predicted (a plan the verifier rejects is counted once, there) */
     int ok[MAXJ];
     int all = check_verified(t, &c, plans, ok);
-    for (int j = 0; j < n; j++)
-        if (ok[j]) check_alone(t, &c, j, plans[j], "planned, verified");
+    for (int j = 0; j < n; j++) /* TENSILE plans no wait: no stall at all */
+        if (ok[j]) check_alone(t, &c, j, plans[j], "planned, verified", 0.0);
 
     /* the jobs together: the simulator runs them (timings differ by design) */
     if (n > 1 && all) {
@@ -385,6 +400,7 @@ static void run_case(uint64_t seed, int n, stats *s, tally *t) {
             failf(t, F_SIM_ERROR, &c, plans, "%d jobs together: %s", n, tsl_last_error());
         else
             cr_assert_eq(sr.n_jobs, n);
+        tsl_sim_result_free(&sr);
     }
 
     /* determinism: the same case regenerated (other addresses), planned again */
@@ -398,6 +414,8 @@ static void run_case(uint64_t seed, int n, stats *s, tally *t) {
     for (int j = 0; j < n; j++)
         if (!plan_equal(plans[j], again[j], why, sizeof why))
             failf(t, F_DETERMINISM, &c, plans, "job %d: planning twice differs: %s", j, why);
+    tsl_plan_report_free(&rep);
+    tsl_plan_report_free(&rep2);
 
     /* JSON: the same text twice, and an exact round trip */
     make_tmpdir();
@@ -553,7 +571,7 @@ Test(sched_random, empty_plan_peak_matches_the_reference) {
                   w->period_us);
         tsl_peak_info_free(&pi);
         tsl_plan_opts po = tsl_plan_opts_default();
-        po.policy = TSL_POLICY_VANILLA;
+        po.policy = tsl_policy_find("vanilla");
         tsl_plan *p = NULL;
         tsl_plan_report rep;
         cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_OK, "seed %d: %s", s,
@@ -562,6 +580,7 @@ Test(sched_random, empty_plan_peak_matches_the_reference) {
         cr_assert_eq(p->predicted_peak, ref, "seed %d: vanilla predicted %zu != %zu", s,
                      p->predicted_peak, ref);
         cr_assert_eq(rep.vanilla_peak[0], ref);
+        tsl_plan_report_free(&rep);
         tsl_plan_free(p);
         tsl_plan_free(empty);
         rw_free(w);
@@ -689,10 +708,14 @@ static tsl_plan *random_plan(const tsl_workload *w, const tsl_device_profile *de
 
 /* Judges a plan that is not the planner's: its predicted figures are set
  * from tsl_peak_analysis where that accepts the plan; then the verifier
- * either rejects it with messages, or accepts it and the simulator must run
- * it exactly as predicted (same peak, same period, no stall: no op waits
- * for a tensor that is not there). Returns 1 if accepted, 0 if rejected. */
-static int judge(tally *t, rcase *c, tsl_plan *p, const char *what, int *peak_refused) {
+ * either rejects it with messages, or accepts it - planned waits included -
+ * and then its own peak, period and stall are the peak analysis's, and the
+ * simulator runs the plan exactly as predicted (same peak, same period, a
+ * stall equal to the planned waits': no op waits for a tensor that is not
+ * there or not on its way). Returns 1 if accepted, 0 if rejected; *waits
+ * counts the accepted plans with planned waits. */
+static int judge(tally *t, rcase *c, tsl_plan *p, const char *what, int *peak_refused,
+                 int *waits) {
     tsl_peak_info pi;
     if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) == TSL_OK) {
         p->predicted_peak = pi.peak;
@@ -701,35 +724,47 @@ static int judge(tally *t, rcase *c, tsl_plan *p, const char *what, int *peak_re
     } else {
         (*peak_refused)++;
     }
-    tsl_violation *v = NULL;
-    int nv = 0;
-    tsl_status st = tsl_plan_verify(c->w[0], p, &c->dev, &v, &nv);
+    tsl_verify_report r;
+    tsl_status st = tsl_plan_check((const tsl_workload *const *)c->w,
+                                   (const tsl_plan *const *)&p, 1, &c->dev, &r);
     if (st == TSL_OK) {
-        cr_assert_eq(nv, 0, "seed %llu: TSL_OK with %d violations", (unsigned long long)c->seed,
-                     nv);
-        free(v);
+        cr_assert_eq(r.n_violations, 0, "seed %llu: TSL_OK with %d violations",
+                     (unsigned long long)c->seed, r.n_violations);
         tsl_plan *ps[1] = {p};
         int fails = tally_total(t);
-        if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) != TSL_OK)
+        double stall = r.stall_us[0];
+        *waits += r.n_waits > 0;
+        if (tsl_peak_analysis(c->w[0], p, &c->dev, &pi) != TSL_OK) {
             failf(t, F_PEAK_REFUSES, c, ps,
                   "the verifier accepts a plan tsl_peak_analysis refuses: %s", tsl_last_error());
-        else
+        } else {
+            if (pi.peak != r.peak[0] || pi.period_us != r.period_us[0] ||
+                pi.n_waits != r.n_waits || !(fabs(pi.stall_us - stall) <= 1e-9 * pi.period_us))
+                failf(t, F_ACCOUNTING, c, ps,
+                      "%s: peak %zu / %zu, period %.17g / %.17g, %d / %d waits, stall %.17g / "
+                      "%.17g (peak analysis / verifier)",
+                      what, pi.peak, r.peak[0], pi.period_us, r.period_us[0], pi.n_waits,
+                      r.n_waits, pi.stall_us, stall);
             tsl_peak_info_free(&pi);
-        if (tally_total(t) == fails) check_alone(t, c, 0, p, what);
+        }
+        tsl_verify_report_free(&r);
+        if (tally_total(t) == fails) check_alone(t, c, 0, p, what, stall);
         t->failed_cases += tally_total(t) > fails;
         return 1;
     }
     cr_assert_eq(st, TSL_ERR_INVALID, "seed %llu: verify returned %d", (unsigned long long)c->seed,
                  (int)st);
-    cr_assert_gt(nv, 0, "seed %llu: rejected without a violation", (unsigned long long)c->seed);
-    for (int j = 0; j < nv; j++)
-        cr_assert(v[j].what[0], "seed %llu: empty violation message", (unsigned long long)c->seed);
-    free(v);
+    cr_assert_gt(r.n_violations, 0, "seed %llu: rejected without a violation",
+                 (unsigned long long)c->seed);
+    for (int j = 0; j < r.n_violations; j++)
+        cr_assert(r.violations[j].what[0], "seed %llu: empty violation message",
+                  (unsigned long long)c->seed);
+    tsl_verify_report_free(&r);
     return 0;
 }
 
 Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout = 600) {
-    int n = th_quick() ? 400 : 10000, acc = 0, rej = 0, refused = 0;
+    int n = th_quick() ? 400 : 10000, acc = 0, rej = 0, refused = 0, waits = 0;
     tally t = {0};
     for (int i = 0; i < n; i++) {
         rcase c;
@@ -737,7 +772,7 @@ Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout 
         uint64_t rs = c.seed * 13 + 5;
         tsl_plan *p = random_plan(c.w[0], &c.dev, &rs);
         if (p->n_events) {
-            if (judge(&t, &c, p, "random plan accepted by the verifier", &refused))
+            if (judge(&t, &c, p, "random plan accepted by the verifier", &refused, &waits))
                 acc++;
             else
                 rej++;
@@ -745,8 +780,9 @@ Test(sched_random, verifier_agrees_with_the_simulator_on_random_plans, .timeout 
         tsl_plan_free(p);
         case_free(&c);
     }
-    printf("random plans: %d accepted by the verifier, %d rejected, peak analysis refused %d\n",
-           acc, rej, refused);
+    printf("random plans: %d accepted by the verifier (%d with planned waits), %d rejected, peak "
+           "analysis refused %d\n",
+           acc, waits, rej, refused);
     tally_check(&t, acc, "random plans accepted by the verifier");
     cr_assert_gt(acc, n / 20, "only %d random plans accepted", acc);
     cr_assert_gt(rej, n / 20, "only %d random plans rejected", rej);
@@ -808,18 +844,17 @@ static int mutate(tsl_plan *p, const tsl_workload *w, int k, uint64_t *rs) {
 Test(sched_random, verifier_under_mutations, .timeout = 600) {
     int n = th_quick() ? 200 : 4000;
     int tried[MUT_COUNT] = {0}, rejected[MUT_COUNT] = {0}, accepted[MUT_COUNT] = {0};
-    int peak_errors = 0;
+    int peak_errors = 0, waits = 0;
     tally t = {0};
     for (int i = 0; i < n; i++) {
         uint64_t seed = 900000 + (uint64_t)i, rs = seed * 7 + 1;
         rcase c;
         case_make(&c, seed, 1);
         c.po.budget = c.persistent[0] + (c.vanilla[0] - c.persistent[0]) / 4; /* many events */
-        c.po.max_swap_rate[0] = 1.0;
-        c.po.recompute = 1;
+        c.rates[0] = 1.0;
+        c.to.recompute = 1;
         tsl_plan *p = NULL;
-        tsl_plan_report rep;
-        cr_assert_eq(tsl_plan_jobs(c.w, 1, &c.dev, &c.po, &p, &rep), TSL_OK, "seed %llu: %s",
+        cr_assert_eq(tsl_plan_jobs(c.w, 1, &c.dev, &c.po, &p, NULL), TSL_OK, "seed %llu: %s",
                      (unsigned long long)seed, tsl_last_error());
         int k = i % MUT_COUNT;
         if (!mutate(p, c.w[0], k, &rs)) {
@@ -833,7 +868,7 @@ Test(sched_random, verifier_under_mutations, .timeout = 600) {
          * real fault, not just a stale prediction */
         char what[64];
         snprintf(what, sizeof what, "accepted after a %s mutation", mut_name[k]);
-        if (judge(&t, &c, p, what, &peak_errors))
+        if (judge(&t, &c, p, what, &peak_errors, &waits))
             accepted[k]++;
         else
             rejected[k]++;
@@ -843,11 +878,54 @@ Test(sched_random, verifier_under_mutations, .timeout = 600) {
     for (int k = 0; k < MUT_COUNT; k++)
         printf("mutation %-8s: %4d tried, %4d rejected by the verifier, %4d accepted\n",
                mut_name[k], tried[k], rejected[k], accepted[k]);
-    printf("peak analysis refused %d mutated plans\n", peak_errors);
+    printf("peak analysis refused %d mutated plans; %d accepted ones have planned waits\n",
+           peak_errors, waits);
     int acc_all = 0;
     for (int k = 0; k < MUT_COUNT; k++) acc_all += accepted[k];
     tally_check(&t, acc_all, "mutated plans accepted by the verifier");
     for (int k = 0; k < MUT_COUNT; k++)
         cr_assert_gt(rejected[k], 0, "no %s mutation was ever rejected: the verifier sees nothing?",
                      mut_name[k]);
+}
+
+/* ---- random plans with planned waits ------------------------------------------------- */
+
+/* Thousands of random valid plans with planned waits (tests/plan_gen.c with
+ * p_wait: a swap-in placed to be under way when the op it precedes would
+ * start, and to land after that) on random workloads and profiles, with
+ * swaps and recomputations around them: each verifies; the verifier's peak,
+ * period and stall equal the peak analysis's; the simulator runs each alone
+ * with that peak, that period (which includes the stall) and a stall equal
+ * to the planned waits' (judge). */
+Test(sched_random, random_plans_with_planned_waits, .timeout = 600) {
+    int n = th_quick() ? 300 : 4000, with_waits = 0, n_waits = 0, with_rc = 0, refused = 0;
+    int judged_waits = 0;
+    tally t = {0};
+    for (int i = 0; i < n; i++) {
+        rcase c;
+        case_make(&c, 1200000 + (uint64_t)i, 1);
+        pg_opts o = pg_opts_default();
+        o.p_wait = 0.5;
+        o.max_items = 8;
+        o.attempts = 40;
+        pg_stats st;
+        tsl_plan *p = pg_random_plan(NULL, c.w[0], &c.dev, c.seed, &o, &st);
+        cr_assert_not_null(p, "seed %llu: %s", (unsigned long long)c.seed, tsl_last_error());
+        with_waits += st.waits > 0;
+        n_waits += st.waits;
+        with_rc += st.recomputes > 0;
+        if (!judge(&t, &c, p, "random plan with planned waits", &refused, &judged_waits))
+            failf(&t, F_VERIFY, &c, &p, "the verifier rejects a plan pg_random_plan verified");
+        tsl_plan_free(p);
+        case_free(&c);
+    }
+    printf("random plans with planned waits: %d plans, %d with waits (%d waits), %d with "
+           "recomputations\n",
+           n, with_waits, n_waits, with_rc);
+    tally_check(&t, n, "random plans with planned waits");
+    cr_assert_eq(refused, 0, "the peak analysis refused %d generated plans", refused);
+    cr_assert_eq(judged_waits, with_waits, "the verifier saw waits in %d plans, the generator %d",
+                 judged_waits, with_waits);
+    cr_assert_gt(with_waits, n / 3, "only %d of %d plans have planned waits", with_waits, n);
+    cr_assert_gt(with_rc, n / 20, "only %d of %d plans have recomputations", with_rc, n);
 }

@@ -2,8 +2,10 @@
  * test_verify.c - the plan verifier (src/sched/verify*.c) on hand-made
  * workloads and plans with hand-computed timelines and loads: a valid plan
  * passes; each class of violation, constructed by hand, produces exactly the
- * expected violation(s) with the expected text; the empty plan's peak is the
- * vanilla dry run's on real graphs.
+ * expected violation(s) with the expected text; a swap-in landing after its
+ * op would start, or a recomputation's input still copying, is a planned
+ * wait reported with its exact stall (tsl_plan_check), not a violation;
+ * the empty plan's peak is the vanilla dry run's on real graphs.
  *
  * The chain workload used by most tests (every op 100 us, copies at 1e8 B/s,
  * so a 2000-byte tensor copies in 20 us):
@@ -321,15 +323,141 @@ Test(verify, swap_in_before_its_swap_out_ended) {
 }
 
 Test(verify, swap_in_ending_after_its_op_starts) {
-    /* swap_in 95 us after f3: 395..415, b2 starts at 400 */
+    /* swap_in 95 us after f3: 395..415, b2 would start at 400: a planned
+     * wait (docs/SCHEDULING.md), not a violation. b2 runs over 415..515,
+     * bw 515..615, upd 615..715: the period is 715. The peak stays 9110
+     * (at 395: in w y z gy + x). */
     tsl_workload *w = chain("A", 0);
     tsl_device_profile d = profile(1);
-    tsl_plan *p = PLAN("A", 9110, 700, SO(X, F1, 0), REL(X, F2), SI(X, F3, 95, B2));
+    tsl_plan *p = PLAN("A", 9110, 715, SO(X, F1, 0), REL(X, F2), SI(X, F3, 95, B2));
+    EXPECT_VALID(w, p, &d);
+    tsl_verify_report r;
+    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
+                                &d, &r),
+                 TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(r.n_violations, 0);
+    cr_assert_eq(r.n_waits, 1);
+    const tsl_planned_wait *x = &r.waits[0];
+    cr_assert(x->job == 0 && x->op == B2 && x->recompute == -1 && x->event == 2 && x->tensor == X);
+    cr_assert_eq(x->stall_us, 15.0);
+    cr_assert_str_eq(x->what, "op 'b2' waits 15.0 us for event 2 swap_in 'x' (precede 'b2'): it "
+                              "would start at 400.0 us, the copy lands at 415.0 us");
+    cr_assert(r.n_jobs == 1 && r.peak[0] == 9110 && r.period_us[0] == 715.0 &&
+              r.stall_us[0] == 15.0);
+    tsl_verify_report_free(&r);
+    /* the predicted period must include the stall */
+    p->predicted_period_us = 700;
     EXPECT(w, p, &d,
-           "event 2 swap_in 'x' (precede 'b2'): copy ends at 415.0 us, after the op starts "
-           "at 400.0 us");
+           "predicted_period_us 700.0 differs from the period the events imply, 715.0 us (0 "
+           "recomputations adding 0.0 us; 1 planned wait adding 15.0 us)");
     tsl_plan_free(p);
     tsl_workload_free(w);
+}
+
+Test(verify, swap_in_issued_after_its_op_would_start) {
+    /* swap_in 5 us after b3 (400): 405..425, but b2 would start at 400,
+     * when x is not even being copied: an op waits only for copies under
+     * way, so b2 reads a released x */
+    tsl_workload *w = chain("A", 0);
+    tsl_device_profile d = profile(1);
+    tsl_plan *p = PLAN("A", 8110, 700, SO(X, F1, 0), REL(X, F2), SI(X, B3, 5, B2));
+    EXPECT(w, p, &d,
+           "event 2 swap_in 'x' (precede 'b2'): copy ends at 425.0 us, after the op starts at "
+           "400.0 us (issued at 405.0 us, after the op would start at 400.0 us: an op waits only "
+           "for copies under way then)");
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+/* The recomputation-wait workload (every op 100 us, copies 1e8 B/s):
+ *   in 10 (input), a 1000, b 2000, c 30, d 40, e 50
+ *   op0 f [in] -> a   op1 g [a] -> b   op2 h [b] -> c   op3 k [c] -> d
+ *   op4 m [d, b, a] -> e
+ * Plan: a out after f (100..110), released after g (200), back 95 us
+ * after h (395..405) for m; b released after h (300) and recomputed before
+ * m. The recomputation re-runs g, which reads a: it would start at 400 and
+ * waits 5 us for the copy; it runs over 405..505, m over 505..605.
+ * Load: 1010 (f); 1000 at 100; 3000 (g); 2000 at 200; 2030 (h); 30 at 300;
+ * 70 (k); 1070 at 395; 1040 at 400; 3040 (recomputation); 3090 (m) at 505.
+ * Peak 3090, period 605. */
+enum { W_IN, W_A, W_B, W_C, W_D, W_E };
+enum { W_F, W_G, W_H, W_K, W_M };
+
+static tsl_workload *rc_wait_workload(void) {
+    tsl_workload *w = wl_new("W");
+    wl_tensor(w, "in", 10, TSL_KIND_INPUT);
+    wl_tensor(w, "a", 1000, TSL_KIND_ACTIVATION);
+    wl_tensor(w, "b", 2000, TSL_KIND_ACTIVATION);
+    wl_tensor(w, "c", 30, TSL_KIND_ACTIVATION);
+    wl_tensor(w, "d", 40, TSL_KIND_ACTIVATION);
+    wl_tensor(w, "e", 50, TSL_KIND_ACTIVATION);
+    wl_op(w, "f", 100, 0, IDS(W_IN), IDS(W_A));
+    wl_op(w, "g", 100, 0, IDS(W_A), IDS(W_B));
+    wl_op(w, "h", 100, 0, IDS(W_B), IDS(W_C));
+    wl_op(w, "k", 100, 0, IDS(W_C), IDS(W_D));
+    wl_op(w, "m", 100, 0, IDS(W_D, W_B, W_A), IDS(W_E));
+    return w;
+}
+
+Test(verify, recomputation_waits_for_its_input) {
+    tsl_workload *w = rc_wait_workload();
+    tsl_device_profile d = profile(1);
+    tsl_plan *p = PLAN("W", 3090, 605, SO(W_A, W_F, 0), REL(W_A, W_G), SI(W_A, W_H, 95, W_M),
+                       REL(W_B, W_H), RC(W_B, W_M));
+    EXPECT_VALID(w, p, &d);
+    tsl_verify_report r;
+    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
+                                &d, &r),
+                 TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(r.n_waits, 1);
+    const tsl_planned_wait *x = &r.waits[0];
+    cr_assert(x->op == W_M && x->recompute == 4 && x->event == 2 && x->tensor == W_A,
+              "op %d recompute %d event %d tensor %d", x->op, x->recompute, x->event, x->tensor);
+    cr_assert_eq(x->stall_us, 5.0);
+    cr_assert_str_eq(x->what, "the recomputation of 'b' (event 4) waits 5.0 us for event 2 swap_in "
+                              "'a' (precede 'm'): it would start at 400.0 us, the copy lands at "
+                              "405.0 us");
+    cr_assert(r.peak[0] == 3090 && r.period_us[0] == 605.0);
+    tsl_verify_report_free(&r);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+Test(verify, waits_of_two_jobs_are_reported_per_job) {
+    /* A runs P1; B's swap-in lands 15 us late (395..415) and its copies
+     * share the channels with A's (100..120 vs B's 130..150, 350..370 vs
+     * 395..415): valid together, B waits */
+    tsl_workload *a = chain("A", 0), *b = chain("B", 0);
+    tsl_device_profile d = profile(1);
+    tsl_plan *pa = p1("A", 9110, 700);
+    tsl_plan *pb = PLAN("B", 9110, 715, SO(X, F1, 30), REL(X, F2), SI(X, F3, 95, B2));
+    const tsl_workload *ws[2] = {a, b};
+    const tsl_plan *ps[2] = {pa, pb};
+    tsl_verify_report r;
+    cr_assert_eq(tsl_plan_check(ws, ps, 2, &d, &r), TSL_OK, "%s", tsl_last_error());
+    cr_assert(r.n_waits == 1 && r.waits[0].job == 1 && r.waits[0].stall_us == 15.0);
+    cr_assert(strstr(r.waits[0].what, "job 'B': op 'b2' waits 15.0 us"), "%s", r.waits[0].what);
+    cr_assert(r.n_jobs == 2 && r.stall_us[0] == 0.0 && r.stall_us[1] == 15.0 &&
+              r.period_us[0] == 700.0 && r.period_us[1] == 715.0);
+    tsl_verify_report_free(&r);
+    /* issued right when b2 would start (400), B's swap-in (400..420) is
+     * under way then: b2 waits 20 us and starts at 420; x now comes back
+     * after b3 freed y and z, so B's peak is f3's 8110 */
+    pb->events[2].delay_us = 100;
+    pb->predicted_period_us = 720;
+    pb->predicted_peak = 8110;
+    cr_assert_eq(tsl_plan_check(ws, ps, 2, &d, &r), TSL_OK, "%s", tsl_last_error());
+    cr_assert(r.n_waits == 1 && r.waits[0].stall_us == 20.0, "%g", r.waits[0].stall_us);
+    tsl_verify_report_free(&r);
+    /* a malformed input fills nothing */
+    d.h2d_bw = 0;
+    cr_assert_eq(tsl_plan_check(ws, ps, 2, &d, &r), TSL_ERR_INVALID);
+    cr_assert(r.n_violations == 0 && r.n_waits == 0 && r.n_jobs == 0 && !r.peak);
+    tsl_verify_report_free(&r);
+    tsl_plan_free(pa);
+    tsl_plan_free(pb);
+    tsl_workload_free(a);
+    tsl_workload_free(b);
 }
 
 Test(verify, release_of_a_never_swapped_tensor_before_its_last_read) {
@@ -600,12 +728,13 @@ Test(verify, release_rules) {
     EXPECT(w, q, &d,
            "event 1 release 'y' (trigger 'f2'): frees the tensor at 230.0 us while op 'f3' "
            "reads it (until 300.0 us)");
-    /* a late swap-in is reported once, by the swap-in (not again as a read
-     * of a released tensor by the op it precedes) */
+    /* a swap-in triggered by the op it precedes is reported once, by the
+     * swap-in (not again as a read of a released tensor by that op): the op
+     * cannot wait for a copy that starts after it ends */
     tsl_plan *r = PLAN("A", 8110, 700, SO(X, F1, 0), REL(X, F2), SI(X, B2, 0, B2));
     EXPECT(w, r, &d,
-           "event 2 swap_in 'x' (precede 'b2'): copy ends at 520.0 us, after the op starts at "
-           "400.0 us");
+           "event 2 swap_in 'x' (precede 'b2'): triggered by op 'b2', which does not end before "
+           "op 'b2' starts (the op would wait for a copy issued only after it ends)");
     tsl_plan_free(r);
     tsl_plan_free(p);
     tsl_plan_free(q);

@@ -39,6 +39,7 @@
 #include "tensile/backend.h"
 #include "tensile/data.h"
 #include "tensile/job.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/sched_json.h"
 #include "tensile/session.h"
 #include "tensile/sim.h"
@@ -104,7 +105,7 @@ typedef struct run_opts {
     size_t budget;       /* 0: none */
     double budget_pct;   /* > 0: percent of vanilla's peak load */
     double pcie_gbps, lr;
-    double slack;        /* tsl_plan_opts.swap_in_slack */
+    tsl_tensile_opts tensile; /* the policy's options (--swap-in-slack) */
     uint64_t seed;
 } run_opts;
 
@@ -152,7 +153,7 @@ static void parse(int argc, char **argv, run_opts *t) {
     static const char *const optims[] = {"sgd", "adam", NULL};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *t = (run_opts){.batch = 64, .policy = 1, .threads = cpus > 0 ? (int)cpus : 1, .lr = -1,
-                    .seed = 42, .iterations = 20, .slack = tsl_plan_opts_default().swap_in_slack};
+                    .seed = 42, .iterations = 20, .tensile = tsl_tensile_opts_default()};
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -179,7 +180,7 @@ static void parse(int argc, char **argv, run_opts *t) {
                 t->budget_pct = 0;
             }
         } else if (!strcmp(o, "--pcie-gbps")) t->pcie_gbps = args_double(&a, o, 0, 1e4);
-        else if (!strcmp(o, "--swap-in-slack")) t->slack = args_double(&a, o, 0, 10);
+        else if (!strcmp(o, "--swap-in-slack")) t->tensile.swap_in_slack = args_double(&a, o, 0, 10);
         else if (!strcmp(o, "--iterations")) {
             t->iterations = args_int(&a, o, 1, 100000000);
             have_iter = 1;
@@ -385,12 +386,13 @@ static int predict(tsl_job *job, prediction *pr) {
     tsl_workload *w = (tsl_workload *)tsl_job_workload(job);
     tsl_plan *plan = (tsl_plan *)tsl_job_plan(job), *empty = tsl_plan_new(w->job);
     tsl_sim_opts so = {.iterations = 3};
-    tsl_sim_result sim, vsim;
+    tsl_sim_result sim = {0}, vsim = {0};
     int ok = empty && tsl_simulate(&w, &plan, 1, tsl_job_profile(job), &so, &sim) == TSL_OK &&
              tsl_simulate(&w, &empty, 1, tsl_job_profile(job), &so, &vsim) == TSL_OK;
     tsl_plan_free(empty);
     if (!ok) {
         fprintf(stderr, "tensile run: simulation failed: %s\n", tsl_last_error());
+        tsl_sim_result_free(&sim);
         return 0;
     }
     pr->vanilla_peak = js.vanilla_peak;
@@ -402,6 +404,8 @@ static int predict(tsl_job *job, prediction *pr) {
     pr->sim_vanilla_iter_us = vsim.job[0].iter_us;
     pr->sim_peak = sim.job[0].peak;
     pr->sim_vanilla_peak = vsim.job[0].peak;
+    tsl_sim_result_free(&sim);
+    tsl_sim_result_free(&vsim);
     return 1;
 }
 
@@ -421,9 +425,9 @@ static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.session = session_opts(t, capacity);
     jo.profile = t->profile;
     jo.latency_us = lat_us;
-    jo.plan.policy = TSL_POLICY_TENSILE;
+    jo.plan.policy = tsl_policy_find("tensile");
     jo.plan.budget = budget;
-    jo.plan.swap_in_slack = t->slack;
+    jo.plan.opts = &t->tensile;
     if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
         if (!refused) fprintf(stderr, "tensile run: %s\n", r->error);

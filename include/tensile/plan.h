@@ -37,7 +37,8 @@ typedef struct tsl_plan {
     int32_t n_events, cap_events;
     tsl_event *events;     /* sorted by (trigger, delay, type, tensor) */
     size_t predicted_peak; /* bytes: the peak the events imply (docs/SCHEDULING.md) */
-    double predicted_period_us; /* iteration time including recomputations */
+    double predicted_period_us; /* iteration time including recomputations and planned
+                                   waits (docs/SCHEDULING.md) */
 } tsl_plan;
 
 tsl_plan *tsl_plan_new(const char *job);
@@ -47,7 +48,9 @@ void tsl_plan_sort(tsl_plan *p);
 
 /* ---- memory and time implied by a plan (shared accounting) ---------------- */
 /* The timeline of one iteration of one job under its plan, and the memory
- * load over it, per docs/SCHEDULING.md. */
+ * load over it, per docs/SCHEDULING.md: recomputations inserted, planned
+ * waits (an op that reads a tensor still being swapped in starts when the
+ * copy has landed) included. */
 typedef struct tsl_peak_info {
     size_t peak;           /* bytes */
     double peak_time_us;
@@ -55,8 +58,14 @@ typedef struct tsl_peak_info {
     int32_t last_input_op; /* LUA: last op before the peak that read a tensor it keeps */
     int32_t *resident;     /* tensors resident at the peak (malloc'd), */
     int32_t n_resident;    /* largest first */
-    double period_us;      /* with recomputations */
+    double period_us;      /* with recomputations and planned waits */
+    int32_t n_waits;       /* planned waits: ops and recomputations starting late for a copy */
+    double stall_us;       /* their total stall (part of period_us) */
 } tsl_peak_info;
+/* Peak analysis of w under p (NULL: the empty plan). dev gives the copy
+ * times; it may be NULL only for a plan without swaps. Fills *out (free
+ * with tsl_peak_info_free). TSL_ERR_INVALID for an event or op index out
+ * of range (named), TSL_ERR_OOM. */
 tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
                              const tsl_device_profile *dev, tsl_peak_info *out);
 void tsl_peak_info_free(tsl_peak_info *pi);

@@ -1,5 +1,47 @@
 /*
- * tensile/policy.h - planning: turning workloads and a device into plans.
+ * tensile/policy.h - planning policies: how the workloads of the jobs
+ * sharing a device become their plans.
+ *
+ * A policy is a constant table (tsl_policy): its name, a one-line summary,
+ * the descriptors of its own options, and its `plan` function. The
+ * registry holds the built-in policies (src/sched/policy_registry.c: one
+ * line each) and those registered at run time (tsl_policy_register).
+ * Built in:
+ *   "vanilla"  the empty plan: nothing is swapped or recomputed;
+ *   "tensile"  the paper's Algorithm 3 over all the jobs (its options:
+ *              tensile/policy_tensile.h).
+ *
+ * Callers plan with tsl_plan_jobs, naming the policy, its options (the
+ * policy's own options struct, or NULL for its defaults) and the memory
+ * budget. Planning is pure and deterministic: the same workloads, profile
+ * and options give the same plans, byte for byte. The plans a policy
+ * returns are not verified here: tsl_plan_verify (tensile/verify.h)
+ * judges them; a plan may let compute wait for a copy (a planned wait,
+ * docs/SCHEDULING.md), and its predicted period then includes the stall.
+ *
+ * Example usage:
+ *
+ *   tsl_plan_opts po = tsl_plan_opts_default();     // TENSILE, its defaults
+ *   po.policy = tsl_policy_find("tensile");          // NULL: tsl_last_error() lists the names
+ *   po.budget = (size_t)8 << 30;
+ *   tsl_plan *plans[2];
+ *   tsl_plan_report rep;
+ *   if (tsl_plan_jobs(w, 2, &dev, &po, plans, &rep) != TSL_OK) die(tsl_last_error());
+ *   printf("%zu -> %zu\n", rep.vanilla_peak[0], rep.planned_peak[0]);
+ *   tsl_plan_report_free(&rep);
+ *
+ * Options given by name (the command line, a daemon's messages):
+ *
+ *   tsl_policy_opts *o;
+ *   tsl_policy_opts_new(po.policy, &o);
+ *   if (tsl_policy_opts_set(o, "max-swap-rate", "0.5,1") != TSL_OK) die(tsl_last_error());
+ *   po.opts = tsl_policy_opts_values(o);               // valid until tsl_policy_opts_free(o)
+ *
+ * A policy of one's own (tests/test_planner.c has one):
+ *
+ *   static tsl_status plan_mine(const tsl_plan_request *rq, tsl_plan **plans, int *iters);
+ *   static const tsl_policy mine = {"mine", "what it does", 0, NULL, 0, plan_mine};
+ *   tsl_policy_register(&mine);
  */
 #ifndef TENSILE_POLICY_H
 #define TENSILE_POLICY_H
@@ -12,34 +54,179 @@
 extern "C" {
 #endif
 
-/* ---- the planner ------------------------------------------------------------ */
-typedef enum tsl_policy { TSL_POLICY_VANILLA = 0, TSL_POLICY_TENSILE } tsl_policy;
+/* ---- options of a policy ------------------------------------------------------ */
+
+typedef enum tsl_option_kind {
+    TSL_OPT_BOOL = 0, /* an int field, 0 or 1 ("0", "1", "no", "yes", "false", "true",
+                         "off", "on") */
+    TSL_OPT_INT,      /* an int field */
+    TSL_OPT_DOUBLE,   /* a double field */
+    TSL_OPT_PER_JOB,  /* a tsl_per_job field: one value for every job ("0.5"), or one per
+                         job ("0.5,1,1"), each a double */
+} tsl_option_kind;
+
+/* A value per job, for as many jobs as are planned (sized at run time). */
+typedef struct tsl_per_job {
+    double all;        /* every job's value while n == 0 */
+    int n;             /* 0, or the number of values in v, which must then be the number
+                          of jobs planned (tsl_plan_jobs refuses another count) */
+    const double *v;   /* n values (not owned by the struct) */
+} tsl_per_job;
+
+/* The value of job `job` (0 <= job, and job < x->n when n > 0). */
+static inline double tsl_per_job_at(const tsl_per_job *x, int job) {
+    return x->n ? x->v[job] : x->all;
+}
+
+/* The descriptor of one option: a field of the policy's options struct. */
+typedef struct tsl_policy_option {
+    const char *name;  /* as on the command line without "--" ("swap-in-slack"); the
+                          struct's field has the same name with '_' ("swap_in_slack"),
+                          which error messages use */
+    const char *help;  /* one line */
+    tsl_option_kind kind;
+    double min, max;   /* accepted values, inclusive (per job: each value) */
+    double def;        /* the default (per job: every job's) */
+    size_t offset;     /* offsetof(the options struct, the field) */
+} tsl_policy_option;
+
+/* ---- policies ------------------------------------------------------------------ */
+
+/* What a policy plans: checked and completed by tsl_plan_jobs before the
+ * policy sees it. */
+typedef struct tsl_plan_request {
+    tsl_workload *const *w;         /* n_jobs workloads: tensor indices, producers and
+                                       times in range and finite */
+    int n_jobs;                     /* >= 1 */
+    const tsl_device_profile *dev;  /* copy bandwidths > 0, copy latency >= 0 */
+    size_t budget;                  /* bytes for all the jobs together (never 0: the
+                                       caller's 0 is the profile's mem_bytes) */
+    const void *opts;               /* the policy's options struct (its defaults when the
+                                       caller gave none), every value in its range and
+                                       every per-job value sized n_jobs; NULL if the
+                                       policy has no options */
+} tsl_plan_request;
+
+/* A policy's planning: adds events to plans[j] (empty plans named after
+ * their jobs, one per workload) and may set *iterations (its own count of
+ * planning rounds, for the report; left 0 otherwise). It need not sort the
+ * events nor fill the predicted figures: tsl_plan_jobs does both from the
+ * shared accounting (tsl_peak_analysis). It must be deterministic and must
+ * not keep rq or the plans. Returns TSL_OK, or an error with its message
+ * (the plans are then freed by the caller). */
+typedef tsl_status (*tsl_policy_plan_fn)(const tsl_plan_request *rq, tsl_plan **plans,
+                                         int *iterations);
+
+typedef struct tsl_policy {
+    const char *name;       /* the registry's key: lower-case letters, digits and '-' */
+    const char *summary;    /* one line, for --help */
+    size_t opts_size;       /* sizeof its options struct; 0 if it has no options */
+    const tsl_policy_option *options; /* n_options descriptors, one per field */
+    int n_options;
+    tsl_policy_plan_fn plan;
+    /* Online policies (DTR, Capuchin's passive mode) decide evictions while a
+     * job runs; their other half will be the runtime's eviction hook, a field
+     * added here with the first of them (`plan` then gives their static
+     * part, possibly the empty plan). Not built yet. */
+} tsl_policy;
+
+/* ---- the registry --------------------------------------------------------------- */
+
+/* The policy called `name`, or NULL with a message naming it and listing
+ * the known names (tsl_last_error()). */
+const tsl_policy *tsl_policy_find(const char *name);
+/* Number of policies, and the i-th (0 <= i < count; NULL otherwise): the
+ * built-in ones in registry order, then the registered ones in order of
+ * registration. For --help. */
+int tsl_policy_count(void);
+const tsl_policy *tsl_policy_at(int i);
+/* Adds a policy defined outside the library; p must stay valid for the
+ * rest of the program (a static const table). TSL_ERR_INVALID if p is
+ * malformed (the message names the field: a name outside [a-z0-9-], no
+ * plan function, an option whose kind, range, default or offset does not
+ * fit its options struct) or its name is taken; TSL_ERR_OOM. Thread-safe:
+ * registration and lookups may run concurrently from any threads (one lock
+ * guards the registry); a policy, once registered, stays. */
+tsl_status tsl_policy_register(const tsl_policy *p);
+
+/* ---- options -------------------------------------------------------------------- */
+
+/* The descriptor of p's option `name` (without "--"), or NULL with a
+ * message naming the policy and the option and listing its options. */
+const tsl_policy_option *tsl_policy_option_find(const tsl_policy *p, const char *name);
+/* Writes every option's default into opts (p->opts_size bytes; per-job
+ * options: n = 0, all = the default). */
+void tsl_policy_defaults(const tsl_policy *p, void *opts);
+/* Checks opts (p's options struct) for planning n_jobs jobs: every value in
+ * its descriptor's range, every per-job option with 0 or n_jobs values.
+ * TSL_OK, or TSL_ERR_INVALID naming the policy, the option, the field and
+ * the value ("policy 'tensile': option swap-in-slack: swap_in_slack = -0.5
+ * outside [0, 10]"). */
+tsl_status tsl_policy_opts_check(const tsl_policy *p, const void *opts, int n_jobs);
+
+/* A policy's options as values set by name, owning their storage (the
+ * per-job lists). */
+typedef struct tsl_policy_opts tsl_policy_opts;
+/* p's defaults. TSL_ERR_INVALID if p is NULL, TSL_ERR_OOM. */
+tsl_status tsl_policy_opts_new(const tsl_policy *p, tsl_policy_opts **out);
+/* Sets option `name` (without "--") from its text: a number (an integer
+ * for INT), a boolean word for BOOL, a number or a comma list of numbers
+ * (one per job) for PER_JOB. TSL_ERR_INVALID naming the policy, the option
+ * and the value when the option is unknown (listing the policy's options),
+ * the text is not of its kind, or a value is outside the option's range;
+ * the options are then unchanged. TSL_ERR_OOM. */
+tsl_status tsl_policy_opts_set(tsl_policy_opts *o, const char *name, const char *value);
+/* The options struct, for tsl_plan_opts.opts (valid until the next set or
+ * the free); NULL for a policy without options. */
+const void *tsl_policy_opts_values(const tsl_policy_opts *o);
+const tsl_policy *tsl_policy_opts_policy(const tsl_policy_opts *o);
+void tsl_policy_opts_free(tsl_policy_opts *o); /* NULL is fine */
+
+/* ---- planning ------------------------------------------------------------------- */
 
 typedef struct tsl_plan_opts {
-    tsl_policy policy;
-    size_t budget;             /* device memory for the jobs (0: the profile's) */
-    double max_swap_rate[16];  /* per job, its priority; 1.0 = no limit */
-    int recompute;             /* allow recomputation (default 1) */
-    int max_iterations;        /* hard cap on Algorithm 3's loop (default 10000) */
-    double swap_in_slack;      /* a swap-in is placed to land this fraction of its copy
-                                  time before its access, so that ops running faster
-                                  than their latency estimates do not make compute wait
-                                  for the copy (default 0: exactly at the access, the
-                                  paper's placement; docs/RESULTS.md compares 0.25) */
+    const tsl_policy *policy;  /* NULL: "tensile" */
+    const void *opts;          /* the policy's options struct (tensile: tsl_tensile_opts),
+                                  or NULL for its defaults. Not copied: it must stay valid
+                                  as long as this struct is used (a tsl_job plans again
+                                  with it when it replans) */
+    size_t budget;             /* device memory for all the jobs; 0: the profile's */
 } tsl_plan_opts;
+
+/* TENSILE with its defaults, the profile's memory. */
 tsl_plan_opts tsl_plan_opts_default(void);
 
+/* What planning found, per job (arrays of n_jobs entries) and overall. */
 typedef struct tsl_plan_report {
-    size_t vanilla_peak[16], planned_peak[16];
-    int swaps[16], recomputes[16];
-    size_t bytes_h2d[16], bytes_d2h[16];
-    int iterations;            /* of Algorithm 3 */
-    double planning_ms;
+    int n_jobs;
+    size_t *vanilla_peak;      /* the empty plan's peak */
+    size_t *planned_peak;      /* the plan's predicted peak */
+    int *swaps;                /* swap-out events */
+    int *recomputes;           /* recompute events */
+    size_t *bytes_h2d;         /* bytes swapped in per iteration */
+    size_t *bytes_d2h;         /* bytes swapped out per iteration */
+    int *waits;                /* planned waits: ops that start late for a copy */
+    double *stall_us;          /* their total stall per iteration (in the predicted period) */
+    int iterations;            /* the policy's planning rounds (tensile: Algorithm 3's
+                                  loop); 0 if it has none */
+    double planning_ms;        /* wall clock */
 } tsl_plan_report;
 
-/* Plans all jobs together (Algorithm 3 over every workload): minimises the
- * sum of per-job peaks; never plans compute waiting for a copy. plans[i] is
- * allocated for every job. */
+/* Frees the report's arrays (they share one block) and zeroes it; a zeroed
+ * or already freed report is fine. */
+void tsl_plan_report_free(tsl_plan_report *r);
+
+/* Plans n_jobs jobs sharing the device `dev` with opts->policy (opts NULL:
+ * tsl_plan_opts_default()). Checks the arguments, runs the policy, sorts
+ * every plan's events and sets its predicted_peak and predicted_period_us
+ * from tsl_peak_analysis. plans[j] is allocated for every job (free each
+ * with tsl_plan_free); rep, if non-NULL, is filled (free it with
+ * tsl_plan_report_free). Returns TSL_ERR_INVALID naming the argument at
+ * fault (n_jobs < 1; a NULL or malformed workload: the op, tensor and
+ * value; a profile without positive copy bandwidths; an option out of
+ * range or a per-job option with another count of values), the policy's
+ * own errors, TSL_ERR_OOM; on failure no plan is left allocated and rep is
+ * zeroed. */
 tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_profile *dev,
                          const tsl_plan_opts *opts, tsl_plan **plans, tsl_plan_report *rep);
 

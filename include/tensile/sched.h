@@ -1,8 +1,8 @@
 /*
  * tensile/sched.h - TENSILE's scheduling method, every header of it at once:
  * device profiles, workloads (tensor access sequences), plans (swap-out,
- * swap-in, release, recompute events), the planner, the verifier and the
- * discrete-event simulator. Nothing here touches a backend; the planner is
+ * swap-in, release, recompute events), the planning policies, the verifier
+ * and the discrete-event simulator. Nothing here touches a backend; the planner is
  * deterministic (same workloads and options, same plans byte for byte).
  *
  * The exact semantics of times, memory and events are in docs/SCHEDULING.md;
@@ -15,7 +15,7 @@
  *   tsl_profile_load("a6000", &dev);
  *   tsl_workload *w;
  *   tsl_workload_from_graph(g, "resnet50", NULL, &dev, &w);   // cost model latencies
- *   tsl_plan_opts po = tsl_plan_opts_default();
+ *   tsl_plan_opts po = tsl_plan_opts_default();               // TENSILE, its defaults
  *   tsl_plan *plans[1];
  *   tsl_plan_report rep;
  *   tsl_plan_jobs(&w, 1, &dev, &po, plans, &rep);
@@ -23,6 +23,8 @@
  *   tsl_plan_verify(w, plans[0], &dev, &v, &nv);                // nv == 0
  *   tsl_sim_result sr;
  *   tsl_simulate(&w, plans, 1, &dev, NULL, &sr);
+ *   tsl_sim_result_free(&sr);
+ *   tsl_plan_report_free(&rep);
  */
 #ifndef TENSILE_SCHED_H
 #define TENSILE_SCHED_H
@@ -35,6 +37,7 @@
 #include "tensile/plan.h"       /* events, plans, peak analysis   (sched) */
 #include "tensile/verify.h"     /* the verifier                   (sched) */
 #include "tensile/policy.h"     /* planning policies              (sched) */
+#include "tensile/policy_tensile.h" /* the tensile policy's options (sched) */
 #include "tensile/sim.h"        /* the simulator                  (sim)   */
 #include "tensile/sched_json.h" /* profiles, workloads, plans as JSON (io) */
 

@@ -17,7 +17,8 @@ extern "C" {
 typedef struct tsl_sim_job {
     double iter_us;            /* the last simulated iteration's time, including the
                                   wait for that iteration's copies at its end */
-    double stall_us;           /* compute waiting for a copy, last iteration */
+    double stall_us;           /* compute waiting for a copy, last iteration (with an exact
+                                  plan alone on the device: its planned waits) */
     size_t peak;               /* this job's peak load over iterations 2..N (steady state) */
     double vanilla_iter_us;    /* ops back to back at the simulated latencies (the
                                   workload's period when `actual` is NULL) */
@@ -25,7 +26,7 @@ typedef struct tsl_sim_job {
 
 typedef struct tsl_sim_result {
     int n_jobs;
-    tsl_sim_job job[16];
+    tsl_sim_job *job;          /* n_jobs entries (free with tsl_sim_result_free) */
     size_t global_peak;        /* all jobs together, from the moment every job has
                                   started its second iteration */
     int iterations;            /* simulated per job */
@@ -38,9 +39,18 @@ typedef struct tsl_sim_opts {
     const tsl_latency_table *actual; /* n_jobs tables, or NULL */
 } tsl_sim_opts;
 
+/* Simulates n_jobs (>= 1) jobs running their plans (plans NULL, or a NULL
+ * plan: the empty plan) on the device. Fills *out on success (free it with
+ * tsl_sim_result_free); on failure *out is zeroed. TSL_ERR_INVALID for a
+ * bad argument (named) or a plan that cannot run (a read of a tensor that
+ * nothing brings back ...: the message names the job, iteration, op or
+ * event and tensor), TSL_ERR_IO if the trace cannot be written,
+ * TSL_ERR_OOM. */
 tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jobs,
                         const tsl_device_profile *dev, const tsl_sim_opts *opts,
                         tsl_sim_result *out);
+/* Frees out->job and zeroes *out; a zeroed result is fine. */
+void tsl_sim_result_free(tsl_sim_result *out);
 
 #ifdef __cplusplus
 }

@@ -116,6 +116,7 @@ void tsl_job_free(tsl_job *j) {
     if (!j) return;
     tsl_session_free(j->s);
     tsl_plan_free(j->plan);
+    tsl_plan_report_free(&j->first);
     tsl_workload_free(j->w);
     free(j->ewma);
     free(j);

@@ -29,8 +29,7 @@ static tsl_status replan(tsl_job *j) {
     tsl_workload *w = tsl_workload_copy(j->w, j->ewma);
     if (!w) return tsl_fail(TSL_ERR_OOM, "out of host memory");
     tsl_plan *p = NULL;
-    tsl_plan_report rep;
-    st = tsl__job_plan(j, w, &p, &rep);
+    st = tsl__job_plan(j, w, &p, NULL);
     if (st == TSL_OK) st = tsl_session_set_plan_for(j->s, p, w);
     if (st != TSL_OK) {
         tsl_plan_free(p);

@@ -574,7 +574,7 @@ static tsl_status run_item(step *S, int32_t k) {
  * the override latencies (back to back). */
 static void item_times(tsl__runtime *rt) {
     tsl__rt_plan *pl = rt->cur;
-    tsl__exec_times(pl->w, pl->p, rt->vlat, pl->items, pl->n_items, NULL);
+    tsl__exec_times(pl->w, pl->p, &rt->o.profile, rt->vlat, pl->items, pl->n_items, NULL);
 }
 
 /* Installs the pending plan (boundary). */

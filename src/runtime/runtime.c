@@ -62,11 +62,12 @@ static tsl_plan *plan_copy(const tsl_plan *p) {
  * tm[0..n_tm), and their planned times on w's timeline with the
  * recomputations' shifts (docs/SCHEDULING.md). pe (n_ops) and tf
  * (n_tensors) are scratch. */
-static void fill_tables(tsl__rt_plan *pl, const tsl__ev_ix *rc, int32_t n_rc, const tsl__ev_ix *tm,
-                        int32_t n_tm, double *pe, int32_t *tf) {
+static tsl_status fill_tables(tsl__rt_plan *pl, const tsl_device_profile *dev, const tsl__ev_ix *rc,
+                              int32_t n_rc, const tsl__ev_ix *tm, int32_t n_tm, double *pe,
+                              int32_t *tf) {
     const tsl_workload *w = pl->w;
     tsl__exec_sequence(w, rc, n_rc, pl->items);
-    tsl__exec_times(w, pl->p, NULL, pl->items, pl->n_items, pe);
+    tsl_status st = tsl__exec_times(w, pl->p, dev, NULL, pl->items, pl->n_items, pe);
     for (int32_t x = 0; x < n_tm; x++) {
         pl->trig_start[tm[x].ev.trigger + 2]++;
         pl->tev_start[tm[x].ev.tensor + 1]++;
@@ -80,9 +81,11 @@ static void fill_tables(tsl__rt_plan *pl, const tsl__ev_ix *rc, int32_t n_rc, co
         pl->tev_list[tf[ev->tensor]++] = tm[x].ix;
         pl->ev_plan[tm[x].ix] = tsl__event_plan_time(ev, pe);
     }
+    return st;
 }
 
-tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_plan **out) {
+tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
+                            const tsl_device_profile *dev, tsl__rt_plan **out) {
     *out = NULL;
     tsl__rt_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for a plan");
@@ -113,10 +116,14 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_pl
     int32_t n_sorted_rc = tsl__plan_exec_order(p, sorted);
     TSL_ASSERT(n_sorted_rc == n_rc);
     for (int32_t r = 0; r < n_rc; r++) pl->recomputed[sorted[r].ev.tensor] = 1;
-    fill_tables(pl, sorted, n_rc, sorted + n_rc, ne - n_rc, pe, tf);
+    tsl_status st = fill_tables(pl, dev, sorted, n_rc, sorted + n_rc, ne - n_rc, pe, tf);
     free(sorted);
     free(pe);
     free(tf);
+    if (st != TSL_OK) {
+        tsl__rt_plan_free(pl);
+        return st;
+    }
     double sum = 0.0;
     for (int32_t i = 0; i < no; i++) sum += w->ops[i].end_us - w->ops[i].start_us;
     pl->lat_sum = sum;
@@ -334,7 +341,7 @@ tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl
     }
     free(v);
     tsl__rt_plan *pl;
-    st = tsl__rt_plan_new(p, w, &pl);
+    st = tsl__rt_plan_new(p, w, &rt->o.profile, &pl);
     if (st != TSL_OK) return st;
     set_pending(rt, pl);
     return TSL_OK;
@@ -359,7 +366,7 @@ tsl_status tsl__session_set_plan_unverified(tsl_session *s, const tsl_plan *p) {
                         s->rt->w0->tensors[ev->tensor].producer >= ev->precede)))
                 return tsl_fail(TSL_ERR_INVALID, "set plan: event %d has indices out of range", e);
         }
-        st = tsl__rt_plan_new(p, s->rt->w0, &pl);
+        st = tsl__rt_plan_new(p, s->rt->w0, &s->rt->o.profile, &pl);
         if (st != TSL_OK) return st;
     }
     set_pending(s->rt, pl);

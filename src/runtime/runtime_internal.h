@@ -226,7 +226,8 @@ typedef struct tsl__runtime {
 /* ---- runtime.c --------------------------------------------------------------- */
 /* Builds the tables of plan p (copied) made for workload w (copied).
  * TSL_ERR_OOM if out of host memory. */
-tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w, tsl__rt_plan **out);
+tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
+                            const tsl_device_profile *dev, tsl__rt_plan **out);
 void tsl__rt_plan_free(tsl__rt_plan *pl);
 /* Brings every absent persistent tensor back from its host copy
  * (synchronously; at an iteration boundary, rt->mu held). TSL_ERR_OOM if

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 void tsl__activity_free(tsl__activity *a) {
     free(a->acc_off);
@@ -150,4 +150,8 @@ int tsl__op_accesses(const tsl_workload *w, int32_t op, int32_t t) {
     for (int j = 0; j < o->n_out; j++)
         if (o->out[j] == t) return 1;
     return 0;
+}
+
+int32_t tsl__last_access_op(const tsl__activity *a, int32_t t) {
+    return a->acc_off[t + 1] > a->acc_off[t] ? a->acc[a->acc_off[t + 1] - 1].op : -1;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 void tsl__chan_free(tsl__chan *c) {
     free(c->s);

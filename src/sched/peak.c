@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 int tsl__effect_cmp(const tsl__effect *a, const tsl__effect *b) {
     if (a->time != b->time) return a->time < b->time ? -1 : 1;
@@ -37,12 +37,7 @@ int tsl__effect_cmp(const tsl__effect *a, const tsl__effect *b) {
 
 static int cmp_eff(const void *x, const void *y) { return tsl__effect_cmp(x, y); }
 
-/* Index of a tensor's last access op (-1 if none). */
-static int32_t last_access_op(const tsl__activity *a, int32_t t) {
-    return a->acc_off[t + 1] > a->acc_off[t] ? a->acc[a->acc_off[t + 1] - 1].op : -1;
-}
-
-/* See planner_internal.h. Swap-outs are grouped per tensor (counting sort)
+/* See kit.h. Swap-outs are grouped per tensor (counting sort)
  * so that each release finds its tensor's swap-outs directly. */
 tsl_status tsl__effects_build(const tsl_workload *w, const tsl__activity *a,
                               const tsl__timeline *tl, const tsl_plan *p,
@@ -80,7 +75,7 @@ tsl_status tsl__effects_build(const tsl_workload *w, const tsl__activity *a,
             double te = tsl__trig_end(tl, ev->trigger);
             double at = tsl__release_at(te, so_is + off[t], so_en + off[t], off[t + 1] - off[t]);
             eff[n++] = (tsl__effect){at, t, 0};
-            if (a->persistent[t] && ev->trigger >= last_access_op(a, t) && at > rel_late[t])
+            if (a->persistent[t] && ev->trigger >= tsl__last_access_op(a, t) && at > rel_late[t])
                 rel_late[t] = at;
         } else if (ev->type == TSL_EV_SWAP_IN) {
             double at = tsl__issue(tl, ev->trigger, ev->delay_us);
@@ -187,11 +182,10 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
             S.cur_op = i;
             S.cur_rc = r;
             add_t(&S, tl->rc_tensor[r]);
-            /* a recomputation re-runs its producer, workspace included, until
-             * the next recomputation or the op it precedes starts */
+            /* a recomputation re-runs its producer, workspace included */
             int32_t prod = w->tensors[tl->rc_tensor[r]].producer;
             size_t ws = prod >= 0 ? w->ops[prod].workspace : 0;
-            double rc_end = r + 1 < tl->rc_off[i + 1] ? tl->rc_start[r + 1] : tl->s[i];
+            double rc_end = tl->rc_end[r];
             S.load += ws;
             check(&S, tl->rc_start[r]);
             if (S.stopped) break;
@@ -303,18 +297,18 @@ static tsl_status check_inputs(const tsl_workload *w, const tsl_plan *p,
                                 "which has no producer op (%d)",
                                 p->job, k, w->tensors[e->tensor].name, q);
         }
-        if (e->type == TSL_EV_SWAP_OUT && !dev)
+        if ((e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN) && !dev)
             return tsl_fail(TSL_ERR_INVALID,
-                            "peak analysis: plan '%s': event %d is a swap-out but no device "
-                            "profile was given", p->job, k);
+                            "peak analysis: plan '%s': event %d is a %s but no device "
+                            "profile was given", p->job, k,
+                            e->type == TSL_EV_SWAP_OUT ? "swap-out" : "swap-in");
     }
     return TSL_OK;
 }
 
-/* Peak analysis of w under p (NULL: the empty plan) per docs/SCHEDULING.md.
- * dev is needed for copy times (it may be NULL if the plan has no swaps).
- * Fills *out (resident is malloc'd, free with tsl_peak_info_free). Returns
- * TSL_ERR_INVALID for out-of-range indices in w or p, TSL_ERR_OOM. */
+/* See tensile/plan.h: the timeline (planned waits included), the
+ * effects, one sweep for the peak and one to the peak for the tensors
+ * resident there. */
 tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
                              const tsl_device_profile *dev, tsl_peak_info *out) {
     if (!w || !out) return tsl_fail(TSL_ERR_INVALID, "peak analysis: workload or output is NULL");
@@ -327,7 +321,7 @@ tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
     tsl__timeline tl;
     st = tsl__activity_build(w, &a);
     if (st != TSL_OK) return st;
-    st = tsl__timeline_build(w, p, &tl);
+    st = tsl__timeline_build(w, p, dev, &tl);
     if (st != TSL_OK) {
         tsl__activity_free(&a);
         return st;
@@ -349,6 +343,8 @@ tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
             out->peak_time_us = sw.time;
             out->peak_op = sw.op;
             out->period_us = tl.period;
+            out->n_waits = tl.n_wait;
+            out->stall_us = tl.stall;
             /* LUA: the last op ending by the peak that reads a tensor still
              * resident at the peak */
             for (int32_t j = sw.op - 1; j >= 0 && out->last_input_op < 0; j--)

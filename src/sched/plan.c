@@ -1,5 +1,5 @@
 /*
- * plan.c - a plan: the events of one job for one iteration (sched.h), kept
+ * plan.c - a plan: the events of one job for one iteration (tensile/plan.h), kept
  * in a growing array and sorted by (trigger, delay, type, tensor, precede).
  */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 /* An empty plan for `job` (NULL: ""), or NULL if out of host memory. */
 tsl_plan *tsl_plan_new(const char *job) {

@@ -1,8 +1,8 @@
 /*
  * plan_order.h - how a plan is executed, shared by the simulator and the
  * runtime so that the two run a plan alike: the order of its events, the
- * executed sequence (ops with the recomputations inserted) and its nominal
- * times.
+ * executed sequence (ops with the recomputations inserted) and its planned
+ * times (planned waits included).
  */
 #ifndef TSL_SCHED_PLAN_ORDER_H
 #define TSL_SCHED_PLAN_ORDER_H
@@ -26,7 +26,7 @@ typedef struct tsl__exec_item {
     int32_t op;             /* the op run (for a recomputation: the producer) */
     int32_t tensor;         /* recomputation: the tensor regenerated; else -1 */
     int32_t event;          /* recomputation: its plan event index; else -1 */
-    double ns, ne;          /* nominal start and end (tsl__exec_times) */
+    double ns, ne;          /* planned start and end (tsl__exec_times) */
 } tsl__exec_item;
 
 /* The executed sequence of w under a plan whose recomputations are
@@ -35,14 +35,21 @@ typedef struct tsl__exec_item {
  * left 0. */
 void tsl__exec_sequence(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_rc,
                         tsl__exec_item *items);
-/* Nominal times of items[0..n) (p: the plan whose recomputation events they
- * name; NULL if none): each op at its times, from w or, with lat, ops back
- * to back with latencies lat[], shifted by the recomputations run before
- * it; a recomputation of producer g before op i over [s_i + shift, s_i +
- * shift + (e_g - s_g)). With ends, ends[i] = op i's shifted end (where the
- * plan's event times are anchored when lat is NULL). */
-void tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const double *lat,
-                     tsl__exec_item *items, int32_t n, double *ends);
+/* Planned times of items[0..n) (p: the plan whose events they name; NULL
+ * if none), docs/SCHEDULING.md "Time" and "Planned waits": each item at
+ * its nominal times - op i at its times from w or, with lat, ops back to
+ * back with latencies lat[], shifted by the recomputations run before it;
+ * a recomputation of producer g before op i over [s_i + shift, s_i +
+ * shift + (e_g - s_g)) - while nothing has waited; an item reading a
+ * tensor whose swap-in is still copying when it would start (dev gives the
+ * copy times) starts when the copy lands, and every later item would then
+ * start when the previous one ends, lasting its nominal duration:
+ * ne = ns' == ns ? ne : ns' + (ne - ns). With ends, ends[i] = op i's
+ * planned end (where the plan's event times are anchored when lat is
+ * NULL). dev may be NULL for a plan without swap-ins. Returns TSL_OK, or
+ * TSL_ERR_OOM with the times left without planned waits. */
+tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
+                           const double *lat, tsl__exec_item *items, int32_t n, double *ends);
 /* The planned time of timed event ev: its trigger's shifted end (ends from
  * tsl__exec_times on w's times; trigger -1: 0), plus its delay unless it is
  * a release (due at the trigger's end). */

@@ -1,8 +1,8 @@
 /*
  * timeline.c - the times of one iteration of one job under its plan
- * (docs/SCHEDULING.md, "Time"): op start/end with recomputations inserted,
- * event issue times, release times, and the anchoring of a wanted time as
- * (trigger, delay).
+ * (docs/SCHEDULING.md, "Time" and "Planned waits"): op start/end with
+ * recomputations inserted and planned waits taken, event issue times,
+ * release times, and the anchoring of a wanted time as (trigger, delay).
  *
  * Every time the planner books or checks is computed by the same
  * expressions the verifier and the simulator use: issue = e'_trigger +
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/kit.h"
 
 void tsl__timeline_free(tsl__timeline *tl) {
     free(tl->s);
@@ -25,27 +25,116 @@ void tsl__timeline_free(tsl__timeline *tl) {
     free(tl->rc_ev);
     free(tl->rc_tensor);
     free(tl->rc_start);
+    free(tl->rc_end);
+    free(tl->wait);
     memset(tl, 0, sizeof *tl);
 }
 
-/* Builds tl for w under p (see planner_internal.h). The recomputes of one
- * op are ordered by tsl__event_cmp so that the plan's array order does not
+/* Swap-in events grouped by tensor (CSR), for the waits. */
+typedef struct si_index {
+    int32_t *off;   /* n_tensors + 1 */
+    int32_t *ev;
+} si_index;
+
+static tsl_status si_index_build(const tsl_workload *w, const tsl_plan *p, si_index *x) {
+    int32_t nt = w->n_tensors, ne = p ? p->n_events : 0;
+    x->off = calloc((size_t)nt + 2, sizeof *x->off);
+    x->ev = malloc(((size_t)ne + 1) * sizeof *x->ev);
+    if (!x->off || !x->ev) {
+        free(x->off);
+        free(x->ev);
+        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+    }
+    for (int32_t k = 0; k < ne; k++)
+        if (p->events[k].type == TSL_EV_SWAP_IN) x->off[p->events[k].tensor + 2]++;
+    for (int32_t t = 0; t < nt; t++) x->off[t + 2] += x->off[t + 1];
+    for (int32_t k = 0; k < ne; k++)
+        if (p->events[k].type == TSL_EV_SWAP_IN) x->ev[x->off[p->events[k].tensor + 1]++] = k;
+    /* now tensor t's swap-ins are ev[off[t] .. off[t+1]) */
+    return TSL_OK;
+}
+
+/* The wait of a position running op g's reads, positioned before op `op`,
+ * that would start at `at`: the latest end of the swap-ins it waits for
+ * (for each tensor it reads, the latest swap-in of it triggered before
+ * `op` and issued at or before `at`, if still copying then), or `at`.
+ * *event gets the swap-in landing last (-1 if none). */
+static double ready_time(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
+                         const si_index *x, const double *e, int32_t g, int32_t op, double at,
+                         int32_t *event) {
+    double ready = at;
+    *event = -1;
+    const tsl_wl_op *o = &w->ops[g];
+    for (int j = 0; j < o->n_in; j++) {
+        int32_t t = o->in[j], best = -1;
+        double best_issue = -INFINITY, best_end = 0.0;
+        for (int32_t q = x->off[t]; q < x->off[t + 1]; q++) {
+            const tsl_event *ev = &p->events[x->ev[q]];
+            if (ev->trigger >= op) continue;
+            double issue = (ev->trigger < 0 ? 0.0 : e[ev->trigger]) + ev->delay_us;
+            if (issue > at) continue;
+            double end = issue + tsl_copy_us(dev, w->tensors[t].bytes, 1);
+            if (best < 0 || issue > best_issue || (issue == best_issue && end > best_end)) {
+                best = x->ev[q];
+                best_issue = issue;
+                best_end = end;
+            }
+        }
+        if (best >= 0 && best_end - at > TSL__WAIT_EPS_US && best_end > ready) {
+            ready = best_end;
+            *event = best;
+        }
+    }
+    return ready;
+}
+
+/* Starts position (op, rc) at the later of `at` and its ready time; records
+ * a wait. Returns the start. */
+static double start_at(tsl__timeline *tl, const tsl_workload *w, const tsl_plan *p,
+                       const tsl_device_profile *dev, const si_index *x, int32_t g, int32_t op,
+                       int32_t rc, double at) {
+    int32_t ev = -1;
+    double s = x->off ? ready_time(w, p, dev, x, tl->e, g, op, at, &ev) : at;
+    if (s != at)
+        tl->wait[tl->n_wait++] = (tsl__wait){op, rc, ev, at, s - at};
+    return s;
+}
+
+/* Builds tl for w under p (see kit.h). The recomputes of one op are
+ * ordered by tsl__event_cmp so that the plan's array order does not
  * matter. Returns TSL_OK or TSL_ERR_OOM (tl freed). */
-tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p, tsl__timeline *tl) {
+tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
+                               const tsl_device_profile *dev, tsl__timeline *tl) {
     memset(tl, 0, sizeof *tl);
     int32_t no = w->n_ops;
     tl->n_ops = no;
-    int32_t n_rc = 0;
-    for (int32_t k = 0; p && k < p->n_events; k++) n_rc += p->events[k].type == TSL_EV_RECOMPUTE;
+    int32_t n_rc = 0, n_si = 0;
+    for (int32_t k = 0; p && k < p->n_events; k++) {
+        n_rc += p->events[k].type == TSL_EV_RECOMPUTE;
+        n_si += p->events[k].type == TSL_EV_SWAP_IN;
+    }
     tl->s = malloc(((size_t)no + 1) * sizeof *tl->s);
     tl->e = malloc(((size_t)no + 1) * sizeof *tl->e);
     tl->rc_off = calloc((size_t)no + 2, sizeof *tl->rc_off);
     tl->rc_ev = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_ev);
     tl->rc_start = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_start);
+    tl->rc_end = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_end);
     tl->rc_tensor = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_tensor);
-    if (!tl->s || !tl->e || !tl->rc_off || !tl->rc_ev || !tl->rc_start || !tl->rc_tensor) {
+    tl->wait = malloc(((size_t)(n_si ? no + n_rc : 0) + 1) * sizeof *tl->wait);
+    int32_t *fill = malloc(((size_t)no + 1) * sizeof *fill);
+    si_index x = {0};
+    tsl_status st = TSL_OK;
+    if (!tl->s || !tl->e || !tl->rc_off || !tl->rc_ev || !tl->rc_start || !tl->rc_end ||
+        !tl->rc_tensor || !tl->wait || !fill)
+        st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+    if (st == TSL_OK && n_si) {
+        TSL_ASSERT(dev);
+        st = si_index_build(w, p, &x);
+    }
+    if (st != TSL_OK) {
+        free(fill);
         tsl__timeline_free(tl);
-        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+        return st;
     }
     tl->n_rc = n_rc;
     /* Bucket the recomputes by the op they precede, then order each bucket
@@ -53,11 +142,6 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p, tsl__ti
     for (int32_t k = 0; p && k < p->n_events; k++)
         if (p->events[k].type == TSL_EV_RECOMPUTE) tl->rc_off[p->events[k].precede + 1]++;
     for (int32_t i = 0; i < no; i++) tl->rc_off[i + 1] += tl->rc_off[i];
-    int32_t *fill = malloc(((size_t)no + 1) * sizeof *fill);
-    if (!fill) {
-        tsl__timeline_free(tl);
-        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
-    }
     memcpy(fill, tl->rc_off, (size_t)no * sizeof *fill);
     for (int32_t k = 0; p && k < p->n_events; k++)
         if (p->events[k].type == TSL_EV_RECOMPUTE) tl->rc_ev[fill[p->events[k].precede]++] = k;
@@ -66,23 +150,40 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p, tsl__ti
         for (int32_t a = tl->rc_off[i] + 1; a < tl->rc_off[i + 1]; a++)
             for (int32_t b = a; b > tl->rc_off[i] &&
                  tsl__event_cmp(&p->events[tl->rc_ev[b]], &p->events[tl->rc_ev[b - 1]]) < 0; b--) {
-                int32_t x = tl->rc_ev[b];
+                int32_t y = tl->rc_ev[b];
                 tl->rc_ev[b] = tl->rc_ev[b - 1];
-                tl->rc_ev[b - 1] = x;
+                tl->rc_ev[b - 1] = y;
             }
-    double shift = 0.0;
+    /* Positions in order. Nominal times [ns, ne] (the recomputations'
+     * shift); while nothing has waited a position starts at ns and ends at
+     * ne; after a wait it would start when the previous one ends, and ends
+     * its nominal duration after its start. */
+    double shift = 0.0, prev_end = 0.0;
+    int lag = 0;
     for (int32_t i = 0; i < no; i++) {
         for (int32_t r = tl->rc_off[i]; r < tl->rc_off[i + 1]; r++) {
             int32_t t = p->events[tl->rc_ev[r]].tensor;
-            const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
-            tl->rc_tensor[r] = t;
-            tl->rc_start[r] = w->ops[i].start_us + shift;
+            int32_t g = w->tensors[t].producer;
+            const tsl_wl_op *q = &w->ops[g];
+            double ns = w->ops[i].start_us + shift;
             shift += q->end_us - q->start_us;
+            double ne = w->ops[i].start_us + shift;
+            double s = start_at(tl, w, p, dev, &x, g, i, r, lag ? prev_end : ns);
+            lag |= s != ns;
+            tl->rc_tensor[r] = t;
+            tl->rc_start[r] = s;
+            tl->rc_end[r] = prev_end = s == ns ? ne : s + (ne - ns);
         }
-        tl->s[i] = w->ops[i].start_us + shift;
-        tl->e[i] = w->ops[i].end_us + shift;
+        double ns = w->ops[i].start_us + shift, ne = w->ops[i].end_us + shift;
+        double s = start_at(tl, w, p, dev, &x, i, i, -1, lag ? prev_end : ns);
+        lag |= s != ns;
+        tl->s[i] = s;
+        tl->e[i] = prev_end = s == ns ? ne : s + (ne - ns);
     }
+    for (int32_t k = 0; k < tl->n_wait; k++) tl->stall += tl->wait[k].stall;
     tl->period = no ? tl->e[no - 1] : 0.0;
+    free(x.off);
+    free(x.ev);
     return TSL_OK;
 }
 
@@ -108,7 +209,7 @@ int32_t tsl__op_ending_from(const tsl__timeline *tl, double x) {
     return lo;
 }
 
-/* See planner_internal.h. Precondition: x >= 0 and finite. */
+/* See kit.h. Precondition: x >= 0 and finite. */
 double tsl__anchor(const tsl__timeline *tl, double x, int up, int32_t *trigger, double *delay) {
     TSL_ASSERT(x >= 0 && isfinite(x));
     int32_t j = tsl__op_ending_by(tl, x);
@@ -136,7 +237,7 @@ double tsl__canon_tl(void *ctx, double x, int up) {
     return tsl__anchor(c->tl, x, up, &c->trigger, &c->delay);
 }
 
-/* See planner_internal.h. */
+/* See kit.h. */
 double tsl__release_at(double te, const double *so_issue, const double *so_end, int32_t n) {
     double best = -INFINITY, end = te;
     for (int32_t k = 0; k < n; k++)

@@ -7,14 +7,16 @@
  * time (struct tsl__vf_job) and a shared violation list:
  *
  *   verify_timeline.c  positions (data load, ops, inserted recomputations),
- *                      their shifted times, event issue times, copy
- *                      intervals, well-formedness of every event
+ *                      their shifted times with the planned waits, event
+ *                      issue times, copy intervals, well-formedness of every
+ *                      event
  *   verify_tensor.c    per tensor: residency intervals (alloc .. free), the
  *                      periodic rule for persistent tensors, reads, swap-out,
  *                      swap-in, release and recompute rules
  *   verify_memory.c    the load curve and its peak, period
  *   verify_channels.c  one transfer at a time per channel, across jobs
- *   verify.c           the public entry points and the violation list
+ *   verify.c           the public entry points, the violation list and the
+ *                      report of planned waits
  *
  * Order of things at one time point. Every allocation and free gets a key
  * (time, slot, class, ord), compared lexicographically. Position q of the
@@ -90,6 +92,14 @@ typedef struct tsl__vf_interval {
     int reported; /* an absence after this interval was reported */
 } tsl__vf_interval;
 
+/* A planned wait: position q starts `stall` later than it would have (at
+ * `at`) for swap-in `event`, the last of those it waits for to land. */
+typedef struct tsl__vf_wait {
+    int32_t q;
+    int32_t event;
+    double at, stall;
+} tsl__vf_wait;
+
 typedef struct tsl__vf_job {
     const tsl_workload *w;
     const tsl_plan *p;
@@ -104,6 +114,9 @@ typedef struct tsl__vf_job {
     int32_t *pev; /* recomputation's event index, else -1 */
     int32_t *op_pos; /* position of each op */
     double period;
+    tsl__vf_wait *waits; /* planned waits, in position order */
+    int32_t n_waits;
+    double stall; /* their total */
 
     /* events */
     uint8_t *ok; /* 1: well formed (checked further), 0: reported and skipped */
@@ -139,6 +152,8 @@ tsl_status tsl__vf_check_workload(const tsl_workload *w);
 tsl_status tsl__vf_build(tsl__vf_job *j, tsl__vf_list *l);
 /* Frees everything tsl__vf_build and the later steps allocated (any state). */
 void tsl__vf_free(tsl__vf_job *j);
+/* Where position q would have started: its start, unless it waits. */
+double tsl__vf_would_start(const tsl__vf_job *j, int32_t q);
 /* Slot of an event acting at time t (3q+2, q the last position ending <= t). */
 int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t);
 /* Copy time of tensor t's bytes in one direction (1: host to device). */

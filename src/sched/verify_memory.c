@@ -8,7 +8,8 @@
  * where an inserted recomputation holds its producer's workspace while it
  * runs (it re-runs that op). The peak is the largest load, taken after the
  * allocations of each time point (frees come first, see verify_internal.h).
- * The period is the end of the last op with recomputations inserted; every
+ * The period is the end of the last op with recomputations inserted and the
+ * planned waits taken (verify_timeline.c); every
  * transfer of the iteration must end by then, since the executor waits for
  * an iteration's events before it starts the next one (the simulator does
  * the same), so a later one would stretch the period.
@@ -103,14 +104,17 @@ tsl_status tsl__vf_memory(tsl__vf_job *j, tsl__vf_list *l) {
                     p->predicted_peak, peak, at.t, where(j, &at, wb, sizeof wb));
     double per = j->period, pred = p->predicted_period_us;
     if (!isfinite(pred) || fabs(pred - per) > TSL__VF_EPS_US + 1e-9 * fabs(per)) {
-        char b1[48], b2[48];
+        char b1[48], b2[48], waits[80] = "";
         int n_rc = j->n_pos - 1 - w->n_ops;
         tsl__vf_times(pred, per, b1, b2, sizeof b1);
+        if (j->n_waits)
+            snprintf(waits, sizeof waits, "; %d planned wait%s adding %.1f us", (int)j->n_waits,
+                     j->n_waits == 1 ? "" : "s", j->stall);
         tsl__vf_add(l, j->prefix,
                     "predicted_period_us %s differs from the period the events "
-                    "imply, %s us (%d recomputation%s adding %.1f us)",
+                    "imply, %s us (%d recomputation%s adding %.1f us%s)",
                     b1, b2, n_rc, n_rc == 1 ? "" : "s",
-                    per - (w->n_ops ? w->ops[w->n_ops - 1].end_us : 0.0));
+                    per - (w->n_ops ? w->ops[w->n_ops - 1].end_us : 0.0) - j->stall, waits);
     }
     return TSL_OK;
 }

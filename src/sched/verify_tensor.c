@@ -10,8 +10,11 @@
  *   - a swap-out copies a resident tensor whose generating op has ended,
  *     and nothing frees or rewrites the tensor before the copy ends;
  *   - a swap-in (or recomputation) allocates an absent tensor; a swap-in
- *     needs a host copy of the current value whose swap-out has ended, and
- *     its copy ends by the start of the op it precedes.
+ *     needs a host copy of the current value whose swap-out has ended, is
+ *     triggered before the op it precedes, and its copy has landed when
+ *     that op starts: the op waits for a copy under way when it would
+ *     start (a planned wait, verify_timeline.c: not a violation), never
+ *     for one issued later.
  *
  * The periodic rule: a persistent tensor whose last change in the iteration
  * is a free (released after its last access) is absent at time 0 too; its
@@ -19,7 +22,8 @@
  *
  * Each fault is reported once, at its root: a read of a released tensor is
  * reported once per absence, with the release that caused it; a swap-in that
- * is late for the op it precedes is reported by the swap-in only.
+ * comes too late for the op it precedes (triggered by that op or after it,
+ * or landing after the op starts) is reported by the swap-in only.
  */
 #include <math.h>
 #include <stdio.h>
@@ -340,11 +344,28 @@ static void check_swap_in(tsl__vf_job *j, int32_t t, int32_t k, tsl__vf_list *l)
     const tsl_event *e = &j->p->events[k];
     char lb[400], b1[48], b2[48];
     tsl__vf_ev_label(j, k, lb, sizeof lb);
-    double sp = j->ps[j->op_pos[e->precede]];
-    if (j->fin[k] > sp + EPS) {
+    int32_t qp = j->op_pos[e->precede];
+    double sp = j->ps[qp];
+    if (e->trigger >= e->precede) {
+        tsl__vf_add(l, j->prefix,
+                    "%s: triggered by op '%s', which does not end before op '%s' starts (the op "
+                    "would wait for a copy issued only after it ends)",
+                    lb, tsl__vf_op_name(j, e->trigger), j->w->ops[e->precede].name);
+    } else if (j->fin[k] - sp > EPS) {
+        double at = tsl__vf_would_start(j, qp);
         tsl__vf_times(j->fin[k], sp, b1, b2, sizeof b1);
-        tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after the op starts at %s us", lb, b1,
-                    b2);
+        if (j->issue[k] > at) {
+            char b3[48], b4[48];
+            tsl__vf_times(j->issue[k], at, b3, b4, sizeof b3);
+            tsl__vf_add(l, j->prefix,
+                        "%s: copy ends at %s us, after the op starts at %s us (issued at %s us, "
+                        "after the op would start at %s us: an op waits only for copies under "
+                        "way then)",
+                        lb, b1, b2, b3, b4);
+        } else {
+            tsl__vf_add(l, j->prefix, "%s: copy ends at %s us, after the op starts at %s us", lb,
+                        b1, b2);
+        }
     }
     tsl__vf_key X = mk(j->issue[k], tsl__vf_event_slot(j, j->issue[k]), TSL__VF_ALLOC, k);
     if (!j->opened[k]) {
@@ -413,13 +434,15 @@ static int32_t last_release(const tsl__vf_job *j, int32_t t) {
     return best;
 }
 
-/* 1 if a swap-in of t preceding op `op` ends after op starts (that swap-in's
- * lateness is the fault, reported by check_swap_in). */
+/* 1 if a swap-in of t preceding op `op` comes too late for it (triggered
+ * by op or after it, or landing after op starts: that swap-in is the fault,
+ * reported by check_swap_in). */
 static int late_swap_in_for(const tsl__vf_job *j, int32_t t, int32_t op) {
     for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++) {
         int32_t k = j->ev_idx[x];
         const tsl_event *e = &j->p->events[k];
-        if (e->type == TSL_EV_SWAP_IN && e->precede == op && j->fin[k] > j->ps[j->op_pos[op]] + EPS)
+        if (e->type == TSL_EV_SWAP_IN && e->precede == op &&
+            (e->trigger >= op || j->fin[k] - j->ps[j->op_pos[op]] > EPS))
             return 1;
     }
     return 0;
@@ -440,7 +463,7 @@ static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
         tsl__vf_pos_label(j, q, pb, sizeof pb);
         if (i >= 0 && tsl__vf_key_cmp(&j->iv[i].f, &R) > 0) {
             tsl__vf_interval *iv = &j->iv[i];
-            if (iv->valid > s + EPS) {
+            if (iv->valid - s > EPS) {
                 int src_is_si = iv->a_src == TSL__VF_SRC_SWAP_IN;
                 if (src_is_si && rc < 0 && j->p->events[iv->a_ref].precede == j->pop[q]) {
                     /* the swap-in's own lateness, reported by check_swap_in */

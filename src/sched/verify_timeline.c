@@ -7,12 +7,19 @@
  *
  * Arithmetic of shifted times (the planner and the simulator should do the
  * same, so that equal times stay bit-equal): with `shift` the sum of the
- * latencies of the recomputations inserted so far, in event order,
- *   a recomputation before op p runs over [s_p + shift, s_p + shift'] where
+ * latencies of the recomputations inserted so far, in event order, the
+ * nominal times are
+ *   a recomputation before op p over [s_p + shift, s_p + shift'] where
  *   shift' = shift + (e_g - s_g) for its producer g;
- *   op i runs over [s_i + shift, e_i + shift];
+ *   op i over [s_i + shift, e_i + shift];
  * so that an empty plan keeps the workload's times exactly and an inserted op
- * ends exactly where the next one starts.
+ * ends exactly where the next one starts. Planned waits (docs/SCHEDULING.md):
+ * a position would start at its nominal start ns while no earlier one
+ * waited, else when the previous one ends (W); for each tensor it reads,
+ * the latest swap-in of it triggered before its op and issued at or before
+ * W, if its copy lands more than TSL__VF_EPS_US after W, holds it back; it
+ * starts at the last such landing S (or W) and ends at ne if S == ns, else
+ * at S + (ne - ns).
  */
 #include <math.h>
 #include <stdio.h>
@@ -299,7 +306,64 @@ static tsl_status build_writes(tsl__vf_job *j) {
     return TSL_OK;
 }
 
-/* Positions and their times; recomputations before op p in event order. */
+/* When position q, running op g's reads before op i (its own op, or the
+ * op a recomputation precedes), can start if it would start at `at`: the
+ * planned-wait rule of the file comment. *event gets the swap-in it waits
+ * for last (-1: none). Triggers before op i have their times already. */
+static double start_after_waits(const tsl__vf_job *j, int32_t g, int32_t i, double at,
+                                int32_t *event) {
+    const tsl_workload *w = j->w;
+    const tsl_plan *p = j->p;
+    double s = at;
+    *event = -1;
+    for (int k = 0; k < w->ops[g].n_in; k++) {
+        int32_t t = w->ops[g].in[k], latest = -1;
+        double li = 0.0, lf = 0.0;
+        for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++) {
+            int32_t e = j->ev_idx[x];
+            const tsl_event *ev = &p->events[e];
+            if (ev->type != TSL_EV_SWAP_IN || ev->trigger >= i) continue;
+            double issue = (ev->trigger < 0 ? 0.0 : j->pe[j->op_pos[ev->trigger]]) + ev->delay_us;
+            if (issue > at) continue;
+            double fin = issue + tsl__vf_copy_us(j, t, 1);
+            if (latest < 0 || issue > li || (issue == li && fin > lf)) {
+                latest = e;
+                li = issue;
+                lf = fin;
+            }
+        }
+        if (latest >= 0 && lf - at > TSL__VF_EPS_US && lf > s) {
+            s = lf;
+            *event = latest;
+        }
+    }
+    return s;
+}
+
+/* Places position q (nominal [ns, ne]) after the previous one: its start
+ * after its waits (recorded), its end. */
+static void place(tsl__vf_job *j, int32_t q, int32_t g, int32_t i, double ns, double ne,
+                  int *lag) {
+    double at = *lag ? j->pe[q - 1] : ns;
+    int32_t ev;
+    double s = start_after_waits(j, g, i, at, &ev);
+    if (ev >= 0) {
+        j->waits[j->n_waits++] = (tsl__vf_wait){q, ev, at, s - at};
+        j->stall += s - at;
+    }
+    *lag |= s != ns;
+    j->ps[q] = s;
+    j->pe[q] = s == ns ? ne : s + (ne - ns);
+}
+
+double tsl__vf_would_start(const tsl__vf_job *j, int32_t q) {
+    for (int32_t k = 0; k < j->n_waits; k++)
+        if (j->waits[k].q == q) return j->waits[k].at;
+    return j->ps[q];
+}
+
+/* Positions and their times (planned waits taken); recomputations before
+ * op p in event order. */
 static tsl_status build_positions(tsl__vf_job *j) {
     const tsl_workload *w = j->w;
     const tsl_plan *p = j->p;
@@ -333,7 +397,8 @@ static tsl_status build_positions(tsl__vf_job *j) {
     j->pop = malloc(sizeof *j->pop * np);
     j->pev = malloc(sizeof *j->pev * np);
     j->op_pos = malloc(sizeof *j->op_pos * (size_t)(w->n_ops ? w->n_ops : 1));
-    if (!j->ps || !j->pe || !j->pop || !j->pev || !j->op_pos) {
+    j->waits = malloc(sizeof *j->waits * np);
+    if (!j->ps || !j->pe || !j->pop || !j->pev || !j->op_pos || !j->waits) {
         free(rc_off);
         free(rc_ev);
         return tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
@@ -343,14 +408,15 @@ static tsl_status build_positions(tsl__vf_job *j) {
     j->pev[0] = -1;
     double shift = 0.0;
     int32_t q = 1;
+    int lag = 0;
     for (int32_t i = 0; i < w->n_ops; i++) {
         double s = w->ops[i].start_us;
         for (int32_t r = rc_off[i]; r < rc_off[i + 1]; r++) {
             int32_t k = rc_ev[r];
             int32_t g = j->producer[p->events[k].tensor];
-            j->ps[q] = s + shift;
+            double ns = s + shift;
             shift += w->ops[g].end_us - w->ops[g].start_us;
-            j->pe[q] = s + shift;
+            place(j, q, g, i, ns, s + shift, &lag);
             j->pop[q] = g;
             j->pev[q] = k;
             j->ev_pos[k] = q;
@@ -358,11 +424,11 @@ static tsl_status build_positions(tsl__vf_job *j) {
             j->fin[k] = j->pe[q];
             q++;
         }
-        j->ps[q] = s + shift;
-        j->pe[q] = w->ops[i].end_us + shift;
+        j->op_pos[i] = q;
+        place(j, q, i, i, s + shift, w->ops[i].end_us + shift, &lag);
         j->pop[q] = i;
         j->pev[q] = -1;
-        j->op_pos[i] = q++;
+        q++;
     }
     j->period = w->n_ops ? j->pe[j->n_pos - 1] : 0.0;
     free(rc_off);
@@ -506,6 +572,7 @@ void tsl__vf_free(tsl__vf_job *j) {
     free(j->pop);
     free(j->pev);
     free(j->op_pos);
+    free(j->waits);
     free(j->ok);
     free(j->issue);
     free(j->fin);

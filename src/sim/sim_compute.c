@@ -71,14 +71,22 @@ static void start_item(sim *s, tsl__sim_job *j) {
 }
 
 /* Serves the ready item with the earliest ready time (ties: job index);
- * in phase PH_ZERO only an item that takes no time. */
+ * in phase PH_ZERO only an item that takes no time. An item whose input
+ * stopped being readable since it became ready (released, then swapped in
+ * again, at the time it became ready: the frees and the swap-ins of a time
+ * point come before the op starts) is ready no more: it waits for the copy
+ * (tsl__sim_try_ready at the copy's end). */
 void tsl__sim_dispatch(sim *s, int zero_only) {
     s->dispatch_q[zero_only ? 0 : 1] = 0;
     if (s->compute_busy) return;
     int best = -1;
     for (int jx = 0; jx < s->n_jobs; jx++) {
-        const prog *p = &s->pr[jx];
+        prog *p = &s->pr[jx];
         if (!p->ready) continue;
+        if (tsl__sim_missing_input(&s->job[jx], &s->job[jx].items[p->pos]) >= 0) {
+            p->ready = 0;
+            continue;
+        }
         if (zero_only) {
             double st, en;
             item_times(s, jx, &st, &en);

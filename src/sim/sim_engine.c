@@ -152,7 +152,7 @@ tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
                         const tsl_device_profile *dev, int iterations,
                         const tsl_latency_table *actual, tsl__sim_log *log,
                         tsl_sim_result *out) {
-    TSL_ASSERT(w && dev && out && n_jobs >= 1 && n_jobs <= 16 && iterations >= 1);
+    TSL_ASSERT(w && dev && out && n_jobs >= 1 && iterations >= 1);
     sim s = {.n_jobs = n_jobs, .iterations = iterations, .dev = dev, .log = log,
              .single = n_jobs == 1, .cur_job = -1, .err = TSL_OK};
     s.job = calloc((size_t)n_jobs, sizeof *s.job);
@@ -206,6 +206,10 @@ tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
         st = tsl_fail(TSL_ERR_OOM, "simulate: out of host memory for the timeline");
     if (st == TSL_OK) {
         memset(out, 0, sizeof *out);
+        out->job = calloc((size_t)n_jobs, sizeof *out->job);
+        if (!out->job) st = tsl_fail(TSL_ERR_OOM, "simulate: out of host memory");
+    }
+    if (st == TSL_OK) {
         out->n_jobs = n_jobs;
         out->iterations = iterations;
         out->global_peak = s.global_peak;

@@ -7,11 +7,14 @@
  * planner and the verifier (docs/SCHEDULING.md; verify_timeline.c): op i
  * runs over [s_i + shift, e_i + shift], a recomputation before op p over
  * [s_p + shift, s_p + shift'], an event is issued at e'_trigger + delay, a
- * copy ends at issue + tsl_copy_us(...). As long as nothing waits (no stall,
- * no busy channel or compute resource), the simulated times are therefore
- * bit-equal to the planned ones, and so is the order of frees and
- * allocations that decides the peak. A job that waited continues from the
- * later time (its "lag"); a wait under TSL__SIM_EPS_US is no wait.
+ * copy ends at issue + tsl_copy_us(...). An item that waits for data
+ * starts when the data lands and lasts its planned duration, which is the
+ * plan's arithmetic for a planned wait (docs/SCHEDULING.md, "Planned
+ * waits"). As long as nothing waits but the plan's planned waits (no busy
+ * channel or compute resource, no drift), the simulated times are
+ * therefore bit-equal to the planned ones, and so is the order of frees
+ * and allocations that decides the peak. A job that waited continues from
+ * the later time (its "lag"); a wait under TSL__SIM_EPS_US is no wait.
  *
  * The timeline (tsl__sim_log) is what the Chrome trace is written from and
  * what the tests read to check a hand-computed schedule: every op and
@@ -92,11 +95,12 @@ int64_t tsl__sim_log_span(tsl__sim_log *log, const tsl__sim_span *s);
 void tsl__sim_log_mem(tsl__sim_log *log, const tsl__sim_mem *m);
 int64_t tsl__sim_log_iter(tsl__sim_log *log, const tsl__sim_iter *it);
 
-/* The engine. Preconditions (checked by tsl_simulate, asserted here): 1 <=
- * n_jobs <= 16, every workload and plan well formed (indices in range,
+/* The engine. Preconditions (checked by tsl_simulate, asserted here):
+ * n_jobs >= 1, every workload and plan well formed (indices in range,
  * durations >= 0), dev's bandwidths > 0, iterations >= 1, actual NULL or
  * n_jobs tables of n_ops finite values >= 0. plans or plans[j] may be NULL
- * (no events). Fills *out; records the timeline into *log if log != NULL.
+ * (no events). Fills *out (out->job allocated: tsl_sim_result_free);
+ * records the timeline into *log if log != NULL.
  * Returns TSL_OK, TSL_ERR_INVALID when the plan cannot run under these
  * latencies (a read of a tensor that nothing brings back, a swap-out of a
  * tensor that is not on the device, a swap-in without a host copy; the

@@ -119,14 +119,18 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     int32_t n_sorted_rc = p ? tsl__plan_exec_order(p, sorted) : 0; /* no plan: vanilla */
     TSL_ASSERT(n_sorted_rc == n_rc);
     tsl__exec_sequence(w, sorted, n_rc, j->items);
-    tsl__exec_times(w, p, NULL, j->items, j->n_items, pe); /* the plan's timeline */
-    if (actual) tsl__exec_times(w, p, actual->us, j->items, j->n_items, NULL);
+    /* the plan's timeline (planned waits included), then the items' times
+     * at the actual latencies */
+    tsl_status st = tsl__exec_times(w, p, dev, NULL, j->items, j->n_items, pe);
+    if (st == TSL_OK && actual)
+        st = tsl__exec_times(w, p, dev, actual->us, j->items, j->n_items, NULL);
     build_triggers(j, sorted + n_rc, ne - n_rc);
     build_tensor_events(j, sorted + n_rc, ne - n_rc, pe);
     free(pe);
     build_deaths(j, last_read);
     free(last_read);
     free(sorted);
+    if (st != TSL_OK) return st;
 
     for (int32_t x = 0; x < ne; x++) {
         const tsl_event *ev = &p->events[x];

@@ -1,20 +1,27 @@
 /*
  * sim_job.h - one job as the simulator runs it: its executed sequence (ops
- * with the plan's recomputations inserted) with each item's nominal times,
+ * with the plan's recomputations inserted) with each item's planned times,
  * its events grouped by trigger, the tensors activity analysis frees after
  * each op, and the run-time state of every tensor.
  *
- * Nominal times are the times of one iteration when nothing waits, from the
- * iteration's start, with the shared arithmetic (sim_internal.h): with
- * `shift` the latencies of the recomputations inserted so far, op i over
- * [s_i + shift, e_i + shift], a recomputation before op p over
- * [s_p + shift, s_p + shift'], shift' = shift + (e_g - s_g) for its producer
- * g. s_i, e_i are the workload's times, or, with actual latencies a_i, s_0 =
- * 0, e_i = s_i + a_i, s_{i+1} = e_i. Recomputations before one op run in the
- * planner's event order (trigger, delay, type, tensor, precede).
+ * Planned times are the times of one iteration as the plan predicts them,
+ * from the iteration's start, with the shared arithmetic (sim_internal.h;
+ * sched/plan_order.h computes them): with `shift` the latencies of the
+ * recomputations inserted so far, op i over [s_i + shift, e_i + shift], a
+ * recomputation before op p over [s_p + shift, s_p + shift'], shift' =
+ * shift + (e_g - s_g) for its producer g, while nothing waits; after a
+ * planned wait (an item starting when a swap-in it reads lands) each item
+ * starts when the previous one ends. s_i, e_i are the workload's times,
+ * or, with actual latencies a_i, s_0 = 0, e_i = s_i + a_i, s_{i+1} = e_i.
+ * Recomputations before one op run in the planner's event order (trigger,
+ * delay, type, tensor, precede). The engine does not rely on them for its
+ * waits: an item starts when its inputs are readable, and its end is its
+ * planned end if it starts at its planned start, else its start plus its
+ * planned duration.
  *
  * Which swap-outs a release or a swap-in depends on is decided on the
- * planned timeline (the workload's times, whatever the actual latencies):
+ * planned timeline (the workload's times and the plan's waits, whatever the
+ * actual latencies):
  * a release of t frees t once the swap-outs of t planned at or before it
  * have ended (docs/SCHEDULING.md: "max(e_trigger, end of t's latest
  * swap-out issued at or before e_trigger)"), and a swap-in of t waits for

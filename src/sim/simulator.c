@@ -23,6 +23,8 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sim/sim_internal.h"
 
@@ -148,17 +150,18 @@ static tsl_status check_actual(const tsl_latency_table *a, const tsl_workload *w
     return TSL_OK;
 }
 
-/* See tensile/sched.h and the header comment. Returns TSL_ERR_INVALID for a
+/* See tensile/sim.h and the header comment. Returns TSL_ERR_INVALID for a
  * bad argument (naming it) or a plan that cannot run (sim_internal.h),
  * TSL_ERR_IO if the trace cannot be written, TSL_ERR_OOM. *out is filled
- * only on success. */
+ * only on success (zeroed otherwise). */
 tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jobs,
                         const tsl_device_profile *dev, const tsl_sim_opts *opts,
                         tsl_sim_result *out) {
     if (!w || !out)
         return tsl_fail(TSL_ERR_INVALID, "simulate: %s is NULL", !w ? "workloads" : "out");
-    if (n_jobs < 1 || n_jobs > 16)
-        return tsl_fail(TSL_ERR_INVALID, "simulate: n_jobs %d outside 1..16", n_jobs);
+    memset(out, 0, sizeof *out);
+    if (n_jobs < 1)
+        return tsl_fail(TSL_ERR_INVALID, "simulate: n_jobs %d: at least one job", n_jobs);
     tsl_status st = check_profile(dev);
     int iterations = opts && opts->iterations ? opts->iterations : 3;
     if (st == TSL_OK && (iterations < 1 || iterations > 100000))
@@ -171,11 +174,18 @@ tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
     if (st != TSL_OK) return st;
     const char *trace = opts ? opts->trace_path : NULL; /* iterations 0: the default */
     tsl__sim_log log = {0};
-    tsl_sim_result r;
+    tsl_sim_result r = {0};
     st = tsl__sim_run(w, plans, n_jobs, dev, iterations, opts ? opts->actual : NULL,
                       trace ? &log : NULL, &r);
     if (st == TSL_OK && trace) st = tsl__sim_write_trace(trace, &log, w, plans, n_jobs, dev);
     tsl__sim_log_free(&log);
     if (st == TSL_OK) *out = r;
+    else tsl_sim_result_free(&r);
     return st;
+}
+
+void tsl_sim_result_free(tsl_sim_result *out) {
+    if (!out) return;
+    free(out->job);
+    memset(out, 0, sizeof *out);
 }

@@ -1,8 +1,27 @@
 /*
- * planner_internal.h - what the planner's files (src/sched/plan.c,
- * activity.c, timeline.c, peak.c, channels.c, swap.c, across_iter.c,
- * recompute.c, planner.c) share. Not part of the public API; the semantics
- * they implement are docs/SCHEDULING.md.
+ * kit.h - the planner kit: the machinery planning policies share (not part
+ * of the public API; the semantics it implements are docs/SCHEDULING.md).
+ * One concept per file:
+ *
+ *   plan.c         plans and the total order of events
+ *   activity.c     per-tensor access ops and implicit releases
+ *   timeline.c     op times under a plan (recomputations, planned waits),
+ *                  issue and release times, anchoring a time as (trigger, delay)
+ *   peak.c         the memory effects of a plan, the sweep and its peak,
+ *                  tsl_peak_analysis
+ *   channels.c     copy-channel bookings shared by the jobs of a device
+ *   pjob.c         a job being planned: its plan with every event's times,
+ *                  memory effects and peak, kept up to date as events come
+ *                  and go; the kit over all jobs (tsl__kit)
+ *   swap_place.c   placing a swap: the swap-out as early and the swap-in as
+ *                  late as the channels allow, committing it
+ *   rc_check.c     recomputation: can a tensor's producer be re-run exactly
+ *                  before an op; re-booking a job's copies after its
+ *                  timeline moved
+ *
+ * A policy built on the kit (policy_tensile.c is one) holds a tsl__kit,
+ * asks it where the jobs' peaks are and what is resident there, drafts
+ * swaps and recomputations with it and commits the ones it chooses.
  *
  * Vocabulary: an "access op" of a tensor is one op that reads and/or writes
  * it (a TUA and a TGA of the same op are one access op, read flag and write
@@ -11,8 +30,8 @@
  * from their last access op to the end of the iteration and on from the
  * start of the next iteration to their first access op.
  */
-#ifndef TSL_SCHED_PLANNER_INTERNAL_H
-#define TSL_SCHED_PLANNER_INTERNAL_H
+#ifndef TSL_SCHED_KIT_H
+#define TSL_SCHED_KIT_H
 
 #include <math.h>
 #include <stddef.h>
@@ -27,6 +46,10 @@
  * A swap-in may end exactly when its op starts: that is the doc's own
  * comparison (copy end <= s_p) on the doc's own expressions. */
 static inline double tsl__margin(double x) { return 1e-9 * fabs(x) + 1e-9; }
+
+/* A copy landing at most this long after the op reading it would start is
+ * on time (docs/SCHEDULING.md, "Planned waits"): no wait. */
+#define TSL__WAIT_EPS_US 1e-6
 
 /* ---- plan.c ------------------------------------------------------------------ */
 /* Total order of events: (trigger, delay, type, tensor, precede). */
@@ -58,28 +81,49 @@ void tsl__activity_free(tsl__activity *a);
  * -1 if none; likewise the first access op strictly after `op` (-1). */
 int32_t tsl__acc_before(const tsl__activity *a, int32_t t, int32_t op);
 int32_t tsl__acc_after(const tsl__activity *a, int32_t t, int32_t op);
+/* The op of t's last access op, or -1 if it has none. */
+int32_t tsl__last_access_op(const tsl__activity *a, int32_t t);
 /* 1 if op `op` accesses tensor t. */
 int tsl__op_accesses(const tsl_workload *w, int32_t op, int32_t t);
 
 /* ---- timeline.c: times of one job under its plan ------------------------------ */
+
+/* One planned wait (docs/SCHEDULING.md): the op, or a recomputation before
+ * it, starts late for a swap-in still copying when it would start. */
+typedef struct tsl__wait {
+    int32_t op;        /* the op; for a recomputation, the op it precedes */
+    int32_t rc;        /* the recomputation (timeline index), or -1 */
+    int32_t event;     /* the swap-in waited for: the last of them to land */
+    double at;         /* when it would have started */
+    double stall;      /* how much later it starts */
+} tsl__wait;
+
 typedef struct tsl__timeline {
     int32_t n_ops;
-    double *s, *e;        /* op start/end with recomputations inserted */
+    double *s, *e;        /* op start/end with recomputations and waits */
     double period;        /* end of the last op (0 if none) */
     int32_t n_rc;         /* recompute events in run order */
     int32_t *rc_off;      /* n_ops + 1: recomputes before op i: rc_ev[rc_off[i] .. rc_off[i+1]) */
     int32_t *rc_ev;       /* index of the recompute event in the plan */
     int32_t *rc_tensor;   /* the tensor it regenerates */
-    double *rc_start;     /* its start time */
+    double *rc_start;     /* its start and end times */
+    double *rc_end;
+    int32_t n_wait;       /* planned waits, in execution order */
+    tsl__wait *wait;
+    double stall;         /* their total */
 } tsl__timeline;
 
 /* Builds the timeline of workload w under plan p (events validated by the
- * caller). Recomputations before op i run in event order (tsl__event_cmp)
- * right before it: op i and every later op move later by the producer's
- * latency end_us - start_us. s'_i = start_us + shift_i, e'_i = end_us +
- * shift_i, shift_i = the latencies of the recomputations at or before i
- * summed in run order. TSL_ERR_OOM if out of host memory. */
-tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p, tsl__timeline *tl);
+ * caller; dev may be NULL only if p has no swap-in) per docs/SCHEDULING.md
+ * "Time" and "Planned waits". Positions run in order: the recomputations
+ * before op i (in event order, tsl__event_cmp), then op i. Nominal times:
+ * op i over [s_i + shift, e_i + shift], a recomputation of producer g
+ * before op i over [s_i + shift, s_i + shift'], shift' = shift + (e_g -
+ * s_g). A position would start at its nominal start while nothing has
+ * waited, else when the previous one ends; it waits for the swap-ins of
+ * the tensors it reads that are still copying then. TSL_ERR_OOM. */
+tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
+                               const tsl_device_profile *dev, tsl__timeline *tl);
 void tsl__timeline_free(tsl__timeline *tl);
 
 /* End of a trigger: 0 for -1, else e'_trigger. */
@@ -146,7 +190,8 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
                     uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof);
 
 /* Tensors resident at step `stop`, largest first (ties: lower index): writes
- * them to out (n_tensors entries) and returns how many. */
+ * them to out (n_tensors entries) and returns how many (-1 if out of host
+ * memory). */
 int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
                          const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
                          uint8_t *resident, int64_t stop, int32_t *out);
@@ -180,48 +225,90 @@ tsl_status tsl__chan_book(tsl__chan *c, double a, double b);
 /* Removes the booking [a, b) (must exist: TSL_ASSERT). */
 void tsl__chan_unbook(tsl__chan *c, double a, double b);
 
-/* ---- the planner's per-job state (planner.c) ---------------------------------- */
-typedef struct tsl__job {
+/* Context of tsl__canon_tl: a job's timeline and the anchor of the last
+ * canonicalised time. */
+typedef struct tsl__canon_ctx {
+    const tsl__timeline *tl;
+    int32_t trigger;
+    double delay;
+} tsl__canon_ctx;
+/* canon callback (timeline.c): ctx is a tsl__canon_ctx; anchors x on its
+ * timeline (tsl__anchor) and keeps the anchor. */
+double tsl__canon_tl(void *ctx, double x, int up);
+
+/* ---- pjob.c: a job being planned, and the kit over all jobs --------------------- */
+typedef struct tsl__pjob {
     const tsl_workload *w;
-    int index;
+    int index;             /* among the kit's jobs */
     tsl__activity act;
     tsl__timeline tl;
-    tsl_plan *plan;
+    tsl_plan *plan;        /* owned by the caller of tsl__kit_init */
     /* per event of plan: issue/effect time and copy end, per tensor list */
     double *ev_time;       /* issue (swap), effect (release), start (recompute) */
     double *ev_end;        /* copy end (swaps), else ev_time */
     int32_t *ev_next;      /* next event of the same tensor, -1 */
-    int32_t *ev_head;      /* per tensor: first event, -1 */
+    int32_t *ev_head;      /* per tensor: the latest event added, -1 */
     int32_t cap_ev;
     /* memory */
-    tsl__effect *eff;
+    tsl__effect *eff;      /* sorted by tsl__effect_cmp */
     int32_t n_eff, cap_eff;
-    uint8_t *absent0;
-    uint8_t *resident;     /* scratch */
-    tsl__sweep pk;
-    int32_t *mpt;          /* resident at the peak, candidates order */
-    int32_t n_mpt;
-    int mpt_valid;
-    tsl__profile prof;     /* check points of the last full analysis */
-    /* per access op (index into act.acc): the gap after it (the wrap gap for
-     * the last access op of a persistent tensor) */
-    uint8_t *gap_done;     /* swapped, recomputed, or given up */
-    double *gap_fail_out;  /* largest peak time at which its swap-out did not fit */
-    double *gap_fail_in;   /* smallest peak time at which its swap-in did not fit */
+    uint8_t *absent0;      /* per tensor: absent at time 0 (across-iteration rule) */
+    uint8_t *resident;     /* per tensor: scratch of the sweeps */
+    tsl__sweep pk;         /* the peak under the plan (tsl__pjob_analyse) */
+    tsl__profile prof;     /* check points of the last analysis (n = -1 if missing) */
+    uint64_t analyses;     /* bumped by every analysis: what a policy derives from pk is
+                              stale once this moved */
     uint8_t *swapped;      /* per tensor: has a swap-out */
     uint8_t *recomputed;   /* per tensor: has a recompute */
     int32_t n_swapped;     /* tensors with a swap-out */
-} tsl__job;
+} tsl__pjob;
 
-typedef struct tsl__planner {
+typedef struct tsl__kit {
     const tsl_device_profile *dev;
-    const tsl_plan_opts *opts;
     int n_jobs;
-    tsl__job *jobs;
+    tsl__pjob *jobs;
     tsl__chan d2h, h2d;    /* if !dev->duplex, h2d is unused and every copy books d2h */
-    int32_t total_swapped; /* tensors with a swap-out, all jobs */
     tsl_status status;     /* first error (out of host memory) met while planning */
-} tsl__planner;
+} tsl__kit;
+
+/* The kit over the request's jobs with their empty plans plans[j] (kept,
+ * not owned), each job analysed (pk: its vanilla peak). TSL_ERR_OOM (the
+ * kit is then freed). */
+tsl_status tsl__kit_init(tsl__kit *K, const tsl_plan_request *rq, tsl_plan **plans);
+/* Frees the jobs' states and the channels (not the plans). */
+void tsl__kit_free(tsl__kit *K);
+
+/* The channel of a direction (1: host to device). */
+static inline tsl__chan *tsl__chan_of(tsl__kit *K, int to_device) {
+    return to_device && K->dev->duplex ? &K->h2d : &K->d2h;
+}
+
+/* Adds an event to job J's plan with its times, keeping the per-tensor
+ * lists; adds its memory effect (release, swap-in). A swap-in landing
+ * after the op it precedes would start (a planned wait) moves the later
+ * ops: J is then re-timed (tsl__pjob_retime), and its copies booked on the
+ * channels must be re-booked by the caller (tsl__kit_rebook). TSL_ERR_OOM
+ * (J unchanged). */
+tsl_status tsl__pjob_add_event(tsl__pjob *J, const tsl_device_profile *dev, tsl_event e);
+/* Removes the last `n` events added (and their effects). */
+void tsl__pjob_pop_events(tsl__pjob *J, int n);
+/* Re-runs the peak analysis of J (J->pk, J->prof; bumps J->analyses). */
+void tsl__pjob_analyse(tsl__pjob *J);
+/* Rebuilds J's timeline from its plan (after a recomputation or a planned
+ * wait was added or removed) and every event time and memory effect.
+ * TSL_ERR_OOM. */
+tsl_status tsl__pjob_retime(tsl__pjob *J, const tsl_device_profile *dev);
+/* Tensor t of J is resident right after the frees at time x (the moment an
+ * allocation at x sees) under J's current plan. */
+int tsl__pjob_resident_at(const tsl__pjob *J, int32_t t, double x);
+/* Index of a swap-out event of t issued in [from, to] (the latest), or -1. */
+int32_t tsl__find_swap_out(const tsl__pjob *J, int32_t t, double from, double to);
+/* Release time of a release of t triggered by r given t's current
+ * swap-outs plus, if extra_issue >= 0, one more [extra_issue, extra_end). */
+double tsl__release_time_with(const tsl__pjob *J, int32_t t, int32_t r, double extra_issue,
+                              double extra_end);
+
+/* ---- swap_place.c: placing and committing a swap ------------------------------------ */
 
 /* A swap being assembled for one gap of one tensor: an optional swap-out,
  * a release, a swap-in (times as the events will have them). */
@@ -233,52 +320,11 @@ typedef struct tsl__swap_draft {
     int32_t rel_trig;
     int32_t si_trig, si_precede;
     double si_delay, si_issue, si_end;
-    int32_t gap;         /* index in act.acc of the gap it fills */
+    int32_t gap;         /* index in act.acc of the gap it fills (the policy's bookkeeping) */
     int n_abs;           /* the intervals [abs_lo, abs_hi) where the tensor */
-    double abs_lo[2], abs_hi[2]; /* becomes absent */
+    double abs_lo[2], abs_hi[2]; /* becomes absent (the policy's estimate) */
 } tsl__swap_draft;
 
-/* Books the draft's copies and adds its events to J. Returns 1, or 0 with
- * P->status set if out of host memory (nothing added then). */
-int tsl__commit_swap(tsl__planner *P, tsl__job *J, const tsl__swap_draft *d);
-
-/* Context of tsl__canon_tl: the job's timeline and the anchor of the last
- * canonicalised time. */
-typedef struct tsl__canon_ctx {
-    const tsl__timeline *tl;
-    int32_t trigger;
-    double delay;
-} tsl__canon_ctx;
-
-/* Index of a swap-out event of t issued in [from, to] (the latest), or -1. */
-int32_t tsl__find_swap_out(const tsl__job *J, int32_t t, double from, double to);
-/* Release time of a release of t triggered by r given t's current
- * swap-outs plus, if extra_issue >= 0, one more [extra_issue, extra_end). */
-double tsl__release_time_with(const tsl__job *J, int32_t t, int32_t r, double extra_issue,
-                              double extra_end);
-
-static inline tsl__chan *tsl__chan_of(tsl__planner *P, int to_device) {
-    return to_device && P->dev->duplex ? &P->h2d : &P->d2h;
-}
-
-/* Adds an event to job J's plan with its times, keeping the per-tensor
- * lists; adds its memory effect (release, swap-in). TSL_ERR_OOM. */
-tsl_status tsl__job_add_event(tsl__job *J, const tsl_device_profile *dev, tsl_event e);
-/* Removes the last `n` events added (and their effects). */
-void tsl__job_pop_events(tsl__job *J, int n);
-/* Re-runs the peak analysis of J (J->pk; the candidates are recollected). */
-void tsl__job_analyse(tsl__job *J);
-/* Rebuilds J's timeline from its plan (after a recomputation was added or
- * removed) and every event time and memory effect. TSL_ERR_OOM. */
-tsl_status tsl__job_retime(tsl__job *J, const tsl_device_profile *dev);
-
-/* canon callback: ctx is a tsl__canon_ctx. */
-double tsl__canon_tl(void *ctx, double x, int up);
-
-/* swap.c: Algorithm 2 for candidate t of job J at its current peak (the
- * gap of t around the peak). Returns 1 and fills *d if a swap fits on the
- * channels as they are (nothing is booked or added), 0 if not. */
-int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *d);
 /* The leaving half of a swap of t whose value was generated by `gen_end`
  * and is read last by op `last` before it goes: if a swap-out of that value
  * is planned already it is reused and t is released after `last`; else a
@@ -286,24 +332,33 @@ int tsl__try_swap(tsl__planner *P, tsl__job *J, int32_t t, tsl__swap_draft *d);
  * ending by `by`, and t is released after the op during which it ends (not
  * before `last`). Fills d's swap-out and release fields (nothing is booked)
  * and returns the release time, or -1 if no swap-out fits. */
-double tsl__place_swap_out(tsl__planner *P, tsl__job *J, int32_t t, double gen_end, int32_t last,
+double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end, int32_t last,
                            double by, tsl__swap_draft *d);
-/* Completes draft d, whose tensor leaves the device at `rel`: it must have
- * left by the peak time, then its swap-in is placed as late as the H2D
- * channel allows, ending by the start of op `precede` less the slack
- * (opts->swap_in_slack times its copy time). If either fails the
- * gap's failure time is recorded and 0 returned; else the swap-in is filled
- * in, d stored in *out, and 1 returned. */
-int tsl__place_swap_in(tsl__planner *P, tsl__job *J, tsl__swap_draft d, double rel,
-                       int32_t precede, tsl__swap_draft *out);
-/* across_iter.c: the wrap gap of persistent t (peak before its first or
- * after its last access op), as tsl__try_swap. */
-int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *d);
-/* recompute.c: one recomputation over all jobs (largest MSPS). Returns the
- * index of the job it was added to, or -1. */
-int tsl__try_recompute(tsl__planner *P);
+/* The coming-back half: a swap-in of d->tensor placed as late as the H2D
+ * channel allows, starting at or after lo and ending by end_by, preceding
+ * op `precede`. Fills d's swap-in fields and returns 1, or 0 if none fits
+ * (d unchanged). */
+int tsl__place_swap_in(tsl__kit *K, const tsl__pjob *J, double lo, double end_by,
+                       int32_t precede, tsl__swap_draft *d);
+/* Books the draft's copies and adds its events to J. Returns 1, or 0 with
+ * K->status set if out of host memory (nothing added then). */
+int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d);
 
-/* Tensor t of J is resident right after the frees at time x (the moment an
- * allocation at x sees) under J's current plan. */
-int tsl__job_resident_at(const tsl__job *J, int32_t t, double x);
+/* ---- rc_check.c: recomputation candidates, re-booking -------------------------------- */
+
+/* 1 if every input of op q is resident while a recomputation by q runs
+ * from `at` to `at` + its latency, under J's plan: resident at `at` with
+ * its data landed (no swap-in of it still copying), and no release of it
+ * taking effect before the end (a release waiting for a swap-out may). */
+int tsl__rc_inputs_ready(const tsl__pjob *J, int32_t q, double at);
+/* 1 if tensor t's producer q can be re-run exactly right before op b: it
+ * has one output (t), no workspace, a positive latency, does not read t,
+ * none of its inputs is written between q and b, and they are all ready
+ * (tsl__rc_inputs_ready) at b's start. */
+int tsl__rc_producer_ok(const tsl__pjob *J, int32_t t, int32_t q, int32_t b);
+/* Moves every copy booking of J from its old times to its current ones
+ * (after J's timeline moved). old[] holds (issue, end) pairs of J's swap
+ * events in event order. Returns 1, or 0 if a new booking clashes or ends
+ * after J's period (the old bookings are then restored). */
+int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old);
 #endif

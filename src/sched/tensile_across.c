@@ -1,5 +1,5 @@
 /*
- * across_iter.c - across-iteration swapping of persistent tensors
+ * tensile_across.c - TENSILE's across-iteration swapping of persistent tensors
  * (parameters, buffers, optimizer states such as Adam's moments): the
  * paper's Algorithm 2, lines 8-9 and 33-34, for "updated parameters".
  *
@@ -27,54 +27,57 @@
 #include <stdlib.h>
 
 #include "core/assert.h"
-#include "sched/planner_internal.h"
+#include "sched/tensile_internal.h"
 
 /* Option B: within the iteration, before the first access op F. */
-static int head_in_iteration(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, int32_t F,
+static int head_in_iteration(tsl__tensile *T, int j, int32_t t, int32_t gap, int32_t F,
                              tsl__swap_draft *out) {
+    tsl__pjob *J = &T->K.jobs[j];
     const tsl__timeline *tl = &J->tl;
-    double T = J->pk.time;
+    double t_peak = J->pk.time;
     size_t bytes = J->w->tensors[t].bytes;
     tsl__canon_ctx cx = {.tl = tl};
-    double dur = tsl_copy_us(P->dev, bytes, 0);
-    double x = tsl__chan_earliest(tsl__chan_of(P, 0), 0.0, dur, T, tsl__canon_tl, &cx);
+    double dur = tsl_copy_us(T->K.dev, bytes, 0);
+    double x = tsl__chan_earliest(tsl__chan_of(&T->K, 0), 0.0, dur, t_peak, tsl__canon_tl, &cx);
     if (x < 0) {
-        J->gap_fail_out[gap] = T;
+        T->tj[j].gap_fail_out[gap] = t_peak;
         return 0;
     }
     tsl__swap_draft d = {.tensor = t, .has_out = 1, .so_trig = cx.trigger, .so_delay = cx.delay,
                          .so_issue = x, .so_end = x + dur, .gap = gap};
     d.rel_trig = x <= 0 ? -1 : tsl__op_ending_from(tl, x);
     if (d.rel_trig >= F) {
-        J->gap_fail_out[gap] = T;
+        T->tj[j].gap_fail_out[gap] = t_peak;
         return 0;
     }
     double rel = tsl__release_time_with(J, t, d.rel_trig, x, d.so_end);
-    return tsl__place_swap_in(P, J, d, rel, F, out);
+    return tsl__tensile_swap_in(T, j, d, rel, F, out);
 }
 
-int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__swap_draft *out) {
+int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *out) {
+    tsl__pjob *J = &T->K.jobs[j];
+    tsl__tjob *X = &T->tj[j];
     const tsl__activity *a = &J->act;
     const tsl__timeline *tl = &J->tl;
-    if (J->gap_done[gap]) return 0;
+    if (X->gap_done[gap]) return 0;
     int32_t first = a->acc_off[t];
     int32_t F = a->acc[first].op, L = a->acc[gap].op;
     if (!a->acc[first].reads) {
-        J->gap_done[gap] = 1;
+        X->gap_done[gap] = 1;
         return 0;
     }
     int32_t op = J->pk.op;
-    double T = J->pk.time;
+    double t_peak = J->pk.time;
     int head = op < F, tail = op > L;
     if (!head && !tail) return 0;
-    if (T <= J->gap_fail_out[gap] || T >= J->gap_fail_in[gap]) return 0;
+    if (t_peak <= X->gap_fail_out[gap] || t_peak >= X->gap_fail_in[gap]) return 0;
     /* swapped out before its first access already (an earlier middle gap,
      * from time 0): a swap-in before that swap-out would be waited on by an
      * executor that lets a swap-in wait for a swap-out of the same tensor
      * already triggered. Leave the wrap gap alone. */
     for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k])
         if (J->plan->events[k].type == TSL_EV_SWAP_OUT && J->ev_time[k] < tl->s[F]) {
-            J->gap_done[gap] = 1;
+            X->gap_done[gap] = 1;
             return 0;
         }
     int32_t wr = -1;
@@ -83,37 +86,28 @@ int tsl__try_across(tsl__planner *P, tsl__job *J, int32_t t, int32_t gap, tsl__s
     /* never written: the copy is made once its first access ran (the tensor
      * is then on the device for sure) */
     double gen_end = wr >= 0 ? tl->e[a->acc[wr].op] : tl->e[F];
-    size_t bytes = J->w->tensors[t].bytes;
-    double din = tsl_copy_us(P->dev, bytes, 1);
-    double D = head ? tl->period - tsl__margin(tl->period) : T;
-    tsl__canon_ctx cx = {.tl = tl};
+    double D = head ? tl->period - tsl__margin(tl->period) : t_peak;
     tsl__swap_draft d = {.tensor = t, .gap = gap};
-    double rel = tsl__place_swap_out(P, J, t, gen_end, L, D, &d);
+    double rel = tsl__place_swap_out(&T->K, J, t, gen_end, L, D, &d);
     int ok = rel >= 0 && rel <= D;
     if (ok) {
-        double lo = head ? nextafter(T, INFINITY) : 0.0;
-        double y = tsl__chan_latest(tsl__chan_of(P, 1), lo, din, tl->s[F], tsl__canon_tl, &cx);
-        if (y >= 0) {
-            d.si_trig = cx.trigger;
-            d.si_delay = cx.delay;
-            d.si_issue = y;
-            d.si_end = y + din;
-            d.si_precede = F;
+        double lo = head ? nextafter(t_peak, INFINITY) : 0.0;
+        if (tsl__place_swap_in(&T->K, J, lo, tl->s[F], F, &d)) {
             d.n_abs = 2;
             d.abs_lo[0] = 0.0; /* absent from the iteration start */
-            d.abs_hi[0] = y;
+            d.abs_hi[0] = d.si_issue;
             d.abs_lo[1] = rel; /* and from the release to the end */
             d.abs_hi[1] = INFINITY;
             *out = d;
             return 1;
         }
         if (tail) {
-            J->gap_fail_in[gap] = T;
+            X->gap_fail_in[gap] = t_peak;
             return 0;
         }
     } else if (tail) {
-        J->gap_fail_out[gap] = T;
+        X->gap_fail_out[gap] = t_peak;
         return 0;
     }
-    return head_in_iteration(P, J, t, gap, F, out);
+    return head_in_iteration(T, j, t, gap, F, out);
 }

@@ -1,0 +1,46 @@
+/*
+ * tensile/policy_tensile.h - the options of the "tensile" policy (the
+ * paper's Algorithm 3 over all the jobs of a device; src/sched/
+ * policy_tensile.c): for callers that set them as C fields rather than by
+ * name (tsl_policy_opts_set with "max-swap-rate", "swap-in-slack",
+ * "recompute", "max-iterations").
+ *
+ * Example usage:
+ *
+ *   tsl_tensile_opts to = tsl_tensile_opts_default();
+ *   double rates[2] = {0.5, 1.0};                       // job 0 holds at most half
+ *   to.max_swap_rate = (tsl_per_job){.n = 2, .v = rates};
+ *   to.swap_in_slack = 0.25;
+ *   tsl_plan_opts po = tsl_plan_opts_default();
+ *   po.opts = &to;                                      // must outlive po's use
+ *   tsl_plan_jobs(w, 2, &dev, &po, plans, &rep);
+ */
+#ifndef TENSILE_POLICY_TENSILE_H
+#define TENSILE_POLICY_TENSILE_H
+
+#include "tensile/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsl_tensile_opts {
+    tsl_per_job max_swap_rate; /* per job, its priority: the largest share of all the jobs'
+                                  swapped tensors it may hold, in [0, 1] (1: no limit;
+                                  default 1 for every job) */
+    double swap_in_slack;      /* a swap-in is placed to land this fraction of its copy time
+                                  before its access, so that ops running faster than their
+                                  estimates do not wait for the copy; [0, 10] (default 0:
+                                  exactly at the access, the paper's placement;
+                                  docs/RESULTS.md compares 0.25) */
+    int recompute;             /* recomputation while the jobs exceed the budget (default 1) */
+    int max_iterations;        /* hard cap on Algorithm 3's loop, 0..1e9 (default 10000) */
+} tsl_tensile_opts;
+
+/* The defaults above. */
+tsl_tensile_opts tsl_tensile_opts_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

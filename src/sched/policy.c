@@ -1,0 +1,190 @@
+/*
+ * policy.c - planning with a policy (tensile/policy.h, tsl_plan_jobs):
+ * what every policy shares around its own `plan` function. The arguments
+ * are checked and completed (the budget, the options' defaults, their
+ * ranges), the jobs get their empty plans, the policy runs, and then every
+ * plan is finished the same way whatever the policy: its events sorted,
+ * its predicted peak and period (planned waits included) taken from the
+ * shared accounting (tsl_peak_analysis), and the report filled from the
+ * plans.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tensile/policy.h"
+
+tsl_plan_opts tsl_plan_opts_default(void) {
+    tsl_plan_opts o = {NULL, NULL, 0};
+    return o;
+}
+
+void tsl_plan_report_free(tsl_plan_report *r) {
+    if (!r) return;
+    free(r->vanilla_peak); /* the block every array lives in */
+    memset(r, 0, sizeof *r);
+}
+
+/* The report's arrays for n jobs in one zeroed block. TSL_ERR_OOM. */
+static tsl_status report_alloc(tsl_plan_report *r, int n) {
+    memset(r, 0, sizeof *r);
+    size_t z = (size_t)n;
+    /* size_t arrays first, then doubles, then ints: each part stays aligned */
+    char *b = calloc(1, z * (4 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
+    if (!b) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for the report of %d jobs", n);
+    r->n_jobs = n;
+    r->vanilla_peak = (size_t *)b;
+    r->planned_peak = r->vanilla_peak + z;
+    r->bytes_h2d = r->planned_peak + z;
+    r->bytes_d2h = r->bytes_h2d + z;
+    r->stall_us = (double *)(r->bytes_d2h + z);
+    r->swaps = (int *)(r->stall_us + z);
+    r->recomputes = r->swaps + z;
+    r->waits = r->recomputes + z;
+    return TSL_OK;
+}
+
+/* What the planner indexes with: op times, tensor indices, producers.
+ * TSL_OK, or TSL_ERR_INVALID naming the workload, the op or tensor and the
+ * value. (Full validation is the workload reader's job.) */
+static tsl_status check_workload(const tsl_workload *w, int j) {
+    if (!w) return tsl_fail(TSL_ERR_INVALID, "planner: workload %d is NULL", j);
+    if (w->n_tensors < 0 || w->n_ops < 0 || (w->n_tensors && !w->tensors) || (w->n_ops && !w->ops))
+        return tsl_fail(TSL_ERR_INVALID, "planner: workload %d ('%s'): %d tensors, %d ops", j,
+                        w->job, w->n_tensors, w->n_ops);
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        const tsl_wl_op *op = &w->ops[i];
+        if (!(op->end_us >= op->start_us) || !isfinite(op->end_us))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "planner: workload '%s': op %d ('%s'): times [%g, %g] us", w->job, i,
+                            op->name, op->start_us, op->end_us);
+        for (int k = 0; k < op->n_in + op->n_out; k++) {
+            int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+            if (t < 0 || t >= w->n_tensors)
+                return tsl_fail(TSL_ERR_INVALID,
+                                "planner: workload '%s': op %d ('%s'): tensor index %d out of "
+                                "range (%d tensors)",
+                                w->job, i, op->name, t, w->n_tensors);
+        }
+    }
+    for (int32_t t = 0; t < w->n_tensors; t++) {
+        int32_t q = w->tensors[t].producer;
+        if (q < -1 || q >= w->n_ops)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "planner: workload '%s': tensor %d ('%s'): producer %d out of range",
+                            w->job, t, w->tensors[t].name, q);
+    }
+    return TSL_OK;
+}
+
+/* Monotonic wall clock, ms: only for the report's planning time. */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Sorts plan p of w, sets its predicted figures, and counts its events
+ * into the report's entry j. */
+static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                         tsl_plan_report *r, int j) {
+    tsl_plan_sort(p);
+    tsl_peak_info pi;
+    tsl_status st = tsl_peak_analysis(w, NULL, dev, &pi);
+    if (st != TSL_OK) return st;
+    r->vanilla_peak[j] = pi.peak;
+    tsl_peak_info_free(&pi);
+    st = tsl_peak_analysis(w, p, dev, &pi);
+    if (st != TSL_OK) return st;
+    p->predicted_peak = pi.peak;
+    p->predicted_period_us = pi.period_us;
+    r->planned_peak[j] = pi.peak;
+    r->waits[j] = pi.n_waits;
+    r->stall_us[j] = pi.stall_us;
+    tsl_peak_info_free(&pi);
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        size_t b = w->tensors[e->tensor].bytes;
+        if (e->type == TSL_EV_SWAP_OUT) {
+            r->swaps[j]++;
+            r->bytes_d2h[j] += b;
+        } else if (e->type == TSL_EV_SWAP_IN)
+            r->bytes_h2d[j] += b;
+        else if (e->type == TSL_EV_RECOMPUTE)
+            r->recomputes[j]++;
+    }
+    return TSL_OK;
+}
+
+/* Checks everything but the options; resolves the policy. */
+static tsl_status check_args(tsl_workload *const *w, int n_jobs, const tsl_device_profile *dev,
+                             const tsl_plan_opts *o, tsl_plan **plans, const tsl_policy **pol) {
+    if (!w || !plans || !dev)
+        return tsl_fail(TSL_ERR_INVALID, "planner: workloads, plans or profile is NULL");
+    if (n_jobs < 1) return tsl_fail(TSL_ERR_INVALID, "planner: n_jobs %d: at least one job", n_jobs);
+    *pol = o->policy ? o->policy : tsl_policy_find("tensile");
+    if (!*pol || !(*pol)->plan)
+        return tsl_fail(TSL_ERR_INVALID, "planner: the policy has no plan function");
+    for (int j = 0; j < n_jobs; j++) {
+        tsl_status st = check_workload(w[j], j);
+        if (st != TSL_OK) return st;
+    }
+    if (!(dev->h2d_bw > 0) || !(dev->d2h_bw > 0) || !(dev->copy_latency_us >= 0))
+        return tsl_fail(TSL_ERR_INVALID,
+                        "planner: profile '%s': h2d_bw %g, d2h_bw %g must be > 0 and "
+                        "copy_latency_us %g >= 0",
+                        dev->name, dev->h2d_bw, dev->d2h_bw, dev->copy_latency_us);
+    return TSL_OK;
+}
+
+tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_profile *dev,
+                         const tsl_plan_opts *opts, tsl_plan **plans, tsl_plan_report *rep) {
+    double t0 = now_ms();
+    if (rep) memset(rep, 0, sizeof *rep);
+    tsl_plan_opts def = tsl_plan_opts_default();
+    if (!opts) opts = &def;
+    const tsl_policy *pol = NULL;
+    tsl_status st = check_args(w, n_jobs, dev, opts, plans, &pol);
+    if (st != TSL_OK) return st;
+    void *own = NULL; /* the policy's defaults when the caller gave no options */
+    const void *values = opts->opts;
+    if (!values && pol->opts_size) {
+        own = malloc(pol->opts_size);
+        if (!own) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+        tsl_policy_defaults(pol, own);
+        values = own;
+    }
+    if (values) st = tsl_policy_opts_check(pol, values, n_jobs);
+    if (st != TSL_OK) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", tsl_last_error());
+        free(own);
+        return tsl_fail(st, "planner: %s", why);
+    }
+    tsl_plan_report r;
+    st = report_alloc(&r, n_jobs);
+    for (int j = 0; j < n_jobs; j++) plans[j] = NULL;
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++)
+        if (!(plans[j] = tsl_plan_new(w[j]->job)))
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    tsl_plan_request rq = {w, n_jobs, dev, opts->budget ? opts->budget : dev->mem_bytes,
+                           pol->opts_size ? values : NULL};
+    if (st == TSL_OK) st = pol->plan(&rq, plans, &r.iterations);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = finish(w[j], plans[j], dev, &r, j);
+    free(own);
+    if (st != TSL_OK) {
+        for (int j = 0; j < n_jobs; j++) {
+            tsl_plan_free(plans[j]);
+            plans[j] = NULL;
+        }
+        tsl_plan_report_free(&r);
+        return st;
+    }
+    r.planning_ms = now_ms() - t0;
+    if (rep) *rep = r;
+    else tsl_plan_report_free(&r);
+    return TSL_OK;
+}

@@ -1,0 +1,348 @@
+/*
+ * policy_tensile.c - the "tensile" policy: TENSILE's complete scheduling
+ * (paper, Algorithm 3) over several jobs sharing one device, built on the
+ * planner kit (kit.h): activity analysis, then a loop of peak analysis,
+ * swap scheduling (tensile_swap.c, tensile_across.c) and, while the jobs do
+ * not fit the budget, recomputation (tensile_recompute.c). Its options are
+ * tsl_tensile_opts (tensile/policy_tensile.h).
+ *
+ * The peak analysis of a job is re-run only after its plan changed. An
+ * iteration of the loop is one pass of Algorithm 2: the tensors resident at
+ * every job's peak (MPT), largest first (ties: job index, then tensor
+ * index), are drafted as swaps without any compute waiting for a copy;
+ * among the first LOOKAHEAD drafts that fit, the one that lowers the sum of
+ * the jobs' peaks most is committed; then the same for the jobs not
+ * swapped yet in this iteration. Departures from the paper:
+ *  - at most one swap per job and iteration, chosen among several drafts by
+ *    its effect on the peak (the paper's Algorithm 2 swaps every MPT tensor
+ *    that fits against one peak analysis, largest first): after a swap the
+ *    peak may move, and the PCIe time left is better spent at the new peak;
+ *    a swap-in allocates as it starts, and a large one can make a new peak
+ *    right where it lands, which the estimate sees;
+ *  - a swap that fails is remembered per gap with the peak time at which
+ *    its swap-out (or swap-in) did not fit, and retried only at a peak time
+ *    where it could fit (channels only fill up);
+ *  - after a successful recomputation, swapping is tried again (the peak
+ *    moved); the paper never returns to swapping;
+ *  - every copy ends within its job's iteration, so that an executor that
+ *    waits for its iteration's transfers never waits (the paper lets
+ *    transfers run over); no op waits for a copy either (no planned wait).
+ * Termination: neither a swap nor a recomputation succeeded in an
+ * iteration; or (the paper's rule) more than 100 iterations were done and
+ * the average peak of the jobs touched in the last 3 iterations fell by
+ * less than 0.05 %; or opts->max_iterations.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/assert.h"
+#include "sched/tensile_internal.h"
+
+/* ---- the policy's options ------------------------------------------------------------ */
+
+static const tsl_policy_option OPTIONS[] = {
+    {"max-swap-rate", "a job's largest share of all the swapped tensors (its priority)",
+     TSL_OPT_PER_JOB, 0.0, 1.0, 1.0, offsetof(tsl_tensile_opts, max_swap_rate)},
+    {"swap-in-slack", "land each swap-in this many copy times before its access (0: the paper)",
+     TSL_OPT_DOUBLE, 0.0, 10.0, 0.0, offsetof(tsl_tensile_opts, swap_in_slack)},
+    {"recompute", "recompute tensors while the jobs exceed the budget", TSL_OPT_BOOL, 0, 1, 1,
+     offsetof(tsl_tensile_opts, recompute)},
+    {"max-iterations", "hard cap on Algorithm 3's loop", TSL_OPT_INT, 0, 1e9, 10000,
+     offsetof(tsl_tensile_opts, max_iterations)},
+};
+
+static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations);
+
+const tsl_policy tsl__policy_tensile = {
+    "tensile",
+    "TENSILE (Algorithm 3): swaps and recomputations for all the jobs together",
+    sizeof(tsl_tensile_opts),
+    OPTIONS,
+    (int)(sizeof OPTIONS / sizeof OPTIONS[0]),
+    plan_tensile,
+};
+
+tsl_tensile_opts tsl_tensile_opts_default(void) {
+    tsl_tensile_opts o;
+    tsl_policy_defaults(&tsl__policy_tensile, &o);
+    return o;
+}
+
+/* ---- Algorithm 3 ---------------------------------------------------------------------- */
+
+/* 1 if job j may take one more swapped tensor (t is not yet swapped) under
+ * its max swapping rate: (swapped of j + 1) / (swapped of all + 1) <= rate. */
+static int rate_allows(const tsl__tensile *T, int j, int32_t t) {
+    const tsl__pjob *J = &T->K.jobs[j];
+    if (J->swapped[t]) return 1;
+    double rate = tsl_per_job_at(&T->opts->max_swap_rate, j);
+    if (rate >= 1.0) return 1;
+    return (double)(J->n_swapped + 1) <= rate * (double)(T->total_swapped + 1) + 1e-12;
+}
+
+/* Collects job j's swap candidates at its peak, largest first. */
+static void collect_mpt(tsl__tensile *T, int j) {
+    tsl__pjob *J = &T->K.jobs[j];
+    tsl__tjob *X = &T->tj[j];
+    if (X->mpt_at == J->analyses) return;
+    const tsl_workload *w = J->w;
+    tsl__sweep sw;
+    tsl__sweep_run(w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
+                   NULL);
+    int32_t op = J->pk.op;
+    /* the op running at the peak keeps its inputs and outputs; so does a
+     * recomputation running there */
+    if (op >= 0) {
+        const tsl_wl_op *o = &w->ops[op];
+        for (int i = 0; i < o->n_in; i++) J->resident[o->in[i]] = 0;
+        for (int i = 0; i < o->n_out; i++) J->resident[o->out[i]] = 0;
+    }
+    if (J->pk.rc >= 0) {
+        int32_t t = J->tl.rc_tensor[J->pk.rc];
+        const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
+        J->resident[t] = 0;
+        for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
+    }
+    int32_t n = 0;
+    for (int32_t t = 0; t < w->n_tensors; t++)
+        if (J->resident[t] && !J->act.data[t] && !J->recomputed[t] && w->tensors[t].bytes > 0)
+            X->mpt[n++] = t;
+    if (tsl__sort_by_size(w, X->mpt, n) != TSL_OK) T->K.status = TSL_ERR_OOM;
+    X->n_mpt = n;
+    X->mpt_at = J->analyses;
+}
+
+/* An upper bound of J's peak if draft d were added: the load at every
+ * check point of the last analysis, less the tensor's bytes where it
+ * becomes absent (a check point at the swap-in's own time keeps it), and
+ * the load where the swap-in allocates (at most the check point before).
+ * *cover gets how many check points within NEAR of the current peak the
+ * draft lowers (how much of a plateau around the peak it takes down). */
+#define NEAR 0.02
+static size_t estimate_peak(const tsl__pjob *J, const tsl__swap_draft *d, int64_t *cover) {
+    const tsl__profile *pf = &J->prof;
+    size_t b = J->w->tensors[d->tensor].bytes, best = 0, before_si = 0;
+    size_t near = (size_t)((double)J->pk.peak * (1.0 - NEAR));
+    int64_t c = 0;
+    for (int64_t k = 0; k < pf->n; k++) {
+        double x = pf->time[k];
+        size_t v = pf->load[k];
+        if (x <= d->si_issue) before_si = v;
+        for (int i = 0; i < d->n_abs; i++)
+            if (x >= d->abs_lo[i] && x < d->abs_hi[i]) {
+                c += v >= near;
+                v = v >= b ? v - b : 0;
+                break;
+            }
+        if (v > best) best = v;
+    }
+    *cover = c;
+    return best > before_si ? best : before_si;
+}
+
+/* Candidates evaluated per iteration (drafts whose estimated peaks are
+ * compared before one is committed). */
+#define LOOKAHEAD 8
+
+/* One swap over all jobs. Walks the candidates (tensors resident at the
+ * jobs' peaks) largest first, drafts a swap for each until LOOKAHEAD
+ * drafts fit, and commits the one that lowers the sum of peaks most (by
+ * the profile estimate; ties: larger tensor, then candidate order). Jobs
+ * with skip[j] set are left out. Returns the job index swapped in, or
+ * -1. */
+static int swap_step(tsl__tensile *T, const uint8_t *skip) {
+    tsl__kit *K = &T->K;
+    int32_t *pos = T->pos;
+    for (int j = 0; j < K->n_jobs; j++) {
+        collect_mpt(T, j);
+        pos[j] = skip[j] ? T->tj[j].n_mpt : 0;
+    }
+    tsl__swap_draft best;
+    int best_j = -1, n_drafts = 0;
+    size_t best_gain = 0, best_bytes = 0;
+    int64_t best_cover = 0;
+    while (n_drafts < LOOKAHEAD && K->status == TSL_OK) {
+        int bj = -1;
+        size_t bb = 0;
+        for (int j = 0; j < K->n_jobs; j++) {
+            const tsl__tjob *X = &T->tj[j];
+            while (pos[j] < X->n_mpt && !rate_allows(T, j, X->mpt[pos[j]])) pos[j]++;
+            if (pos[j] >= X->n_mpt) continue;
+            size_t b = K->jobs[j].w->tensors[X->mpt[pos[j]]].bytes;
+            if (bj < 0 || b > bb) {
+                bj = j;
+                bb = b;
+            }
+        }
+        if (bj < 0) break;
+        tsl__pjob *J = &K->jobs[bj];
+        int32_t t = T->tj[bj].mpt[pos[bj]++];
+        tsl__swap_draft d;
+        if (!tsl__try_swap(T, bj, t, &d)) continue;
+        n_drafts++;
+        int64_t cover = 0;
+        size_t est = J->prof.n >= 0 ? estimate_peak(J, &d, &cover) : J->pk.peak;
+        size_t gain = est < J->pk.peak ? J->pk.peak - est : 0;
+        /* lower sum of peaks first; then more of the plateau; then larger */
+        double sc = (double)cover * (double)bb, bsc = (double)best_cover * (double)best_bytes;
+        if (best_j < 0 || gain > best_gain ||
+            (gain == best_gain && (sc > bsc || (sc == bsc && bb > best_bytes)))) {
+            best = d;
+            best_j = bj;
+            best_gain = gain;
+            best_bytes = bb;
+            best_cover = cover;
+        }
+    }
+    if (best_j < 0) return -1;
+    tsl__pjob *J = &K->jobs[best_j];
+    int32_t t = best.tensor;
+    int had = J->swapped[t];
+    size_t before = J->pk.peak;
+    int32_t n_ev = J->plan->n_events;
+    if (!tsl__commit_swap(K, J, &best)) return -1;
+    T->tj[best_j].gap_done[best.gap] = 1;
+    tsl__pjob_analyse(J);
+    if (J->pk.peak > before) { /* never expected: undo, and give the gap up */
+        for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
+            const tsl_event *e = &J->plan->events[k];
+            if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
+                tsl__chan_unbook(tsl__chan_of(K, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
+                                 J->ev_end[k]);
+        }
+        tsl__pjob_pop_events(J, J->plan->n_events - n_ev);
+        tsl__pjob_analyse(J);
+        return swap_step(T, skip);
+    }
+    if (!had && J->swapped[t]) T->total_swapped++;
+    return best_j;
+}
+
+/* Frees TENSILE's per-job state and the kit (not the plans). */
+static void tensile_free(tsl__tensile *T) {
+    for (int j = 0; T->tj && j < T->K.n_jobs; j++) {
+        tsl__tjob *X = &T->tj[j];
+        free(X->gap_done);
+        free(X->gap_fail_out);
+        free(X->gap_fail_in);
+        free(X->mpt);
+    }
+    free(T->tj);
+    free(T->pos);
+    tsl__kit_free(&T->K);
+}
+
+/* The kit over the request's jobs and TENSILE's state of each. TSL_ERR_OOM
+ * (T is then freed). */
+static tsl_status tensile_init(tsl__tensile *T, const tsl_plan_request *rq, tsl_plan **plans) {
+    memset(T, 0, sizeof *T);
+    T->opts = rq->opts;
+    tsl_status st = tsl__kit_init(&T->K, rq, plans);
+    if (st != TSL_OK) return st;
+    T->tj = calloc((size_t)rq->n_jobs, sizeof *T->tj);
+    T->pos = malloc((size_t)rq->n_jobs * sizeof *T->pos);
+    int ok = T->tj && T->pos;
+    for (int j = 0; ok && j < rq->n_jobs; j++) {
+        const tsl__pjob *J = &T->K.jobs[j];
+        tsl__tjob *X = &T->tj[j];
+        size_t nt = (size_t)J->w->n_tensors + 1, na = (size_t)J->act.acc_off[J->w->n_tensors] + 1;
+        X->gap_done = calloc(na, 1);
+        X->gap_fail_out = malloc(na * sizeof *X->gap_fail_out);
+        X->gap_fail_in = malloc(na * sizeof *X->gap_fail_in);
+        X->mpt = malloc(nt * sizeof *X->mpt);
+        ok = X->gap_done && X->gap_fail_out && X->gap_fail_in && X->mpt;
+        for (size_t k = 0; ok && k < na; k++) {
+            X->gap_fail_out[k] = -INFINITY;
+            X->gap_fail_in[k] = INFINITY;
+        }
+    }
+    if (!ok) {
+        tensile_free(T);
+        return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
+    }
+    return TSL_OK;
+}
+
+/* The history of the paper's 0.05 % rule: for the last 4 iterations, the
+ * jobs each touched and every job's peak before it (ring buffers indexed
+ * by iteration & 3). */
+typedef struct history {
+    uint8_t *touched;  /* [4][n_jobs] */
+    size_t *peak;      /* [4][n_jobs] */
+} history;
+
+/* 1 if more than 100 iterations are done and the average peak of the jobs
+ * touched in the last 3 iterations fell by less than 0.05 % over them. */
+static int converged(const tsl__tensile *T, const history *h, int it) {
+    if (it <= 100) return 0;
+    int n = T->K.n_jobs, any = 0;
+    double then = 0, nowp = 0;
+    for (int j = 0; j < n; j++)
+        if (h->touched[((it - 1) & 3) * n + j] | h->touched[((it - 2) & 3) * n + j] |
+            h->touched[((it - 3) & 3) * n + j]) {
+            any = 1;
+            then += (double)h->peak[((it - 3) & 3) * n + j];
+            nowp += (double)T->K.jobs[j].pk.peak;
+        }
+    return any && then - nowp < 0.0005 * then;
+}
+
+/* Algorithm 3's loop over the jobs of T. Returns the iterations done. */
+static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done) {
+    const tsl_tensile_opts *o = T->opts;
+    int n = T->K.n_jobs, swap_ok = 1, rc_ok = o->recompute != 0, it = 0;
+    while ((swap_ok || rc_ok) && it < o->max_iterations) {
+        if (converged(T, h, it)) break;
+        for (int j = 0; j < n; j++) h->peak[(it & 3) * n + j] = T->K.jobs[j].pk.peak;
+        for (int j = 0; j < n; j++) done[j] = 0;
+        int any = 0;
+        if (swap_ok) {
+            /* Algorithm 2 once: at most one swap per job, largest first
+             * across the jobs */
+            for (;;) {
+                int j = swap_step(T, done);
+                if (j < 0) break;
+                done[j] = 1;
+                any = 1;
+            }
+            if (!any) swap_ok = 0;
+        } else {
+            size_t sum = 0;
+            for (int j = 0; j < n; j++) sum += T->K.jobs[j].pk.peak;
+            if (sum <= budget) break;
+            int j = tsl__try_recompute(T);
+            if (j < 0) rc_ok = 0;
+            else {
+                done[j] = 1;
+                swap_ok = 1;
+            }
+        }
+        for (int j = 0; j < n; j++) h->touched[(it & 3) * n + j] = done[j];
+        it++;
+        if (T->K.status != TSL_OK) break;
+    }
+    return it;
+}
+
+/* The policy's plan function (tsl_policy_plan_fn). */
+static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    tsl__tensile T;
+    tsl_status st = tensile_init(&T, rq, plans);
+    if (st != TSL_OK) return st;
+    size_t n = (size_t)rq->n_jobs;
+    history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
+    uint8_t *done = calloc(n, 1);
+    if (!h.touched || !h.peak || !done)
+        st = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
+    if (st == TSL_OK) {
+        *iterations = algorithm3(&T, rq->budget, &h, done);
+        st = T.K.status;
+    }
+    free(h.touched);
+    free(h.peak);
+    free(done);
+    tensile_free(&T);
+    return st;
+}

@@ -1,0 +1,91 @@
+/*
+ * swap_place.c - placing one swap of a tensor on the copy channels (the
+ * kit's share of the paper's Algorithm 2): the swap-out as early as the
+ * device-to-host channel allows after the tensor's value was generated, the
+ * release once the copy is under way, the swap-in as late as the
+ * host-to-device channel allows before the op that reads the tensor next;
+ * and committing a draft (booking its copies, adding its events).
+ *
+ * Which tensor and which gap, and what to do when nothing fits, are the
+ * policy's choice (tensile_swap.c, tensile_across.c). Every candidate time
+ * goes through tsl__canon_tl, so a booking is the issue time the event
+ * will really have.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/assert.h"
+#include "sched/kit.h"
+
+int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
+    tsl__chan *out = tsl__chan_of(K, 0), *in = tsl__chan_of(K, 1);
+    int32_t n0 = J->plan->n_events;
+    tsl_status st = TSL_OK;
+    int booked_out = 0, booked_in = 0;
+    if (d->has_out) {
+        st = tsl__chan_book(out, d->so_issue, d->so_end);
+        booked_out = st == TSL_OK;
+    }
+    if (st == TSL_OK) {
+        st = tsl__chan_book(in, d->si_issue, d->si_end);
+        booked_in = st == TSL_OK;
+    }
+    if (st == TSL_OK && d->has_out)
+        st = tsl__pjob_add_event(
+            J, K->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
+    if (st == TSL_OK)
+        st = tsl__pjob_add_event(J, K->dev,
+                                 (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig, 0.0, -1});
+    if (st == TSL_OK)
+        st = tsl__pjob_add_event(J, K->dev, (tsl_event){TSL_EV_SWAP_IN, d->tensor, d->si_trig,
+                                                        d->si_delay, d->si_precede});
+    if (st != TSL_OK) {
+        tsl__pjob_pop_events(J, J->plan->n_events - n0);
+        if (booked_out) tsl__chan_unbook(out, d->so_issue, d->so_end);
+        if (booked_in) tsl__chan_unbook(in, d->si_issue, d->si_end);
+        K->status = st;
+        return 0;
+    }
+    /* the events must land exactly where they were booked */
+    int32_t k = J->plan->n_events - 1;
+    TSL_ASSERT(J->ev_time[k] == d->si_issue && J->ev_end[k] == d->si_end);
+    if (d->has_out) TSL_ASSERT(J->ev_time[n0] == d->so_issue && J->ev_end[n0] == d->so_end);
+    return 1;
+}
+
+double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end, int32_t last,
+                           double by, tsl__swap_draft *d) {
+    const tsl__timeline *tl = &J->tl;
+    if (tsl__find_swap_out(J, t, gen_end, tl->e[last]) >= 0) { /* that value is on the host */
+        d->rel_trig = last;
+        return tsl__release_time_with(J, t, last, -1, 0);
+    }
+    tsl__canon_ctx cx = {.tl = tl};
+    double dur = tsl_copy_us(K->dev, J->w->tensors[t].bytes, 0);
+    double x = tsl__chan_earliest(tsl__chan_of(K, 0), gen_end, dur, by, tsl__canon_tl, &cx);
+    if (x < 0) return -1;
+    int32_t r = tsl__op_ending_from(tl, x);
+    if (r < last) r = last;
+    if (r >= tl->n_ops) return -1;
+    d->has_out = 1;
+    d->so_trig = cx.trigger;
+    d->so_delay = cx.delay;
+    d->so_issue = x;
+    d->so_end = x + dur;
+    d->rel_trig = r;
+    return tsl__release_time_with(J, t, r, x, d->so_end);
+}
+
+int tsl__place_swap_in(tsl__kit *K, const tsl__pjob *J, double lo, double end_by,
+                       int32_t precede, tsl__swap_draft *d) {
+    tsl__canon_ctx cx = {.tl = &J->tl};
+    double din = tsl_copy_us(K->dev, J->w->tensors[d->tensor].bytes, 1);
+    double y = tsl__chan_latest(tsl__chan_of(K, 1), lo, din, end_by, tsl__canon_tl, &cx);
+    if (y < 0) return 0;
+    d->si_trig = cx.trigger;
+    d->si_delay = cx.delay;
+    d->si_issue = y;
+    d->si_end = y + din;
+    d->si_precede = precede;
+    return 1;
+}

@@ -1,0 +1,54 @@
+/*
+ * tensile_internal.h - what the files of the "tensile" policy share
+ * (policy_tensile.c: Algorithm 3; tensile_swap.c: Algorithm 2 for one
+ * candidate; tensile_across.c: across-iteration swaps; tensile_recompute.c:
+ * recomputation). Built on the planner kit (kit.h). Not part of the public
+ * API.
+ */
+#ifndef TSL_SCHED_TENSILE_INTERNAL_H
+#define TSL_SCHED_TENSILE_INTERNAL_H
+
+#include "sched/kit.h"
+#include "tensile/policy_tensile.h"
+
+/* TENSILE's own state of one job, beside the kit's tsl__pjob. Per access
+ * op (index into act.acc): the gap after it (the wrap gap for the last
+ * access op of a persistent tensor). */
+typedef struct tsl__tjob {
+    uint8_t *gap_done;     /* swapped, recomputed, or given up */
+    double *gap_fail_out;  /* largest peak time at which its swap-out did not fit */
+    double *gap_fail_in;   /* smallest peak time at which its swap-in did not fit */
+    int32_t *mpt;          /* the swap candidates at the peak, largest first */
+    int32_t n_mpt;
+    uint64_t mpt_at;       /* the kit job's `analyses` when mpt was collected (0: never;
+                              stale once they differ) */
+} tsl__tjob;
+
+typedef struct tsl__tensile {
+    tsl__kit K;
+    const tsl_tensile_opts *opts;
+    tsl__tjob *tj;         /* per job */
+    int32_t total_swapped; /* tensors with a swap-out, all jobs */
+    int32_t *pos;          /* per job: scratch of one swap step */
+} tsl__tensile;
+
+/* tensile_swap.c: Algorithm 2 for candidate t of job j at its current peak
+ * (the gap of t around the peak). Returns 1 and fills *d if a swap fits on
+ * the channels as they are (nothing is booked or added), 0 if not (the
+ * gap's failure is recorded). */
+int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__swap_draft *d);
+/* Completes draft d of job j, whose tensor leaves the device at `rel`: it
+ * must have left by the peak time, then its swap-in is placed as late as
+ * the H2D channel allows after the peak, ending by the start of op
+ * `precede` less the slack (opts->swap_in_slack times its copy time). If
+ * either fails the gap's failure time is recorded and 0 returned; else the
+ * swap-in is filled in, d stored in *out, and 1 returned. */
+int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, int32_t precede,
+                         tsl__swap_draft *out);
+/* tensile_across.c: the wrap gap of persistent t (peak before its first or
+ * after its last access op), as tsl__try_swap. */
+int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *d);
+/* tensile_recompute.c: one recomputation over all jobs (largest MSPS).
+ * Returns the index of the job it was added to, or -1. */
+int tsl__try_recompute(tsl__tensile *T);
+#endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `tensile plan` and the policy registry as a user meets them: --help lists
+# every policy and its options; --policy picks one by name (an unknown name
+# exits 2 listing the known ones); a policy's options are given as
+# --OPTION VALUE (an unknown option, a bad value or a per-job list of the
+# wrong length exits 2 naming the policy, the option and the value); the
+# TENSILE options of old (--max-swap-rate, --swap-in-slack, --no-recompute)
+# keep working; any number of jobs plans (40 here), zero is refused.
+set -uo pipefail
+bin=${1:?usage: test_plan_cli.sh TENSILE}
+fails=0; passes=0
+check() { # description, condition (already evaluated as 0/1)
+  if [ "$2" = 1 ]; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi
+}
+expect_exit() { # want, description, command...
+  local want=$1 desc=$2; shift 2
+  out=$("$@" 2>&1); rc=$?
+  check "$desc (exit $rc, want $want): $out" "$([ $rc = "$want" ] && echo 1 || echo 0)"
+}
+has() { grep -q -- "$1" <<<"$out" && echo 1 || echo 0; }
+
+expect_exit 0 "plan --help" "$bin" plan --help
+for w in "vanilla " "tensile " "--max-swap-rate X\[,X...\]" "--swap-in-slack X" "--recompute B" "--max-iterations N"; do
+  check "plan --help lists '$w'" "$(has "$w")"
+done
+
+expect_exit 2 "an unknown policy" "$bin" plan --model mlp --policy tensil
+check "the message lists the known policies: $out" "$(has "unknown policy 'tensil' (known: vanilla, tensile")"
+expect_exit 2 "an option the policy lacks" "$bin" plan --model mlp --policy vanilla --swap-in-slack 0.1
+check "the message names the policy and the option: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
+expect_exit 2 "an unknown option" "$bin" plan --model mlp --swap-in-slak 0.1
+check "the message lists the policy's options: $out" "$(has "its options: max-swap-rate, swap-in-slack, recompute, max-iterations")"
+expect_exit 2 "a bad value" "$bin" plan --model mlp --swap-in-slack fast
+check "the message names the value: $out" "$(has "option swap-in-slack: 'fast' is not a number")"
+expect_exit 2 "a value out of range" "$bin" plan --model mlp --max-swap-rate 1.5
+check "the message names the range: $out" "$(has "max_swap_rate = 1.5 outside \[0, 1\]")"
+expect_exit 2 "a per-job list of the wrong length" "$bin" plan --jobs mlp:2,mlp:4 --max-swap-rate 0.5,1,1
+check "the message counts values and jobs: $out" "$(has "max_swap_rate has 3 values for 2 jobs")"
+expect_exit 2 "no job" "$bin" plan --jobs ""
+check "the message names --jobs: $out" "$(has "--jobs: '' names no job")"
+
+# the options of old, and an option given before --policy
+expect_exit 0 "TENSILE's options" "$bin" plan --jobs mlp:2,mlp:4 --max-swap-rate 0.5,1 --swap-in-slack 0.25 --no-recompute --json
+expect_exit 0 "--OPTION before --policy" "$bin" plan --model mlp --recompute off --policy tensile --max-iterations 3 --json
+check "policy in the JSON: $out" "$(python3 -c "import json,sys; print(1 if json.loads(sys.argv[1])['policy']=='tensile' and json.loads(sys.argv[1])['planner_iterations']<=3 else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "vanilla" "$bin" plan --model mlp --policy vanilla --json
+check "vanilla plans nothing: $out" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['policy']=='vanilla' and all(j['swaps']==0 and j['planned_peak_bytes']==j['vanilla_peak_bytes'] for j in d['jobs']) else 0)" "$out" 2>/dev/null || echo 0)"
+
+# 40 jobs at once
+jobs=$(python3 -c "print(','.join('mlp:%d' % (2 + i % 3) for i in range(40)))")
+expect_exit 0 "40 jobs" "$bin" plan --jobs "$jobs" --json
+check "40 jobs in the JSON: ${out:0:200}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if len(d['jobs'])==40 and all('planned_waits' in j for j in d['jobs']) else 0)" "$out" 2>/dev/null || echo 0)"
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
