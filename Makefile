@@ -21,7 +21,7 @@ demo: build
 # The whole suite: the release build, then the ASan + UBSan build, then the
 # runtime's tests under ThreadSanitizer.
 test: build
-	@bash scripts/pydeps.sh || echo "note: jax not installable; the reference tests will report SKIPPED"
+	@bash scripts/pydeps.sh || echo "note: jax or torch not installable; their reference tests will report SKIPPED"
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory tsan

@@ -16,8 +16,12 @@
  * - structure: dropout seeds, dense-block concatenations, ResNet v1.5
  *   strides, batch-norm eps and the Inception pools' count_include_pad.
  * - training: every model runs two SGD steps on small shapes through the
- *   session (batch 2, 3 channels, 10 classes, 2 GiB, fast kernels): the loss
- *   is finite and the parameters change.
+ *   session (batch 2 or 4, 3 channels, 10 classes, 2 GiB, fast kernels); the
+ *   first step's loss and parameter updates agree with the same step in
+ *   double on the reference kernels (direction and length of the update),
+ *   whose gradient agrees with central differences of its own forward pass
+ *   and whose update is -lr * gradient (a gradient of the wrong sign fails);
+ *   the losses are finite and the parameters change.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -616,9 +620,200 @@ Test(zoo, resnet_inception_and_unet_details) {
 
 /* ---- training steps through the session ---------------------------------- */
 
-/* Two SGD steps of `model` at batch n, side s, 3 channels, 10 classes on a
- * 2 GiB device with the fast kernels: finite losses, parameters changed by
- * each step. */
+/* The double reference's own step, r (th_rt after every op of step 1 from
+ * the initial parameters w0, its loss ref_loss), checked against what does
+ * not share its kernels:
+ * - the update rule: the first SGD step (momentum buffers zero, no weight
+ *   decay) moves every parameter by exactly -lr * gradient;
+ * - the gradient, by central differences of the forward pass alone: along
+ *   the gradient g, (L(w0 + e g) - L(w0 - e g)) / (2 e |g|^2) must be 1
+ *   (within 1 %), the loss evaluated in double with the same batch, the
+ *   same dropout masks (step 1) and batch statistics, e such that the loss
+ *   moves by about 1e-5 of itself. A gradient of the wrong sign gives -1, a
+ *   gradient twice too large 0.5, whichever backward kernel is wrong;
+ *   the reference comparison of check_first_step cannot see such a bug in a
+ *   reference kernel, which the float and double runs share.
+ * Leaves the parameters in r at w0 + e g. */
+static void check_gradient_direction(const char *model, const tsl_graph *g, th_rt *r,
+                                     double *const *w0, double ref_loss, double lr) {
+    int32_t nt = tsl_graph_n_tensors(g), end = -1;
+    tsl_tid loss = tsl_graph_find(g, "loss");
+    for (int32_t i = 0; i < tsl_graph_n_ops(g) && end < 0; i++)
+        if (tsl_graph_op(g, i)->n_out > 0 && tsl_graph_op(g, i)->out[0] == loss) end = i + 1;
+    cr_assert_gt(end, 0, "%s: no op computes the loss", model);
+    double gg = 0, rule = 0;
+    for (tsl_tid t = 0; t < nt; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(g, t);
+        if (tt->kind != TSL_KIND_PARAM) continue;
+        cr_assert_neq(tt->grad, TSL_NONE, "%s: '%s' has no gradient", model, tt->name);
+        const double *gr = r->buf[tt->grad], *w1 = r->buf[t];
+        for (int64_t i = 0; i < tsl_shape_numel(&tt->shape); i++) {
+            gg += gr[i] * gr[i];
+            double want = w0[t][i] - lr * gr[i];
+            rule = fmax(rule, fabs(w1[i] - want) / (fabs(w0[t][i]) + lr * fabs(gr[i]) + 1e-300));
+        }
+    }
+    cr_assert_lt(rule, 1e-12, "%s: the SGD step is not w - lr * grad (relative error %.2e)", model,
+                 rule);
+    cr_assert_gt(gg, 0, "%s: every gradient is zero", model);
+    const double e = 1e-5 * ref_loss / gg;
+    double l[2];
+    for (int k = 0; k < 2; k++) {
+        const double sgn = k == 0 ? -1.0 : 1.0;
+        for (tsl_tid t = 0; t < nt; t++) {
+            const tsl_tensor *tt = tsl_graph_tensor(g, t);
+            if (tt->kind != TSL_KIND_PARAM) continue;
+            const double *gr = r->buf[tt->grad];
+            double *w = r->buf[t];
+            for (int64_t i = 0; i < tsl_shape_numel(&tt->shape); i++)
+                w[i] = w0[t][i] + sgn * e * gr[i];
+        }
+        th_rt_exec(r, 0, end, 1, 1, 2);
+        l[k] = *(const double *)r->buf[loss];
+    }
+    const double ratio = (l[1] - l[0]) / (2 * e * gg); /* l[0] at w0 - e g */
+    printf("%-12s gradient by central differences along itself: %.6f of |g|^2 (SGD rule error "
+           "%.1e)\n",
+           model, ratio, rule);
+    cr_assert(fabs(ratio - 1) < 0.01,
+              "%s: along the gradient g the loss changes by %.6f |g|^2, not 1 (central "
+              "differences, step %.3g): the gradient is wrong",
+              model, ratio, e);
+}
+
+/* The session's first SGD step against a reference: the same step (forward,
+ * backward, update) in double with the reference kernels (th_rt_exec, step
+ * 1, so the same dropout masks), from the session's own initial values (every
+ * persistent tensor read back, widened) and the same batch. Compared: the
+ * loss (relative error < 1e-3) and each parameter's update u = w1 - w0, as
+ * one vector over all parameters and per parameter tensor: the session's
+ * must point the reference's way, cosine > 0.98 overall and > 0.5 for every
+ * tensor, with a length within 5 % overall and within a factor 1.25 for
+ * every tensor (measured: cosines 0.9997 or more and lengths within 0.3 %
+ * overall, 1.4 % per tensor, but inception4's 0.994, 0.7 % and 3.6 %).
+ * This finds what the float step does on its own (the fast kernels, oneDNN
+ * and OpenBLAS; the float reference kernels): weight gradients twice too
+ * large in oneDNN's CONV2D_BWD_FILTER fail every model with a convolution.
+ * What the float and double runs share, the reference kernels' formulas,
+ * check_gradient_direction checks on the double step.
+ *
+ * Why not compare gradients closely: even at batch 4 float and double steps
+ * differ by up to 2e-4 in the loss (inception4) and 1 % in a tensor's update,
+ * at batch 2 by 8 % in resnet50's loss; and why not "the loss falls": with
+ * momentum and batch norm over a few samples the loss of the next steps jumps
+ * about (resnet50, batch 2, lr 1e-3: 1.63, 4.90, 0.0001) whatever the
+ * gradients.
+ *
+ * Preconditions: g finalized with its optimizer; ss a fresh session on g
+ * (no step yet); x, y the batch; lr the optimizer's learning rate. The
+ * session's step statistics go to *st. */
+static void check_first_step(const char *model, const tsl_graph *g, tsl_session *ss,
+                             const float *x, const int32_t *y, double lr, tsl_step_stats *st) {
+    int32_t nt = tsl_graph_n_tensors(g);
+    th_rt *r = th_rt_new(g, TSL_F64);
+    double **w0 = calloc((size_t)nt, sizeof *w0);
+    float *tmp = NULL;
+    size_t tmp_n = 0;
+    cr_assert(r && w0);
+    for (tsl_tid t = 0; t < nt; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(g, t);
+        size_t n = (size_t)tsl_shape_numel(&tt->shape);
+        if (tt->kind == TSL_KIND_INPUT) {
+            for (size_t i = 0; i < n; i++) ((double *)r->buf[t])[i] = x[i];
+            continue;
+        }
+        if (tt->kind == TSL_KIND_LABEL) {
+            memcpy(r->buf[t], y, n * sizeof *y);
+            continue;
+        }
+        if (!tsl_kind_is_persistent(tt->kind)) continue;
+        if (n > tmp_n) {
+            free(tmp);
+            tmp = malloc(n * sizeof *tmp);
+            tmp_n = n;
+            cr_assert_not_null(tmp);
+        }
+        cr_assert_eq(tsl_session_read(ss, t, tmp), TSL_OK, "%s: read '%s': %s", model, tt->name,
+                     tsl_last_error());
+        for (size_t i = 0; i < n; i++) ((double *)r->buf[t])[i] = tmp[i];
+        if (tt->kind == TSL_KIND_PARAM) {
+            w0[t] = malloc(n * sizeof **w0);
+            cr_assert_not_null(w0[t]);
+            memcpy(w0[t], r->buf[t], n * sizeof **w0);
+        }
+    }
+    cr_assert_eq(tsl_session_step(ss, x, y, st), TSL_OK, "%s step 1: %s", model, tsl_last_error());
+    th_rt_exec(r, 0, tsl_graph_n_ops(g), 1, 1, 2);
+
+    double dot = 0, ns = 0, nr = 0, worst_cos = 2, worst_len = 1;
+    double *td = calloc((size_t)nt, sizeof *td), *ta = calloc((size_t)nt, sizeof *ta),
+           *tb = calloc((size_t)nt, sizeof *tb); /* per tensor: u_s.u_r, |u_s|^2, |u_r|^2 */
+    cr_assert(td && ta && tb);
+    for (tsl_tid t = 0; t < nt; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(g, t);
+        if (tt->kind != TSL_KIND_PARAM) continue;
+        size_t n = (size_t)tsl_shape_numel(&tt->shape);
+        cr_assert_eq(tsl_session_read(ss, t, tmp), TSL_OK, "%s: read '%s': %s", model, tt->name,
+                     tsl_last_error());
+        const double *ref = r->buf[t];
+        for (size_t i = 0; i < n; i++) {
+            double us = (double)tmp[i] - w0[t][i], ur = ref[i] - w0[t][i];
+            td[t] += us * ur;
+            ta[t] += us * us;
+            tb[t] += ur * ur;
+        }
+        dot += td[t];
+        ns += ta[t];
+        nr += tb[t];
+    }
+    const char *worst = "", *worst_l = "";
+    for (tsl_tid t = 0; t < nt; t++) {
+        /* a tensor both steps leave (almost) unchanged, below 1e-12 of the
+         * whole update, has no direction to compare */
+        if (tsl_graph_tensor(g, t)->kind != TSL_KIND_PARAM ||
+            (ta[t] <= 1e-24 * nr && tb[t] <= 1e-24 * nr))
+            continue;
+        double cs = td[t] / sqrt(ta[t] * tb[t] + 1e-300), ln = sqrt(ta[t] / (tb[t] + 1e-300));
+        if (cs < worst_cos) {
+            worst_cos = cs;
+            worst = tsl_graph_tensor(g, t)->name;
+        }
+        if (fabs(log(ln)) > fabs(log(worst_len))) {
+            worst_len = ln;
+            worst_l = tsl_graph_tensor(g, t)->name;
+        }
+    }
+    free(td);
+    free(ta);
+    free(tb);
+    double cos_all = dot / sqrt(ns * nr + 1e-300), len = sqrt(ns / (nr + 1e-300));
+    double ref_loss = *(const double *)r->buf[tsl_graph_find(g, "loss")];
+    double loss_err = fabs(st->loss - ref_loss) / fabs(ref_loss);
+    printf("%-12s step 1 vs double reference: loss %.6f / %.6f (rel. %.1e), update cosine %.6f, "
+           "length ratio %.4f; worst tensors: %s cosine %.4f, %s length ratio %.4f\n",
+           model, st->loss, ref_loss, loss_err, cos_all, len, worst, worst_cos, worst_l, worst_len);
+    cr_assert(nr > 0, "%s: the reference step changed no parameter", model);
+    cr_assert_lt(loss_err, 1e-3, "%s: loss %.8g, reference %.8g", model, st->loss, ref_loss);
+    cr_assert_gt(cos_all, 0.98, "%s: the step's update has cosine %.6f with the reference's",
+                 model, cos_all);
+    cr_assert(fabs(len - 1) < 0.05, "%s: the step's update is %.4f times the reference's", model,
+              len);
+    cr_assert_gt(worst_cos, 0.5, "%s: the update of '%s' has cosine %.4f with the reference's",
+                 model, worst, worst_cos);
+    cr_assert(fabs(log(worst_len)) < log(1.25),
+              "%s: the update of '%s' is %.4f times the reference's", model, worst_l, worst_len);
+    check_gradient_direction(model, g, r, w0, ref_loss, lr);
+    for (tsl_tid t = 0; t < nt; t++) free(w0[t]);
+    free(w0);
+    free(tmp);
+    th_rt_free(r);
+}
+
+/* Two SGD steps (lr 0.01, momentum 0.9) of `model` at batch n, side s, 3
+ * channels, 10 classes on a 2 GiB device with the fast kernels: the first
+ * checked against the double reference (check_first_step; under
+ * th_quick(), the sanitizer build, only for mlp and cnn, whose reference is
+ * cheap), then finite losses and the parameters changed by each step. */
 static void train_two_steps(const char *model, int n, int s) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -652,11 +847,15 @@ static void train_two_steps(const char *model, int n, int s) {
     for (size_t i = 0; i < ny; i++) y[i] = (int32_t)((i * 7 + 3) % 10);
 
     uint64_t h0 = tsl_session_param_checksum(ss), h = h0;
+    int with_ref = !th_quick() || strcmp(model, "mlp") == 0 || strcmp(model, "cnn") == 0;
     double losses[2];
     for (int step = 0; step < 2; step++) {
         tsl_step_stats st;
-        cr_assert_eq(tsl_session_step(ss, x, y, &st), TSL_OK, "%s step %d: %s", model, step + 1,
-                     tsl_last_error());
+        if (step == 0 && with_ref)
+            check_first_step(model, g, ss, x, y, (double)o.lr, &st);
+        else
+            cr_assert_eq(tsl_session_step(ss, x, y, &st), TSL_OK, "%s step %d: %s", model,
+                         step + 1, tsl_last_error());
         cr_assert(isfinite(st.loss) && st.loss > 0, "%s step %d: loss %g", model, step + 1,
                   st.loss);
         cr_assert_eq(st.examples, (int64_t)ny, "%s: %lld examples", model, (long long)st.examples);
@@ -684,17 +883,23 @@ static void train_big(const char *model, int n, int s) {
 }
 
 /* Sizes: 32 (every model but the Inceptions accepts it; densenet's minimum
- * is 29, resnet's and vgg's 32), 75 for both Inceptions (their minimum).
- * Batch 2: the Inceptions' last maps are 1x1 at 75 and batch norm needs more
- * than one value per channel. */
+ * is 29, resnet's and vgg's 32), unet's minimum 16 (its double reference
+ * step costs four times as much at 32), 75 for inception3 (its minimum),
+ * 107 for inception4. Batch 2, and batch 4 for the models with batch norm:
+ * their last maps are 1x1 at these sizes, and with two values per channel a
+ * training step is so ill-conditioned that float and double disagree by
+ * 8 % on resnet50's loss (at batch 4: 2e-5), so the first step could not
+ * be compared with the double reference. inception4 is worse still: at
+ * batch 4 and 75 its float step's update has cosine 0.945 with the double
+ * one (PyTorch's own float step: 0.774); at 107 (2x2 last maps) 0.994. */
 Test(train, mlp) { train_two_steps("mlp", 2, 32); }
 Test(train, cnn) { train_two_steps("cnn", 2, 32); }
 Test(train, vgg11) { train_two_steps("vgg11", 2, 32); }
 Test(train, vgg16) { train_big("vgg16", 2, 32); }
 Test(train, vgg19) { train_big("vgg19", 2, 32); }
-Test(train, resnet18) { train_two_steps("resnet18", 2, 32); }
-Test(train, resnet50) { train_big("resnet50", 2, 32); }
-Test(train, densenet121) { train_big("densenet121", 2, 32); }
-Test(train, inception3) { train_big("inception3", 2, 75); }
-Test(train, inception4) { train_big("inception4", 2, 75); }
-Test(train, unet) { train_two_steps("unet", 2, 32); }
+Test(train, resnet18) { train_two_steps("resnet18", 4, 32); }
+Test(train, resnet50) { train_big("resnet50", 4, 32); }
+Test(train, densenet121) { train_big("densenet121", 4, 32); }
+Test(train, inception3) { train_big("inception3", 4, 75); }
+Test(train, inception4) { train_big("inception4", 4, 107); }
+Test(train, unet) { train_two_steps("unet", 2, 16); }

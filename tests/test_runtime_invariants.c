@@ -22,7 +22,10 @@
  * iterations; from the second on otherwise), never exceeds it, nothing
  * stalls in the steady state, and with random plans nothing is swapped in
  * passively or evicted; in the real-time clock the peak never exceeds the
- * predicted peak. The workload's op workspaces are set to the scratch the
+ * predicted peak. Random plans with planned waits (swap-ins landing after
+ * their op would start) run in the virtual clock for mlp and cnn: the peak
+ * and the iteration's time equal the plan's predicted peak and period
+ * (the stalls included). The workload's op workspaces are set to the scratch the
  * fast kernels really take (pg_match_backend_workspace), so that the plan
  * describes the run exactly.
  *
@@ -80,6 +83,7 @@ static void zcase_make(rtf_case *c, const char *model, int adam) {
 typedef struct run_out {
     uint64_t checksum;
     size_t peak[ITERS];        /* measured peak load per iteration */
+    double ms[ITERS];          /* iteration time (virtual clock: the iteration's virtual time) */
     int64_t stalls[ITERS];     /* stalls counted up to the end of each iteration */
     tsl_runtime_stats rs;
 } run_out;
@@ -97,6 +101,7 @@ static void run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gb
         cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
                      c->model, what, k + 1, tsl_last_error());
         o->peak[k] = st.peak_load;
+        o->ms[k] = st.ms;
         tsl_session_runtime_stats(s, &o->rs);
         o->stalls[k] = o->rs.stalls;
     }
@@ -260,6 +265,55 @@ Test(plan_gen, plans_are_valid_deterministic_and_varied) {
     cr_assert_lt(empty, n / 10, "%d of %d plans are empty", empty, n);
     rtf_free(&c);
 }
+
+
+/* ---- planned waits: the runtime's virtual clock agrees with the plan ------------------- */
+
+/* Random valid plans whose swap-ins are often placed to land after their op
+ * would start (planned waits, docs/SCHEDULING.md): in the virtual clock the
+ * run is bitwise identical to vanilla, the ledger's peak equals the
+ * predicted peak, and every steady iteration lasts the predicted period -
+ * the planned stalls included - and stalls exactly as planned. */
+static void check_waits(const char *model, int adam, int n) {
+    rtf_case c;
+    zcase_make(&c, model, adam);
+    pg_opts po = pg_opts_default();
+    po.p_wait = 0.6;
+    int waits = 0, plans_waiting = 0;
+    for (int i = 0; i < n; i++) {
+        pg_stats st;
+        tsl_plan *p = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i * 7919 + 17, &po, &st);
+        cr_assert_not_null(p, "%s: %s", model, tsl_last_error());
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(c.w, p, &c.dev, &pi), TSL_OK, "%s", tsl_last_error());
+        waits += pi.n_waits;
+        plans_waiting += pi.n_waits > 0;
+        char what[64];
+        snprintf(what, sizeof what, "waiting plan %d (%d waits, %.1f us)", i, pi.n_waits, pi.stall_us);
+        run_out o;
+        run_plan(&c, p, 1, 0, what, &o);
+        cr_assert_eq(o.checksum, c.ref, "%s %s: parameters differ from vanilla's", model, what);
+        int first = releases_across(c.w, p) ? 1 : 0;
+        for (int k = first; k < ITERS; k++) {
+            cr_assert_eq(o.peak[k], p->predicted_peak, "%s %s: iteration %d peak %zu, predicted %zu "
+                         "(difference %lld)", model, what, k + 1, o.peak[k], p->predicted_peak,
+                         (long long)o.peak[k] - (long long)p->predicted_peak);
+            double want = p->predicted_period_us * 1e-3;
+            cr_assert(o.ms[k] >= want - 1e-9 * want - 1e-9 && o.ms[k] <= want + 1e-9 * want + 1e-9,
+                      "%s %s: iteration %d lasted %.9f ms, the plan's period is %.9f ms", model, what,
+                      k + 1, o.ms[k], want);
+        }
+        tsl_peak_info_free(&pi);
+        tsl_plan_free(p);
+    }
+    printf("%-6s %d waiting plans: %d with waits, %d waits; peaks, periods and results as planned\n",
+           model, n, plans_waiting, waits);
+    cr_assert_gt(plans_waiting, n / 4, "%s: only %d of %d plans wait", model, plans_waiting, n);
+    rtf_free(&c);
+}
+
+Test(planned_waits, mlp, .timeout = 600) { check_waits("mlp", 1, th_quick() ? 10 : 60); }
+Test(planned_waits, cnn, .timeout = 600) { check_waits("cnn", 0, th_quick() ? 3 : 20); }
 
 /* ---- invariant 5 and strict mode, model by model -------------------------------------- */
 

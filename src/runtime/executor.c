@@ -192,7 +192,9 @@ static tsl_status ensure_input(step *S, int32_t t) {
     for (;;) {
         if (rt->async_err != TSL_OK) return tsl__rt_async_error(rt);
         if (rt->s->ptr[t] && r->readable) {
-            tsl__se_cancel_releases(rt, t); /* needed now: a waiting release is void */
+            /* (a release waiting for a swap-out of t stays: the plan frees t
+             * when that copy ends, after this read - and not while a kernel
+             * still uses it: the release keeps a busy tensor) */
             r->dying = 0;
             r->cold = 0;
             return TSL_OK;

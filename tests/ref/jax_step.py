@@ -100,15 +100,16 @@ def main():
     m = json.load(open(os.path.join(d, "manifest.json")))
     fwd = MODELS[m["model"]]
     load = lambda f, shape, dt: np.fromfile(os.path.join(d, f), dtype=dt).reshape(shape)
-    x = load("input.bin", m["input_shape"], np.float32).astype(np.float64)
+    fdt = np.float64 if m.get("dtype") == "f64" else np.float32  # tsl_dump_step's element type
+    x = load("input.bin", m["input_shape"], fdt).astype(np.float64)
     y = load("label.bin", m["label_shape"], np.int32)
     params, grads, buffers, names = {}, {}, {}, []
     for t in m["params"]:
-        v = load(t["file"], t["shape"], np.float32).astype(np.float64)
+        v = load(t["file"], t["shape"], fdt).astype(np.float64)
         if t["kind"] == "parameter":
             params[t["name"]] = jnp.asarray(v)
             names.append(t["name"])
-            grads[t["name"]] = load(t["grad_file"], t["shape"], np.float32).astype(np.float64)
+            grads[t["name"]] = load(t["grad_file"], t["shape"], fdt).astype(np.float64)
         else:
             buffers[t["name"]] = v
 
