@@ -9,7 +9,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config ca-certificates
       libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libjansson-dev zlib1g-dev
       libcriterion-dev coinor-libcbc-dev dataset-fashion-mnist
-      python3 python3-venv python3-pip)
+      python3 python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

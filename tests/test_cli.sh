@@ -4,15 +4,7 @@
 # run's JSON summary, and an out-of-memory run (exit 3 naming the tensor).
 set -uo pipefail
 bin=${1:?usage: test_cli.sh TENSILE}
-fails=0; passes=0
-check() { # description, condition (already evaluated as 0/1)
-  if [ "$2" = 1 ]; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi
-}
-expect_exit() { # want, description, command...
-  local want=$1 desc=$2; shift 2
-  out=$("$@" 2>&1); rc=$?
-  check "$desc (exit $rc, want $want): $out" "$([ $rc = "$want" ] && echo 1 || echo 0)"
-}
+. "$(dirname "$0")/cli/checks.sh"
 expect_exit 0 "tensile --help" "$bin" --help
 expect_exit 0 "tensile info --help" "$bin" info --help
 expect_exit 0 "tensile train --help" "$bin" train --help
@@ -105,5 +97,4 @@ ok=ok and d['scheduled']['peak_load_bytes'] <= d['device_memory_bytes'] < d['van
 print(1 if ok else 0)" "$json")"
 check "run --trace wrote a Chrome trace" "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(1 if d else 0)" "$tmp/run_trace.json" 2>/dev/null || echo 0)"
 
-echo "$passes passed, $fails failed"
-[ "$fails" = 0 ]
+checks_done

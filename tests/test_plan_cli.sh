@@ -8,16 +8,7 @@
 # keep working; any number of jobs plans (40 here), zero is refused.
 set -uo pipefail
 bin=${1:?usage: test_plan_cli.sh TENSILE}
-fails=0; passes=0
-check() { # description, condition (already evaluated as 0/1)
-  if [ "$2" = 1 ]; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi
-}
-expect_exit() { # want, description, command...
-  local want=$1 desc=$2; shift 2
-  out=$("$@" 2>&1); rc=$?
-  check "$desc (exit $rc, want $want): $out" "$([ $rc = "$want" ] && echo 1 || echo 0)"
-}
-has() { grep -q -- "$1" <<<"$out" && echo 1 || echo 0; }
+. "$(dirname "$0")/cli/checks.sh"
 
 expect_exit 0 "plan --help" "$bin" plan --help
 for w in "vanilla " "tensile " "--max-swap-rate X\[,X...\]" "--swap-in-slack X" "--recompute B" "--max-iterations N"; do
@@ -51,5 +42,4 @@ jobs=$(python3 -c "print(','.join('mlp:%d' % (2 + i % 3) for i in range(40)))")
 expect_exit 0 "40 jobs" "$bin" plan --jobs "$jobs" --json
 check "40 jobs in the JSON: ${out:0:200}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if len(d['jobs'])==40 and all('planned_waits' in j for j in d['jobs']) else 0)" "$out" 2>/dev/null || echo 0)"
 
-echo "$passes passed, $fails failed"
-[ "$fails" = 0 ]
+checks_done
