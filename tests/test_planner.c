@@ -564,13 +564,15 @@ Test(planner, peak_analysis_by_hand) {
     cr_assert_eq(pi.peak_time_us, 85.0);
     cr_assert_eq(pi.peak_op, 3);
     tsl_peak_info_free(&pi);
-    /* a swap-in at op3's end (100) allocates after op4's outputs: a d e h */
+    /* a swap-in at op3's end (100) allocates before op4's outputs (the
+     * events due at a time point come before the position of positive
+     * duration starting then: docs/SCHEDULING.md): a d h, then e */
     p->events[2].trigger = 3;
     p->events[2].delay_us = 0.0;
     n = profile_of(w, p, &dev, tm, ld);
     cr_assert_eq(n, 8);
-    cr_assert(tm[5] == 100 && ld[5] == 40000 && tm[6] == 100 && ld[6] == 85000,
-              "op4 then the swap-in at 100: %g %zu, %g %zu", tm[5], ld[5], tm[6], ld[6]);
+    cr_assert(tm[5] == 100 && ld[5] == 75000 && tm[6] == 100 && ld[6] == 85000,
+              "the swap-in then op4 at 100: %g %zu, %g %zu", tm[5], ld[5], tm[6], ld[6]);
     cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK);
     cr_assert_eq(pi.peak, 85000u);
     cr_assert_eq(pi.peak_time_us, 20.0);

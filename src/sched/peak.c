@@ -14,11 +14,18 @@
  *  - op workspaces are part of the load while their op runs;
  *  - persistent tensors released after their last access with no swap-in
  *    after that are absent at time 0 (the across-iteration case);
- *  - at one time point frees happen before allocations.
+ *  - at one time point things happen in the doc's order ("Order at one
+ *    time point"): (1) completions - positions of positive duration
+ *    ending, releases that waited for a swap-out freeing at its end;
+ *    (2) the positions of zero duration, each whole (outputs and workspace
+ *    allocated, then its frees); (3) the events due then - releases at
+ *    their trigger's end, then swap-ins; (4) the position of positive
+ *    duration starting then.
  * The walk merges two streams without sorting the ops: the op stream (data
  * load, recomputations, op starts and ends, already in time order) and the
- * plan's memory effects (releases and swap-ins) sorted by time. A peak can
- * only be reached at an allocation, so the load is checked after each one.
+ * plan's memory effects (releases and swap-ins) sorted by time and step
+ * (tsl__effect.phase). A peak can only be reached at an allocation, so the
+ * load is checked after each one.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +37,7 @@
 
 int tsl__effect_cmp(const tsl__effect *a, const tsl__effect *b) {
     if (a->time != b->time) return a->time < b->time ? -1 : 1;
-    if (a->alloc != b->alloc) return a->alloc < b->alloc ? -1 : 1; /* frees first */
+    if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1; /* frees first */
     if (a->tensor != b->tensor) return a->tensor < b->tensor ? -1 : 1;
     return 0;
 }
@@ -74,12 +81,12 @@ tsl_status tsl__effects_build(const tsl_workload *w, const tsl__activity *a,
         if (ev->type == TSL_EV_RELEASE) {
             double te = tsl__trig_end(tl, ev->trigger);
             double at = tsl__release_at(te, so_is + off[t], so_en + off[t], off[t + 1] - off[t]);
-            eff[n++] = (tsl__effect){at, t, 0};
+            eff[n++] = tsl__effect_release(at, te, t);
             if (a->persistent[t] && ev->trigger >= tsl__last_access_op(a, t) && at > rel_late[t])
                 rel_late[t] = at;
         } else if (ev->type == TSL_EV_SWAP_IN) {
             double at = tsl__issue(tl, ev->trigger, ev->delay_us);
-            eff[n++] = (tsl__effect){at, t, 1};
+            eff[n++] = tsl__effect_swap_in(at, t);
             if (at > si_late[t]) si_late[t] = at;
         }
     }
@@ -137,12 +144,15 @@ static inline void check(sweep_state *S, double time) {
     S->step++;
 }
 
-/* Applies the effects up to (and excluding) the op-stream item at `time`
- * of kind `alloc`: every effect earlier than time, and frees at time. */
+/* Applies the effects before a point of the op stream: every effect
+ * earlier than `time`, and those at `time` up to step `phase` (TSL__EF_DONE:
+ * the completions, before a position of zero duration or at the end of one
+ * of positive duration; TSL__EF_SWAP_IN: everything, before a position of
+ * positive duration). */
 static inline void effects_until(sweep_state *S, const tsl__effect *eff, int32_t n_eff,
-                                 int32_t *k, double time) {
+                                 int32_t *k, double time, int32_t phase) {
     while (!S->stopped && *k < n_eff &&
-           (eff[*k].time < time || (eff[*k].time == time && !eff[*k].alloc))) {
+           (eff[*k].time < time || (eff[*k].time == time && eff[*k].phase <= phase))) {
         const tsl__effect *e = &eff[(*k)++];
         if (e->alloc) {
             add_t(S, e->tensor);
@@ -164,11 +174,11 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
         resident[t] = 0;
         if (a->persistent[t] && !absent0[t]) add_t(&S, t);
     }
-    /* the data load at time 0, after the plan's frees at time 0 (a release
-     * triggered by the iteration start); unread data dies right after it,
-     * as in the vanilla executor */
+    /* the data load: the first position of zero duration at time 0 (after
+     * the completions there, before the events due then); unread data dies
+     * right after it, as in the vanilla executor */
     int32_t k = 0;
-    effects_until(&S, eff, n_eff, &k, 0.0);
+    effects_until(&S, eff, n_eff, &k, 0.0, TSL__EF_DONE);
     for (int32_t t = 0; t < nt; t++)
         if (a->data[t]) add_t(&S, t);
     check(&S, 0.0);
@@ -177,7 +187,8 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
     for (int32_t i = 0; i < no && !S.stopped; i++) {
         const tsl_wl_op *op = &w->ops[i];
         for (int32_t r = tl->rc_off[i]; r < tl->rc_off[i + 1] && !S.stopped; r++) {
-            effects_until(&S, eff, n_eff, &k, tl->rc_start[r]);
+            double rs = tl->rc_start[r], re = tl->rc_end[r];
+            effects_until(&S, eff, n_eff, &k, rs, re == rs ? TSL__EF_DONE : TSL__EF_SWAP_IN);
             if (S.stopped) break;
             S.cur_op = i;
             S.cur_rc = r;
@@ -185,15 +196,17 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
             /* a recomputation re-runs its producer, workspace included */
             int32_t prod = w->tensors[tl->rc_tensor[r]].producer;
             size_t ws = prod >= 0 ? w->ops[prod].workspace : 0;
-            double rc_end = tl->rc_end[r];
             S.load += ws;
-            check(&S, tl->rc_start[r]);
+            check(&S, rs);
             if (S.stopped) break;
-            effects_until(&S, eff, n_eff, &k, rc_end);
+            effects_until(&S, eff, n_eff, &k, re, TSL__EF_DONE);
             S.load -= ws;
         }
         if (S.stopped) break;
-        effects_until(&S, eff, n_eff, &k, tl->s[i]);
+        /* a position of zero duration runs in step 2 of its time point,
+         * before the events due then; one of positive duration in step 4 */
+        int zero = tl->e[i] == tl->s[i];
+        effects_until(&S, eff, n_eff, &k, tl->s[i], zero ? TSL__EF_DONE : TSL__EF_SWAP_IN);
         if (S.stopped) break;
         S.cur_op = i;
         S.cur_rc = -1;
@@ -201,13 +214,13 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
         S.load += op->workspace;
         check(&S, tl->s[i]);
         if (S.stopped) break;
-        effects_until(&S, eff, n_eff, &k, tl->e[i]);
+        effects_until(&S, eff, n_eff, &k, tl->e[i], TSL__EF_DONE);
         S.load -= op->workspace;
         if (S.stopped) break;
         for (int32_t f = a->free_off[i + 1]; f < a->free_off[i + 2]; f++)
             drop_t(&S, a->free_list[f]);
     }
-    effects_until(&S, eff, n_eff, &k, INFINITY); /* effects after the last op */
+    effects_until(&S, eff, n_eff, &k, INFINITY, TSL__EF_SWAP_IN); /* after the last op */
     *out = S.best;
 }
 

@@ -53,10 +53,23 @@ int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
     return 1;
 }
 
+/* The end of the last op at or before `last` that writes t (its current
+ * value's generation there), or -INFINITY if none does (a persistent
+ * tensor never written before: every copy of it is of this value). */
+static double value_since(const tsl__pjob *J, int32_t t, int32_t last) {
+    const tsl__activity *a = &J->act;
+    for (int32_t k = tsl__acc_before(a, t, last + 1); k >= a->acc_off[t]; k--)
+        if (a->acc[k].writes) return J->tl.e[a->acc[k].op];
+    return -INFINITY;
+}
+
 double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end, int32_t last,
                            double by, tsl__swap_draft *d) {
     const tsl__timeline *tl = &J->tl;
-    if (tsl__find_swap_out(J, t, gen_end, tl->e[last]) >= 0) { /* that value is on the host */
+    /* a swap-out of the current value planned already (issued after its
+     * last write, by the end of `last`: the release waits for it) leaves a
+     * valid host copy: another one would be redundant */
+    if (tsl__find_swap_out(J, t, fmin(gen_end, value_since(J, t, last)), tl->e[last]) >= 0) {
         d->rel_trig = last;
         return tsl__release_time_with(J, t, last, -1, 0);
     }
@@ -67,6 +80,9 @@ double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end,
     int32_t r = tsl__op_ending_from(tl, x);
     if (r < last) r = last;
     if (r >= tl->n_ops) return -1;
+    /* the copy must find its tensor on the device (after the frees of its
+     * time point) and keep it until it ends */
+    if (!tsl__pjob_can_swap_out(J, t, x, x + dur)) return -1;
     d->has_out = 1;
     d->so_trig = cx.trigger;
     d->so_delay = cx.delay;

@@ -58,7 +58,7 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
         double at = J->tl.s[b];
         for (int32_t r = J->tl.rc_off[b]; r < J->tl.rc_off[b + 1]; r++)
             if (J->tl.rc_tensor[r] == t) at = J->tl.rc_start[r];
-        if (J->pk.peak > before || !tsl__rc_inputs_ready(J, J->w->tensors[t].producer, at)) {
+        if (J->pk.peak > before || !tsl__rc_inputs_ready(J, J->w->tensors[t].producer, b, at)) {
             /* undo: bookings back to the old times */
             m = 0;
             for (int32_t k = 0; k < J->plan->n_events; k++) {

@@ -18,16 +18,21 @@
  *   verify.c           the public entry points, the violation list and the
  *                      report of planned waits
  *
- * Order of things at one time point. Every allocation and free gets a key
- * (time, slot, class, ord), compared lexicographically. Position q of the
- * timeline (q = 0 is the data load at time 0, then the ops and the inserted
+ * Order of things at one time point (docs/SCHEDULING.md, "Order at one
+ * time point"). Every allocation, free and swap-out issue gets a key (time,
+ * slot, class, ord), compared lexicographically. Position q of the timeline
+ * (q = 0 is the data load at time 0, then the ops and the inserted
  * recomputations in execution order) allocates its outputs and workspace at
- * (s_q, 3q, ALLOC) and frees at (e_q, 3q+1, FREE). An event acting at time T
- * gets slot 3q+2 where q is the last position whose end is <= T. Within a
- * slot frees come before allocations. With positive op durations this is
- * exactly the doc's "frees happen before allocations at one time point"; with
- * zero-duration ops (and the instantaneous data load) it is the vanilla
- * executor's sequence, so that an empty plan's peak equals the dry run's.
+ * (s_q, 3q, ALLOC) and frees at (e_q, 3q+1, FREE). The events due at time T
+ * (swap-out and swap-in issues, releases at their trigger's end) get slot
+ * 3q+2 where q is the last position whose end is <= T: after the positions
+ * of zero duration at T (step 2), before the position of positive duration
+ * starting at T (step 4); within it swap-out issues (ISSUE), then releases
+ * (FREE), then swap-ins (ALLOC). A release that waited for a swap-out frees
+ * at that copy's end among the completions of its time point (step 1): slot
+ * 3q+1 where q is the last position starting before T (tsl__vf_done_slot),
+ * with the frees of a position of positive duration ending at T and before
+ * any position of zero duration at T.
  *
  * Times are compared exactly when ordering memory, and with a tolerance of
  * TSL__VF_EPS_US when checking a constraint (a copy ends before an op
@@ -44,14 +49,14 @@
 /* Violations kept per call; beyond this one last entry says how many more. */
 #define TSL__VF_MAX_VIOLATIONS 100000
 
-enum { TSL__VF_FREE = 0, TSL__VF_ALLOC = 1, TSL__VF_AFTER = 2 };
+enum { TSL__VF_ISSUE = 0, TSL__VF_FREE = 1, TSL__VF_ALLOC = 2, TSL__VF_AFTER = 3 };
 
 /* A point in the order of memory changes (see the file comment);
  * tsl__vf_key_cmp orders them lexicographically (-1, 0, 1). */
 typedef struct tsl__vf_key {
     double t;
     int64_t slot;
-    int32_t cls; /* TSL__VF_FREE, TSL__VF_ALLOC, TSL__VF_AFTER */
+    int32_t cls; /* TSL__VF_ISSUE, TSL__VF_FREE, TSL__VF_ALLOC, TSL__VF_AFTER */
     int32_t ord; /* tie-break: event or op index */
 } tsl__vf_key;
 
@@ -156,6 +161,9 @@ void tsl__vf_free(tsl__vf_job *j);
 double tsl__vf_would_start(const tsl__vf_job *j, int32_t q);
 /* Slot of an event acting at time t (3q+2, q the last position ending <= t). */
 int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t);
+/* Slot of a completion at time t (3q+1, q the last position starting
+ * before t; -1 if none): a release that waited for a swap-out frees there. */
+int64_t tsl__vf_done_slot(const tsl__vf_job *j, double t);
 /* Copy time of tensor t's bytes in one direction (1: host to device). */
 double tsl__vf_copy_us(const tsl__vf_job *j, int32_t t, int to_device);
 

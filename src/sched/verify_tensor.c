@@ -57,6 +57,14 @@ static tsl__vf_key gen_key(const tsl__vf_job *j, int32_t g) {
     return mk(j->ps[q], 3 * (int64_t)q, TSL__VF_ALLOC, g);
 }
 
+/* Slot of the free of release k: due at its trigger's end, among the events
+ * of that time point; after waiting for a swap-out, among the completions
+ * of the time point where that copy ends. */
+static int64_t release_slot(const tsl__vf_job *j, int32_t k) {
+    return j->fin[k] > j->issue[k] ? tsl__vf_done_slot(j, j->fin[k])
+                                   : tsl__vf_event_slot(j, j->fin[k]);
+}
+
 /* Collects tensor t's residency changes into a (sorted). Returns the count. */
 static int collect(const tsl__vf_job *j, int32_t t, action *a) {
     const tsl_workload *w = j->w;
@@ -83,7 +91,7 @@ static int collect(const tsl__vf_job *j, int32_t t, action *a) {
         int32_t k = j->ev_idx[x];
         const tsl_event *e = &p->events[k];
         if (e->type == TSL_EV_RELEASE)
-            a[n++] = (action){mk(j->fin[k], tsl__vf_event_slot(j, j->fin[k]), TSL__VF_FREE, k),
+            a[n++] = (action){mk(j->fin[k], release_slot(j, k), TSL__VF_FREE, k),
                               TSL__VF_SRC_RELEASE, k};
         else if (e->type == TSL_EV_SWAP_IN)
             a[n++] = (action){mk(j->issue[k], tsl__vf_event_slot(j, j->issue[k]), TSL__VF_ALLOC, k),
@@ -218,9 +226,11 @@ static int32_t iv_before(const tsl__vf_job *j, int32_t t, const tsl__vf_key *k) 
     return best;
 }
 
-/* Issue key of swap-out k (after every change at its time point). */
+/* Issue key of swap-out k: among the events of its time point, before the
+ * releases and swap-ins (after the completions and the positions of zero
+ * duration there). */
 static tsl__vf_key so_key(const tsl__vf_job *j, int32_t k) {
-    return mk(j->issue[k], tsl__vf_event_slot(j, j->issue[k]), TSL__VF_AFTER, k);
+    return mk(j->issue[k], tsl__vf_event_slot(j, j->issue[k]), TSL__VF_ISSUE, k);
 }
 
 /* The host copy of tensor t usable at key x (time x.t): a good swap-out
@@ -448,11 +458,51 @@ static int late_swap_in_for(const tsl__vf_job *j, int32_t t, int32_t op) {
     return 0;
 }
 
+/* Position of the trigger of event k (0: the iteration start). */
+static int32_t trigger_pos(const tsl__vf_job *j, int32_t k) {
+    int32_t r = j->p->events[k].trigger;
+    return r < 0 ? 0 : j->op_pos[r];
+}
+
+/* Reports the read of t by position q (from s us) placed after the trigger
+ * of release k, which frees t only later, at fin[k]: the read relies on
+ * the release waiting for a swap-out (or, due at its trigger's end, on the
+ * positions of zero duration at that time running before the events). */
+static void report_pending_release(tsl__vf_job *j, int32_t t, int32_t q, int32_t k, double s,
+                                   tsl__vf_list *l) {
+    char lb[400], pb[200], sb[400], why[480], b1[48], b2[48];
+    const tsl_event *e = &j->p->events[k];
+    int32_t o = -1;
+    double best = -INFINITY;
+    for (int32_t x = j->ev_off[t]; x < j->ev_off[t + 1]; x++) {
+        int32_t y = j->ev_idx[x];
+        if (j->p->events[y].type == TSL_EV_SWAP_OUT && j->issue[y] <= j->issue[k] &&
+            j->issue[y] >= best) {
+            best = j->issue[y];
+            o = y;
+        }
+    }
+    if (j->fin[k] > j->issue[k] && o >= 0)
+        snprintf(why, sizeof why, "it waits for %s", tsl__vf_ev_label(j, o, sb, sizeof sb));
+    else
+        snprintf(why, sizeof why, "due when its trigger ends, it acts after the ops of zero "
+                                  "duration at that time");
+    tsl__vf_times(s, j->issue[k], b1, b2, sizeof b1);
+    tsl__vf_add(l, j->prefix,
+                "%s: %s reads '%s' from %s us, after the release's trigger '%s' ends at %s us, "
+                "but before the release frees it at %.1f us (%s): a read after a release's "
+                "trigger needs the tensor brought back after the release (when ops run longer "
+                "than planned, the release frees it before that read)",
+                tsl__vf_ev_label(j, k, lb, sizeof lb), tsl__vf_pos_label(j, q, pb, sizeof pb),
+                j->w->tensors[t].name, b1, tsl__vf_op_name(j, e->trigger), b2, j->fin[k], why);
+}
+
 /* Read rules for the reads of tensor t. */
 static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
     const tsl_workload *w = j->w;
     const char *tn = w->tensors[t].name;
     char lb[400], pb[200], cb[200], b1[48], b2[48];
+    int32_t pending_iv = -1; /* the stay whose pending release was reported */
     for (int32_t r = j->rd_off[t]; r < j->rd_off[t + 1]; r++) {
         int32_t q = j->rd_pos[r];
         int32_t rc = j->pev[q]; /* recomputation event reading t, or -1 */
@@ -492,6 +542,14 @@ static void check_reads(tsl__vf_job *j, int32_t t, tsl__vf_list *l) {
                                     "generated at %s us",
                                     pb, tn, b1, b2);
                 }
+            }
+            /* the release freeing this stay is triggered before the read:
+             * the tensor is there only because the release has not acted
+             * yet (docs/SCHEDULING.md, Validity: never released in use) */
+            if (iv->f_src == TSL__VF_SRC_RELEASE && trigger_pos(j, iv->f_ref) < q) {
+                if (pending_iv != i) report_pending_release(j, t, q, iv->f_ref, s, l);
+                pending_iv = i;
+                continue;
             }
             if (tsl__vf_key_cmp(&iv->f, &E) < 0) {
                 tsl__vf_times(iv->f.t, j->pe[q], b1, b2, sizeof b1);

@@ -118,6 +118,20 @@ int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t) {
     return 3 * (int64_t)lo + 2;
 }
 
+int64_t tsl__vf_done_slot(const tsl__vf_job *j, double t) {
+    /* last position q with ps[q] < t; ps is non-decreasing, ps[0] = 0 */
+    if (!(j->ps[0] < t)) return -1;
+    int32_t lo = 0, hi = j->n_pos - 1;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (j->ps[mid] < t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return 3 * (int64_t)lo + 1;
+}
+
 /* ---- the workload's own shape --------------------------------------------------- */
 
 tsl_status tsl__vf_check_workload(const tsl_workload *w) {
