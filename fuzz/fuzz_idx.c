@@ -8,10 +8,10 @@
  * exactly; a failure must leave no data and record a message. Anything else
  * aborts, which libFuzzer reports as a crash.
  *
- * Built by scripts/fuzz.sh from the lines below, and by CMake as
- * fuzz_idx_replay over fuzz/corpus/fuzz_idx.
- * fuzz-sources: src/io/idx.c src/core/status.c
- * fuzz-libs: -lz
+ * Built with the libraries of the line below (and what they link) by
+ * scripts/fuzz.sh with libFuzzer, and by the suite as fuzz_idx_replay over
+ * fuzz/corpus/fuzz_idx (CMakeLists.txt reads the same line).
+ * fuzz-link: tsl_io
  */
 #include <stdint.h>
 #include <stdio.h>

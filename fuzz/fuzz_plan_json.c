@@ -16,10 +16,10 @@
  * length picks the device: duplex when even, one shared channel when odd.
  * Anything else aborts, which libFuzzer reports as a crash.
  *
- * Built by scripts/fuzz.sh from the lines below, and by CMake as
- * fuzz_plan_json_replay over fuzz/corpus/fuzz_plan_json.
- * fuzz-sources: src/io/plan_json.c src/sched/plan.c src/sched/verify.c src/sched/verify_timeline.c src/sched/verify_tensor.c src/sched/verify_memory.c src/sched/verify_channels.c src/sched/profile.c src/core/status.c src/core/tensor.c
- * fuzz-libs: -ljansson -lm
+ * Built with the libraries of the line below (and what they link) by
+ * scripts/fuzz.sh with libFuzzer, and by the suite as fuzz_plan_json_replay over
+ * fuzz/corpus/fuzz_plan_json (CMakeLists.txt reads the same line).
+ * fuzz-link: tsl_io
  */
 #include <math.h>
 #include <stdint.h>

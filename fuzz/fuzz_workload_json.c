@@ -11,10 +11,10 @@
  * with a second write giving the same bytes. Anything else aborts, which
  * libFuzzer reports as a crash.
  *
- * Built by scripts/fuzz.sh from the lines below, and by CMake as
- * fuzz_workload_json_replay over fuzz/corpus/fuzz_workload_json.
- * fuzz-sources: src/io/workload_json.c src/sched/workload.c src/core/graph.c src/core/tensor.c src/core/status.c src/ops/autodiff.c src/ops/optimizer.c src/sched/profile.c src/ops/op_table.c src/ops/ops_conv.c src/ops/ops_dense.c src/ops/ops_eltwise.c src/ops/ops_loss.c src/ops/ops_norm.c src/ops/ops_optim.c src/ops/ops_pool.c src/ops/ops_shape.c
- * fuzz-libs: -ljansson -lm
+ * Built with the libraries of the line below (and what they link) by
+ * scripts/fuzz.sh with libFuzzer, and by the suite as fuzz_workload_json_replay over
+ * fuzz/corpus/fuzz_workload_json (CMakeLists.txt reads the same line).
+ * fuzz-link: tsl_io
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,39 +1,63 @@
 #!/usr/bin/env bash
-# Fuzzes one libFuzzer harness of fuzz/ for a while.
+# Fuzzes the libFuzzer harnesses of fuzz/ for a while.
 #
-#   scripts/fuzz.sh [SECONDS] [HARNESS]      defaults: 60 s, fuzz_idx
+#   scripts/fuzz.sh [SECONDS] [HARNESS|all]     defaults: 60 s, fuzz_idx
+#   scripts/fuzz.sh --build-only [HARNESS|all]  build, run nothing
 #
-# Builds fuzz/HARNESS.c with clang -fsanitize=fuzzer,address,undefined
-# together with the sources listed on its "fuzz-sources:" comment line and
-# the libraries on its "fuzz-libs:" line (paths relative to the repository
-# root), then runs it for SECONDS over the seed corpus fuzz/corpus/HARNESS.
-# New inputs go to build-fuzz/HARNESS/corpus (the seed folder is only read);
-# a crash, leak or sanitizer report stops the run, is saved under
-# build-fuzz/HARNESS/ (crash-*, leak-*, timeout-*, oom-*) and makes the
-# script exit non-zero. Replay one input: build-fuzz/HARNESS/HARNESS FILE.
-# Minimise it and add it to fuzz/corpus/HARNESS once the bug is fixed.
+# Configures a clang build of the project with TSL_FUZZ=ON (every library
+# instrumented for coverage and checked by ASan and UBSan) in
+# $FUZZ_BUILD/cmake (default build-fuzz/cmake) and builds the harness's
+# target: fuzz/HARNESS.c linked with the libraries named on its
+# "fuzz-link:" line, the very line the suite's replay test fuzz/HARNESS_replay
+# is built from, so a harness that links in the suite links here. Then runs
+# it for SECONDS over the seed corpus fuzz/corpus/HARNESS ("all": each
+# harness in turn, SECONDS each). New inputs go to $FUZZ_BUILD/HARNESS/corpus
+# (the seed folder is only read); a crash, leak or sanitizer report stops
+# the run, is saved under $FUZZ_BUILD/HARNESS/ (crash-*, leak-*, timeout-*,
+# oom-*) and makes the script exit non-zero. The last lines of each run
+# (executions, coverage, features, corpus) are kept in
+# $FUZZ_BUILD/HARNESS/stats.txt. Replay one input:
+# $FUZZ_BUILD/cmake/HARNESS FILE. Minimise it and add it to
+# fuzz/corpus/HARNESS once the bug is fixed.
 # Extra libFuzzer options: FUZZ_ARGS="-max_len=65536 -jobs=2" scripts/fuzz.sh
-# Installs clang and libclang-rt-14-dev with apt-get if they are missing.
+# Installs clang and libclang-rt-14-dev with apt-get if they are missing,
+# unless FUZZ_NO_INSTALL=1: then it exits 77 (skipped) without them.
 set -euo pipefail
 
-secs="${1:-60}"
-harness="${2:-fuzz_idx}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-src="$root/fuzz/$harness.c"
-seeds="$root/fuzz/corpus/$harness"
-out="$root/build-fuzz/$harness"
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+  secs=0
+else
+  secs="${1:-60}"
+  [[ "$secs" =~ ^[0-9]+$ && "$secs" -gt 0 ]] || { echo "fuzz.sh: SECONDS must be a positive integer, got '$secs'" >&2; exit 2; }
+fi
+if [ "$build_only" = 1 ]; then want="${1:-all}"; else want="${2:-fuzz_idx}"; fi
+out_root="${FUZZ_BUILD:-$root/build-fuzz}"
+cmake_dir="$out_root/cmake"
 
-[[ "$secs" =~ ^[0-9]+$ && "$secs" -gt 0 ]] || { echo "fuzz.sh: SECONDS must be a positive integer, got '$secs'" >&2; exit 2; }
-[ -f "$src" ] || { echo "fuzz.sh: no harness $src" >&2; exit 2; }
+harnesses=()
+if [ "$want" = all ]; then
+  for f in "$root"/fuzz/fuzz_*.c; do harnesses+=("$(basename "$f" .c)"); done
+else
+  [ -f "$root/fuzz/$want.c" ] || { echo "fuzz.sh: no harness $root/fuzz/$want.c" >&2; exit 2; }
+  harnesses=("$want")
+fi
 
 # clang with the libFuzzer runtime
+mkdir -p "$out_root"
 probe() {
   printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' \
-    > "$out/probe.c"
-  clang -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>/dev/null
+    > "$out_root/probe.c"
+  clang -fsanitize=fuzzer "$out_root/probe.c" -o "$out_root/probe" 2>/dev/null
 }
-mkdir -p "$out/corpus"
 if ! command -v clang >/dev/null || ! probe; then
+  if [ "${FUZZ_NO_INSTALL:-0}" = 1 ]; then
+    echo "fuzz.sh: clang with libFuzzer is not installed (FUZZ_NO_INSTALL=1): skipped" >&2
+    exit 77
+  fi
   echo "fuzz.sh: installing clang and libclang-rt-14-dev"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
@@ -41,32 +65,40 @@ if ! command -v clang >/dev/null || ! probe; then
   probe || { echo "fuzz.sh: clang cannot build a libFuzzer program" >&2; exit 1; }
 fi
 
-# sources and libraries named by the harness
-sources=$(sed -n 's/^[ *]*fuzz-sources:\(.*\)$/\1/p' "$src" | head -1)
-libs=$(sed -n 's/^[ *]*fuzz-libs:\(.*\)$/\1/p' "$src" | head -1)
-if [ -z "$sources" ]; then
-  echo "fuzz.sh: $src has no 'fuzz-sources:' line naming the library files it needs" >&2
-  exit 2
+# the instrumented build: configured once, rebuilt as the sources change
+if [ ! -f "$cmake_dir/CMakeCache.txt" ]; then
+  echo "fuzz.sh: configuring the libFuzzer build in $cmake_dir"
+  CC=clang cmake -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-O1" \
+    -DTSL_FUZZ=ON -DTSL_BUILD_TESTS=OFF -DTSL_WERROR=OFF >/dev/null
 fi
-srcs=()
-for s in $sources; do srcs+=("$root/$s"); done
+echo "fuzz.sh: building ${harnesses[*]}"
+cmake --build "$cmake_dir" -j "${FUZZ_JOBS:-2}" --target "${harnesses[@]}" >"$out_root/build.log" 2>&1 || {
+  tail -40 "$out_root/build.log" >&2
+  echo "fuzz.sh: the build failed (log: $out_root/build.log)" >&2
+  exit 1
+}
+[ "$build_only" = 1 ] && { echo "fuzz.sh: built ${harnesses[*]} in $cmake_dir"; exit 0; }
 
-echo "fuzz.sh: building $harness ($sources $libs)"
-# shellcheck disable=SC2086
-clang -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$root/include" -I"$root/src" "$src" "${srcs[@]}" $libs -o "$out/$harness"
-
-echo "fuzz.sh: fuzzing $harness for $secs s (seeds: $seeds, new inputs: $out/corpus)"
-set +e
-# shellcheck disable=SC2086
-(cd "$out" && ./"$harness" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-  -print_final_stats=1 -artifact_prefix="$out/" ${FUZZ_ARGS:-} corpus "$seeds")
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-  echo "fuzz.sh: $harness FAILED (exit $rc); inputs that trigger it:" >&2
-  ls -1 "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* 2>/dev/null >&2 || true
-  exit $rc
-fi
-echo "fuzz.sh: $harness ran $secs s without a finding; corpus: $(find "$out/corpus" -type f | wc -l) inputs"
+status=0
+for h in "${harnesses[@]}"; do
+  out="$out_root/$h"
+  seeds="$root/fuzz/corpus/$h"
+  mkdir -p "$out/corpus"
+  echo "fuzz.sh: fuzzing $h for $secs s (seeds: $seeds, new inputs: $out/corpus)"
+  set +e
+  # shellcheck disable=SC2086
+  (cd "$out" && "$cmake_dir/$h" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="$out/" ${FUZZ_ARGS:-} corpus "$seeds") >"$out/log.txt" 2>&1
+  rc=$?
+  set -e
+  grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|ERROR|SUMMARY|check failed" "$out/log.txt" || true
+  grep -E "^#[0-9]+[[:space:]]+DONE|^stat::" "$out/log.txt" > "$out/stats.txt" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz.sh: $h FAILED (exit $rc); log: $out/log.txt; inputs that trigger it:" >&2
+    ls -1 "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* 2>/dev/null >&2 || true
+    status=$rc
+    continue
+  fi
+  echo "fuzz.sh: $h ran $secs s without a finding; corpus: $(find "$out/corpus" -type f | wc -l) inputs"
+done
+exit $status

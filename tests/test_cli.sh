@@ -22,7 +22,7 @@ check "bad optimizer message: $out" "$(grep -q "expected one of: sgd, adam" <<<"
 expect_exit 2 "missing value" "$bin" train --lr
 expect_exit 2 "stray argument" "$bin" info --model cnn extra
 expect_exit 2 "image size with fashion-mnist" "$bin" train --image-size 32
-expect_exit 1 "image too small for the model" "$bin" info --model vgg16 --image-size 16
+expect_exit 2 "image too small for the model (the arguments are at fault)" "$bin" info --model vgg16 --image-size 16
 check "too-small image message: $out" "$(grep -q "image_size" <<<"$out" && echo 1 || echo 0)"
 
 json=$("$bin" info --model resnet50 --batch 16 --json 2>/dev/null)
@@ -71,7 +71,7 @@ printf '{"name": "b", "bytes": 4000, "kind": "activation"}], "ops": [' >> "$tmp/
 printf '{"name": "f", "start_us": 0, "end_us": 1, "workspace": 0, "inputs": ["x"], "outputs": ["a"]},' >> "$tmp/w.json"
 printf '{"name": "g", "start_us": 1, "end_us": 2, "workspace": 0, "inputs": ["a"], "outputs": ["b"]},' >> "$tmp/w.json"
 printf '{"name": "h", "start_us": 2, "end_us": 3, "workspace": 0, "inputs": ["b", "a"], "outputs": ["x2"]}]}' >> "$tmp/w.json"
-expect_exit 1 "a workload naming an unknown tensor" "$bin" plan --workload "$tmp/w.json"
+expect_exit 2 "a workload naming an unknown tensor (a bad file named by an option)" "$bin" plan --workload "$tmp/w.json"
 check "workload error names the file and field: $out" "$(grep -q "w.json" <<<"$out" && grep -q "ops\[2\].outputs\[0\]" <<<"$out" && echo 1 || echo 0)"
 sed -i 's/"outputs": \["x2"\]/"outputs": ["b2"]/; s/"kind": "activation"}\], "ops"/"kind": "activation"}, {"name": "b2", "bytes": 8, "kind": "activation"}], "ops"/' "$tmp/w.json"
 expect_exit 0 "a valid workload file plans" "$bin" plan --workload "$tmp/w.json" --json

@@ -185,6 +185,12 @@ Test(profile, each_malformed_field_is_named, .init = make_tmpdir, .fini = remove
         {"\"flops\": 1e13", "\"flops\": -1e13", "field 'flops': -10000000000000 is not positive"},
         {"\"flops\": 1e13", "\"flops\": 0", "field 'flops': 0 is not positive"},
         {"\"flops\": 1e13", "\"flops\": 1e30", "field 'flops': 1e+30 is absurd"},
+        /* rates so small that every op or copy would take forever (issue 15) */
+        {"\"flops\": 1e13", "\"flops\": 5e-324", "field 'flops': 4.94065645841247e-324 is too small (expected a value in [1e+06, 1e+18])"},
+        {"\"flops\": 1e13", "\"flops\": 1e-300", "field 'flops': 1e-300 is too small"},
+        {"\"mem_bw\": 5e11", "\"mem_bw\": 1e-300", "field 'mem_bw': 1e-300 is too small (expected a value in [1e+06, 1e+15])"},
+        {"\"h2d_bw\": 1e10", "\"h2d_bw\": 1000", "field 'h2d_bw': 1000 is too small"},
+        {"\"name\": \"dev\"", "\"name\": \"a\\u001b[31mred\"", "field 'name': \"a\\u001B[31mred\" holds a control character"},
         {"\"flops\": 1e13", "\"flops\": \"fast\"", "field 'flops': \"fast\" is not a number"},
         {"\"mem_bw\": 5e11", "\"mem_bw\": -5", "field 'mem_bw': -5 is not positive"},
         {"\"mem_bw\": 5e11", "\"mem_bw\": null", "field 'mem_bw': null is not a number"},

@@ -34,7 +34,11 @@ static const char help[] =
     "  --threads T    kernel threads (default 1)\n"
     "  --repeats R    timed runs per figure (default 5)\n"
     "  --quick        small sizes and few runs: rough figures in well under a second\n"
-    "  --json         print the figures as one JSON object\n";
+    "  --json         print the figures as one JSON object\n"
+    "\n"
+    "Exit status: 0 done, 1 error (a failed write of the profile or of stdout\n"
+    "included: the profile is written whole or not at all), 2 bad arguments\n"
+    "(an --out that cannot be written included: checked before measuring).\n";
 
 static void progress(const char *what, void *user) {
     (void)user;
@@ -67,15 +71,9 @@ int cmd_calibrate(int argc, char **argv) {
             return 1;
         }
     }
-    /* fail before measuring if the profile's folder cannot be written */
-    char dir[4096];
-    const char *slash = strrchr(out, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");
-    if (access(dir, W_OK) != 0) {
-        fprintf(stderr, "tensile calibrate: --out: cannot write into folder '%s': %s\n", dir,
-                strerror(errno));
-        return 1;
-    }
+    /* fail before measuring if the profile cannot be written; it is then
+     * written whole or not at all (never a 0-byte profile on a full disk) */
+    if (!tool_check_output("calibrate", "--out", out)) return 2;
     tsl_calib_result r;
     if (tsl_calibrate_cpu(&o, &r) != TSL_OK) {
         fprintf(stderr, "tensile calibrate: %s\n", tsl_last_error());

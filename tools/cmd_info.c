@@ -49,17 +49,20 @@ int cmd_info(int argc, char **argv) {
         else args_die(&a, "unknown option '%s'", o);
     }
     if (!model) args_die(&a, "--model is required");
-    if (!tool_check_model("info", model)) return 2;
+    if (!tool_check_model("info", "--model", model)) return 2;
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
     cfg.batch = batch;
     if (image) cfg.image_size = image;
     if (channels) cfg.in_channels = channels;
     if (classes) cfg.n_classes = classes;
     tsl_optimizer_cfg opt = optimizer ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    tsl_graph *g = tool_build_training_graph("info", model, &cfg, &opt);
-    if (!g) return 1;
+    int rc;
+    tsl_graph *g = tool_build_training_graph("info", model, &cfg, &opt, &rc);
+    if (!g) return rc;
     tsl_mem_report r;
-    if (tsl_graph_dry_run(g, (size_t)1 << 50, &r) != TSL_OK) {
+    /* a ledger larger than any graph (TSL_MAX_GRAPH_BYTES): the dry run
+     * reports the peak of any model the graph accepts, never runs out */
+    if (tsl_graph_dry_run(g, TSL_MAX_GRAPH_BYTES * 2, &r) != TSL_OK) {
         fprintf(stderr, "tensile info: dry run failed: %s\n", tsl_last_error());
         tsl_graph_free(g);
         return 1;

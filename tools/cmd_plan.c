@@ -16,6 +16,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "job_list.h"
 #include "tensile/policy.h"
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
@@ -71,55 +72,17 @@ static void print_policies(void) {
     }
 }
 
-typedef struct job_spec {
-    char model[64];
-    int batch, image;
-    const char *workload_path;
-} job_spec;
-
-/* The jobs of the command line, in order. */
-typedef struct job_list {
-    job_spec *v;
-    int n, cap;
-} job_list;
-
+/* Appends a job (exit 2 if the host is out of memory). */
 static job_spec *add_job(tsl_args *a, job_list *l) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        job_spec *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) args_die(a, "out of host memory for %d jobs", cap);
-        l->v = v;
-        l->cap = cap;
-    }
-    job_spec *j = &l->v[l->n++];
-    memset(j, 0, sizeof *j);
+    job_spec *j = job_list_add(l);
+    if (!j) args_die(a, "out of host memory for %d jobs", l->n + 1);
     return j;
 }
 
+/* Appends the jobs of a --jobs value (exit 2 naming the entry at fault). */
 static void add_jobs(tsl_args *a, const char *list, job_list *l) {
-    char *buf = strdup(list);
-    if (!buf) args_die(a, "out of host memory");
-    int before = l->n;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *c1 = strchr(tok, ':');
-        if (!c1) args_die(a, "--jobs: '%s' is not model:batch[:image]", tok);
-        job_spec *j = add_job(a, l);
-        *c1 = '\0';
-        snprintf(j->model, sizeof j->model, "%s", tok);
-        char *c2 = strchr(c1 + 1, ':');
-        if (c2) *c2 = '\0';
-        char *end;
-        long b = strtol(c1 + 1, &end, 10);
-        if (*end || b < 1 || b > 1 << 20) args_die(a, "--jobs: batch '%s' of %s is not a positive integer", c1 + 1, tok);
-        j->batch = (int)b;
-        if (c2) {
-            long s = strtol(c2 + 1, &end, 10);
-            if (*end || s < 1 || s > 1 << 16) args_die(a, "--jobs: image size '%s' of %s is not a positive integer", c2 + 1, tok);
-            j->image = (int)s;
-        }
-    }
-    free(buf);
-    if (l->n == before) args_die(a, "--jobs: '%s' names no job", list);
+    char err[400];
+    if (job_list_parse(list, l, err, sizeof err) != 0) args_die(a, "--jobs: %s", err);
 }
 
 /* A policy option given on the command line, applied once the policy is
@@ -145,9 +108,17 @@ static tsl_policy_opts *policy_options(tsl_args *a, const char *name, const opt_
     return o;
 }
 
+/* The longest iteration a plan can describe (the plan and workload files'
+ * limit on times): 1e12 us, about 11.6 days. */
+#define MAX_PERIOD_US 1e12
+
 /* Builds the workload of job i (a model's training graph on dev, or a
- * workload file). Returns 0 with a message printed on failure. */
-static int job_workload(const job_spec *j, int sgd, const tsl_device_profile *dev, tsl_workload **out) {
+ * workload file), named `name` for a model. Returns 0 with a message
+ * printed on failure and *rc the exit status (2: the job's arguments or
+ * file are at fault, 1: anything else). */
+static int job_workload(const job_spec *j, const char *name, int sgd, const tsl_device_profile *dev,
+                        tsl_workload **out, int *rc) {
+    *rc = 2;
     if (j->workload_path) {
         if (tsl_workload_read_json(j->workload_path, out) == TSL_OK) return 1;
         fprintf(stderr, "tensile plan: --workload: %s\n", tsl_last_error());
@@ -157,14 +128,52 @@ static int job_workload(const job_spec *j, int sgd, const tsl_device_profile *de
     cfg.batch = j->batch;
     if (j->image) cfg.image_size = j->image;
     tsl_optimizer_cfg opt = sgd ? tsl_sgd_default(0.01f) : tsl_adam_default(1e-3f);
-    tsl_graph *g = tool_build_training_graph("plan", j->model, &cfg, &opt);
+    tsl_graph *g = tool_build_training_graph("plan", j->model, &cfg, &opt, rc);
     if (!g) return 0;
-    char name[64];
-    snprintf(name, sizeof name, "%.40s:%d", j->model, cfg.batch);
     int ok = tsl_workload_from_graph(g, name, NULL, dev, out) == TSL_OK;
-    if (!ok) fprintf(stderr, "tensile plan: %s\n", tsl_last_error());
+    if (!ok) {
+        fprintf(stderr, "tensile plan: %s\n", tsl_last_error());
+        *rc = 1;
+    } else if (!((*out)->period_us <= MAX_PERIOD_US)) {
+        /* a plan could not describe it; the profile or the job is absurd */
+        fprintf(stderr, "tensile plan: job %s: one iteration takes %.3g s on profile '%s' "
+                "(flops %g, mem_bw %g), more than the %.3g s a plan can describe\n", name,
+                (*out)->period_us * 1e-6, dev->name, dev->flops, dev->mem_bw, MAX_PERIOD_US * 1e-6);
+        tsl_workload_free(*out);
+        *out = NULL;
+        ok = 0;
+    }
     tsl_graph_free(g);
     return ok;
+}
+
+/* The name of model job i: "model:batch", with "#k" added for the k-th job
+ * of the same name, so that the plans of a file tell every job apart. */
+static void job_name(const job_list *jobs, int i, char *name, size_t n) {
+    const job_spec *j = &jobs->v[i];
+    int k = 1;
+    for (int q = 0; q < i; q++)
+        if (!jobs->v[q].workload_path && !strcmp(jobs->v[q].model, j->model) &&
+            jobs->v[q].batch == j->batch)
+            k++;
+    if (k == 1) snprintf(name, n, "%.40s:%d", j->model, j->batch);
+    else snprintf(name, n, "%.40s:%d#%d", j->model, j->batch, k);
+}
+
+/* With --out, the jobs of workload files must have distinct names (a plan
+ * file tells jobs by name): returns 0 naming the two files otherwise. */
+static int distinct_names(const job_list *jobs, tsl_workload *const *w, int n) {
+    for (int i = 0; i < n; i++)
+        for (int q = 0; q < i; q++)
+            if (!strcmp(w[i]->job, w[q]->job)) {
+                fprintf(stderr, "tensile plan: --out: jobs %d (%s) and %d (%s) are both named "
+                        "'%s'; a plan file tells jobs by name: rename one workload's \"job\"\n",
+                        q + 1, jobs->v[q].workload_path ? jobs->v[q].workload_path : "--jobs",
+                        i + 1, jobs->v[i].workload_path ? jobs->v[i].workload_path : "--jobs",
+                        w[i]->job);
+                return 0;
+            }
+    return 1;
 }
 
 /* Prints the report (a table, or one JSON object). */
@@ -267,11 +276,11 @@ int cmd_plan(int argc, char **argv) {
             print_policies();
             for (int i = 0; i < n_pairs; i++) free(pairs[i].name);
             free(pairs);
-            free(jobs.v);
+            job_list_free(&jobs);
             return 0;
         } else if (!strcmp(o, "--model")) model = args_value(&a, o);
-        else if (!strcmp(o, "--batch")) batch = (int)args_int(&a, o, 1, 1 << 20);
-        else if (!strcmp(o, "--image-size")) image = (int)args_int(&a, o, 1, 1 << 16);
+        else if (!strcmp(o, "--batch")) batch = (int)args_int(&a, o, 1, JOB_MAX_BATCH);
+        else if (!strcmp(o, "--image-size")) image = (int)args_int(&a, o, 1, JOB_MAX_IMAGE);
         else if (!strcmp(o, "--jobs")) add_jobs(&a, args_value(&a, o), &jobs);
         else if (!strcmp(o, "--workload")) add_job(&a, &jobs)->workload_path = args_value(&a, o);
         else if (!strcmp(o, "--profile")) profile = args_value(&a, o);
@@ -305,10 +314,22 @@ int cmd_plan(int argc, char **argv) {
             TSL_OK)
         args_die(&a, "%s", tsl_last_error());
     for (int i = 0; i < n; i++)
-        if (!jobs.v[i].workload_path && !tool_check_model("plan", jobs.v[i].model)) rc = 2;
+        if (!jobs.v[i].workload_path &&
+            !tool_check_model("plan", model && i == n - 1 ? "--model" : "--jobs", jobs.v[i].model))
+            rc = 2;
+    /* the outputs can be written: checked before any work */
+    if (rc == 0 && out && !tool_check_output("plan", "--out", out)) rc = 2;
+    if (rc == 0 && trace && !tool_check_output("plan", "--trace", trace)) rc = 2;
     tsl_device_profile dev;
     if (rc == 0 && tsl_profile_load(profile, &dev) != TSL_OK) {
         fprintf(stderr, "tensile plan: --profile: %s\n", tsl_last_error());
+        rc = 2;
+    }
+    char b1[32], b2[32];
+    if (rc == 0 && budget > dev.mem_bytes) {
+        fprintf(stderr, "tensile plan: --budget: %s (%zu bytes) is more than the device of "
+                "profile '%s' has (mem_bytes %zu, %s)\n", fmt_bytes(budget, b1, sizeof b1), budget,
+                dev.name, dev.mem_bytes, fmt_bytes(dev.mem_bytes, b2, sizeof b2));
         rc = 2;
     }
     tsl_workload **w = calloc((size_t)n, sizeof *w);
@@ -317,8 +338,13 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "tensile plan: out of host memory for %d jobs\n", n);
         rc = 1;
     }
-    for (int i = 0; i < n && rc == 0; i++)
-        if (!job_workload(&jobs.v[i], sgd, &dev, &w[i])) rc = 1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char name[64];
+        job_name(&jobs, i, name, sizeof name);
+        if (!job_workload(&jobs.v[i], name, sgd, &dev, &w[i], &rc)) break;
+        rc = 0;
+    }
+    if (rc == 0 && out && !distinct_names(&jobs, w, n)) rc = 2;
     tsl_plan_opts po = {tsl_policy_opts_policy(popts), tsl_policy_opts_values(popts), budget};
     tsl_plan_report rep = {0};
     if (rc == 0 && tsl_plan_jobs(w, n, &dev, &po, plans, &rep) != TSL_OK) {
@@ -337,9 +363,15 @@ int cmd_plan(int argc, char **argv) {
         }
         free(v);
     }
+    /* The plans fit if their peaks together (the planner's measure: the sum
+     * of the jobs' planned peaks) fit the budget, or the device without
+     * one. Plans that do not fit are reported, never written. */
+    size_t limit = budget ? budget : dev.mem_bytes, sum_planned = 0;
+    for (int i = 0; i < n && rc == 0; i++) sum_planned += rep.planned_peak[i];
+    int fits = rc != 0 || sum_planned <= limit;
     tsl_sim_result sim = {0}, vsim = {0};
     if (rc == 0) {
-        tsl_sim_opts so = {.iterations = 3, .trace_path = trace, .actual = NULL};
+        tsl_sim_opts so = {.iterations = 3, .trace_path = fits ? trace : NULL, .actual = NULL};
         tsl_sim_opts vso = {.iterations = 3, .trace_path = NULL, .actual = NULL};
         for (int i = 0; i < n; i++) empty[i] = tsl_plan_new(w[i]->job);
         if (tsl_simulate(w, plans, n, &dev, &so, &sim) != TSL_OK ||
@@ -348,12 +380,26 @@ int cmd_plan(int argc, char **argv) {
             rc = 1;
         }
     }
-    if (rc == 0 && out &&
+    if (rc == 0 && fits && out &&
         tsl_plan_write_json((const tsl_plan *const *)plans, n, (const tsl_workload *const *)w, out) != TSL_OK) {
         fprintf(stderr, "tensile plan: --out: %s\n", tsl_last_error());
         rc = 1;
     }
     if (rc == 0) report(policy, jobs.v, n, w, &rep, &sim, &vsim, &dev, json);
+    if (rc == 0 && !fits) {
+        char what[160], b3[32];
+        if (budget) snprintf(what, sizeof what, "--budget %s", fmt_bytes(budget, b3, sizeof b3));
+        else snprintf(what, sizeof what, "the %s of profile '%s' (its mem_bytes)",
+                      fmt_bytes(dev.mem_bytes, b3, sizeof b3), dev.name);
+        fprintf(stderr, "tensile plan: the plans do not fit: the jobs' planned peaks sum to %s "
+                "(%zu bytes), more than %s (%zu bytes)%s%s\n",
+                fmt_bytes(sum_planned, b1, sizeof b1), sum_planned, what, limit,
+                n > 1 ? "; plan fewer or smaller jobs" : "",
+                out && trace ? "; --out and --trace not written"
+                : out        ? "; --out not written"
+                : trace      ? "; --trace not written" : "");
+        rc = 3;
+    }
     for (int i = 0; i < n; i++) {
         if (plans) tsl_plan_free(plans[i]);
         if (empty) tsl_plan_free(empty[i]);
@@ -362,7 +408,7 @@ int cmd_plan(int argc, char **argv) {
     free(w);
     free(plans);
     free(empty);
-    free(jobs.v);
+    job_list_free(&jobs);
     tsl_sim_result_free(&sim);
     tsl_sim_result_free(&vsim);
     tsl_plan_report_free(&rep);

@@ -68,8 +68,10 @@ static const char help[] =
     "  --device-memory SIZE the device budget, e.g. 24MiB, or P% of vanilla's peak\n"
     "                       load (dry run), e.g. 60%; default: room for vanilla.\n"
     "                       Vanilla is run in it and refused if it does not fit\n"
-    "  --pcie-gbps G        throttle each copy channel to G GB/s (default 0:\n"
-    "                       unthrottled, the profile's copy bandwidth is planned with)\n"
+    "  --pcie-gbps G        throttle each copy channel to G GB/s, at least 0.001\n"
+    "                       (default 0: unthrottled, the profile's copy bandwidth\n"
+    "                       is planned with); a run the plan predicts to last over\n"
+    "                       a minute says so before it starts\n"
     "  --swap-in-slack F    plan each swap-in to land F times its copy time before\n"
     "                       its access (default 0: the paper's placement)\n"
     "  --iterations N       training iterations per run (default 20)\n"
@@ -81,21 +83,31 @@ static const char help[] =
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
     "  --threads T          CPU threads (default: all online CPUs)\n"
     "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
-    "  --train-examples N   use only the first N training examples\n"
-    "  --test-examples N    use only the first N test examples\n"
+    "  --train-examples N   use only the first N training examples (at most 2^31)\n"
+    "  --test-examples N    use only the first N test examples (at most 2^31)\n"
     "  --trace FILE         Chrome trace of the policy's run (compute, both copy\n"
-    "                       channels, memory), in the simulator's format\n"
+    "                       channels, memory), in the simulator's format; its\n"
+    "                       path is checked before the run\n"
     "  --quiet              no progress display\n"
     "  --json               one JSON object on stdout\n"
     "\n"
-    "Exit status: 0 done, 1 error, 2 bad arguments, 3 the policy's run does not\n"
-    "fit in --device-memory (out of device memory; vanilla refused under a budget\n"
-    "below its peak is reported, not an error, when the policy is tensile),\n"
-    "4 the final parameters differ from vanilla's.\n";
+    "Exit status: 0 done, 1 error (a write error on stdout or --trace included),\n"
+    "2 bad arguments (a --profile that cannot be read or is malformed included),\n"
+    "3 the policy's run does not fit in --device-memory (out of device memory;\n"
+    "vanilla refused under a budget below its peak is reported, not an error,\n"
+    "when the policy is tensile), 4 the final parameters differ from vanilla's,\n"
+    "130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 /* Vanilla iterations run alone first: their kernel times (the first left
  * out when there are several) are the latency table of TENSILE's plan. */
 #define WARMUP 3
+
+/* The slowest copy throttle: 1 MB/s. Below it a few MiB of swaps take
+ * hours (at 1e-6 GB/s the cnn's 74 MiB took about 21 h). */
+#define MIN_PCIE_GBPS 0.001
+
+/* A run predicted to take longer than this says so before it starts. */
+#define LONG_RUN_S 60.0
 
 typedef struct run_opts {
     const char *model, *trace, *profile;
@@ -168,9 +180,7 @@ static void parse(int argc, char **argv, run_opts *t) {
             const char *v = args_value(&a, o);
             size_t len = strlen(v);
             if (len > 1 && v[len - 1] == '%') {
-                char *end;
-                t->budget_pct = strtod(v, &end);
-                if (end != v + len - 1 || !(t->budget_pct > 0) || t->budget_pct > 1000)
+                if (args_parse_percent(v, &t->budget_pct) != 0)
                     args_die(&a, "--device-memory: '%s' is not a percentage in (0, 1000]%%", v);
                 t->budget = 0;
             } else {
@@ -179,7 +189,13 @@ static void parse(int argc, char **argv, run_opts *t) {
                                  "or a percentage of vanilla's peak load (e.g. 60%%)", v);
                 t->budget_pct = 0;
             }
-        } else if (!strcmp(o, "--pcie-gbps")) t->pcie_gbps = args_double(&a, o, 0, 1e4);
+        } else if (!strcmp(o, "--pcie-gbps")) {
+            t->pcie_gbps = args_double(&a, o, 0, 1e4);
+            if (t->pcie_gbps > 0 && t->pcie_gbps < MIN_PCIE_GBPS)
+                args_die(&a, "--pcie-gbps: %g GB/s is below the floor of %g GB/s (1 MB/s): its "
+                         "copies would take hours (0 leaves the channels unthrottled)",
+                         t->pcie_gbps, MIN_PCIE_GBPS);
+        }
         else if (!strcmp(o, "--swap-in-slack")) t->tensile.swap_in_slack = args_double(&a, o, 0, 10);
         else if (!strcmp(o, "--iterations")) {
             t->iterations = args_int(&a, o, 1, 100000000);
@@ -191,8 +207,8 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
         else if (!strcmp(o, "--seed")) t->seed = (uint64_t)args_int(&a, o, 0, INT64_MAX);
-        else if (!strcmp(o, "--train-examples")) t->train_n = args_int(&a, o, 1, INT64_MAX);
-        else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, INT64_MAX);
+        else if (!strcmp(o, "--train-examples")) t->train_n = args_int(&a, o, 1, TOOL_MAX_EXAMPLES);
+        else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, TOOL_MAX_EXAMPLES);
         else if (!strcmp(o, "--trace")) t->trace = args_value(&a, o);
         else if (!strcmp(o, "--quiet")) t->quiet = 1;
         else if (!strcmp(o, "--json")) t->json = 1;
@@ -204,13 +220,15 @@ static void parse(int argc, char **argv, run_opts *t) {
         args_die(&a, "--image-size applies to --dataset synthetic only (Fashion-MNIST is 28x28)");
     if (t->trace && t->policy == 0)
         args_die(&a, "--trace records the runtime's run: it needs --policy tensile");
+    if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
 }
 
-static int load_data(run_env *e) {
+/* Loads the data; returns 0 with *rc the exit status on failure. */
+static int load_data(run_env *e, int *rc) {
     const run_opts *t = e->o;
     return tool_load_data("run", t->dataset, &e->cfg, t->train_n, t->test_n, t->seed, t->batch,
-                          &e->train, t->eval ? &e->test : NULL);
+                          &e->train, t->eval ? &e->test : NULL, rc);
 }
 
 /* The session options of every run: capacity, threads, seed, and the copy
@@ -274,13 +292,14 @@ typedef struct runner {
     double *ms;            /* per iteration: wall time */
     double *kms;           /* per iteration: the kernels' own time */
     double *lat;           /* per iteration, per op: kernel ms (vanilla runs; may be NULL) */
+    int64_t lat_rows;      /* iterations lat has room for (the first ones) */
     run_result *r;
 } runner;
 
 /* Opens a run for n iterations: a session of `capacity` bytes, or with
- * `jo` the job those options describe; with `lat` its kernel times are
- * recorded. Returns 0 with r->error (and r->refused for out of memory)
- * set on failure. */
+ * `jo` the job those options describe; with `lat` the kernel times of its
+ * first WARMUP iterations are recorded. Returns 0 with r->error (and
+ * r->refused for out of memory) set on failure. */
 static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double *lat,
                        const tsl_job_opts *jo, run_result *r) {
     memset(u, 0, sizeof *u);
@@ -288,6 +307,7 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
     u->r = r;
     u->n = n;
     u->lat = lat;
+    u->lat_rows = WARMUP;
     tsl_session_opts so = session_opts(e->o, capacity);
     tsl_status st = jo ? tsl_job_new(e->g, jo, &u->job) : tsl_session_new(e->g, &so, &u->s);
     if (st != TSL_OK) {
@@ -299,10 +319,15 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
     }
     if (u->job) u->s = tsl_job_session(u->job);
     u->b = tsl_batcher_new(&e->train, e->o->batch, e->o->seed, 1);
+    if (!u->b) {
+        snprintf(r->error, sizeof r->error, "%s", tsl_last_error());
+        return 0;
+    }
     u->ms = malloc(sizeof *u->ms * (size_t)n);
     u->kms = malloc(sizeof *u->kms * (size_t)n);
-    if (!u->b || !u->ms || !u->kms) {
-        snprintf(r->error, sizeof r->error, "out of host memory");
+    if (!u->ms || !u->kms) {
+        snprintf(r->error, sizeof r->error, "out of host memory for the times of %lld iterations",
+                 (long long)n);
         return 0;
     }
     return 1;
@@ -340,7 +365,7 @@ static int runner_step(run_env *e, runner *u) {
     if (st.peak_load > r->peak_load) r->peak_load = st.peak_load;
     if (st.peak_footprint > r->peak_fp) r->peak_fp = st.peak_footprint;
     int32_t n_ops = tsl_graph_n_ops(e->g);
-    if (u->lat)
+    if (u->lat && u->done < u->lat_rows)
         for (int32_t i = 0; i < n_ops; i++)
             u->lat[(size_t)u->done * (size_t)n_ops + (size_t)i] = tsl_session_op_ms(u->s, i);
     u->done++;
@@ -476,7 +501,19 @@ static json_t *json_run(const run_result *r, int scheduled) {
 int cmd_run(int argc, char **argv) {
     run_opts t;
     parse(argc, argv, &t);
-    if (!tool_check_model("run", t.model)) return 2;
+    if (!tool_check_model("run", "--model", t.model)) return 2;
+    {
+        /* the profile the plan will use, read before any run: a corrupt
+         * calibration must stop the command at once, not after vanilla ran */
+        tsl_device_profile probe;
+        if (t.policy && tsl_job_default_profile(t.profile, t.pcie_gbps, 1, &probe) != TSL_OK) {
+            fprintf(stderr, "tensile run: %s%s\n", t.profile ? "--profile: " : "profile: ",
+                    tsl_last_error());
+            if (!t.profile)
+                fprintf(stderr, "tensile run: run 'tensile calibrate' again, or give --profile\n");
+            return t.profile ? 2 : 1;
+        }
+    }
     run_env e = {.o = &t};
     e.cfg = tsl_model_cfg_default(t.model);
     e.cfg.batch = t.batch;
@@ -489,12 +526,13 @@ int cmd_run(int argc, char **argv) {
         e.cfg.image_size = t.image;
     }
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
-    e.g = tool_build_training_graph("run", t.model, &e.cfg, &opt);
-    if (!e.g) return 1;
+    int build_rc;
+    e.g = tool_build_training_graph("run", t.model, &e.cfg, &opt, &build_rc);
+    if (!e.g) return build_rc;
     int rc = 0;
-    if (!load_data(&e)) {
+    if (!load_data(&e, &rc)) {
         tsl_graph_free(e.g);
-        return 1;
+        return rc;
     }
     e.img = (size_t)e.cfg.in_channels * e.cfg.image_size * e.cfg.image_size;
     e.lbl = !strcmp(t.model, "unet") ? (size_t)e.cfg.image_size * e.cfg.image_size : 1;
@@ -510,7 +548,7 @@ int cmd_run(int argc, char **argv) {
     runner V, T; /* the vanilla run and the policy's (closed at `out`) */
     memset(&V, 0, sizeof V);
     memset(&T, 0, sizeof T);
-    double *lat = malloc(sizeof *lat * (size_t)n_iter * (size_t)n_ops);
+    double *lat = malloc(sizeof *lat * WARMUP * (size_t)n_ops);
     double *lat_us = malloc(sizeof *lat_us * (size_t)n_ops);
     tsl_mem_report dry;
     if (!e.x || !e.y || !lat || !lat_us) {
@@ -547,12 +585,22 @@ int cmd_run(int argc, char **argv) {
     size_t roomy = dry.peak_footprint + (dry.peak_footprint >> 2) + max_ws + ((size_t)16 << 20);
     size_t budget = t.budget_pct > 0 ? (size_t)((double)dry.peak_load * t.budget_pct / 100.0) : t.budget;
     char b1[32], b2[32], b3[32];
+    if (t.budget_pct > 0 && budget == 0) {
+        /* a percentage that rounds to no memory is no budget at all: refused */
+        fprintf(stderr, "tensile run: --device-memory: %g%% of vanilla's peak load (%s, %zu "
+                "bytes) is less than 1 byte\ntry 'tensile run --help'\n", t.budget_pct,
+                fmt_bytes(dry.peak_load, b1, sizeof b1), dry.peak_load);
+        rc = 2;
+        goto out;
+    }
     if (!t.json || !t.quiet)
         fprintf(stderr, "tensile run: %s, batch %d, %s, %lld iterations, %d threads, budget %s, "
                         "copy channels %s\n",
                 t.model, t.batch, t.dataset ? "synthetic" : "fashion-mnist", (long long)n_iter, t.threads,
                 budget ? fmt_bytes(budget, b1, sizeof b1) : "none",
                 t.pcie_gbps > 0 ? "throttled" : "unthrottled");
+    if (t.pcie_gbps > 0 && (!t.json || !t.quiet))
+        fprintf(stderr, "tensile run: each copy channel at %g GB/s\n", t.pcie_gbps);
 
     /* vanilla, in the budget if there is one: its first iterations alone
      * (the latency table), the rest side by side with the policy's run */
@@ -597,6 +645,7 @@ int cmd_run(int argc, char **argv) {
 
     prediction pr;
     memset(&pr, 0, sizeof pr);
+    char trace_error[600] = "";
     tsl_device_profile dev;
     memset(&dev, 0, sizeof dev);
     int tok = 1;
@@ -607,6 +656,12 @@ int cmd_run(int argc, char **argv) {
             goto out;
         }
         tok = T.s != NULL; /* else refused: the persistent tensors alone do not fit */
+        double predicted_s = pr.sim_iter_us * 1e-6 * (double)n_iter;
+        if (tok && predicted_s > LONG_RUN_S)
+            fprintf(stderr, "tensile run: note: the plan predicts %.3g s per iteration%s, about "
+                    "%.0f s (%.1f h) for %lld iterations\n", pr.sim_iter_us * 1e-6,
+                    t.pcie_gbps > 0 ? " with the channels throttled" : "", predicted_s,
+                    predicted_s / 3600, (long long)n_iter);
         /* side by side: one tensile iteration, one vanilla iteration */
         progress_begin(&p, "tensile | vanilla", n_iter, t.quiet);
         while (tok && vok && T.done < n_iter) {
@@ -632,9 +687,9 @@ int cmd_run(int argc, char **argv) {
             tok = runner_finish(&e, &T, roomy);
         }
         if (tok && t.trace && tsl_session_write_trace(T.s, t.trace) != TSL_OK) {
-            fprintf(stderr, "tensile run: --trace: %s\n", tsl_last_error());
+            /* the results are still printed; the status says the trace is lost */
+            snprintf(trace_error, sizeof trace_error, "%s", tsl_last_error());
             rc = 1;
-            goto out;
         }
         if (!tok) {
             fprintf(stderr, "tensile run: tensile: %s\n", sched.error);
@@ -732,6 +787,7 @@ int cmd_run(int argc, char **argv) {
         }
         printf("final parameters bitwise identical to vanilla's: %s\n", identical ? "yes" : "NO");
     }
+    if (trace_error[0]) fprintf(stderr, "tensile run: --trace: %s\n", trace_error);
     if (!identical) {
         fprintf(stderr, "tensile run: the final parameters differ from vanilla's (%016llx, %016llx)\n",
                 (unsigned long long)van.checksum, (unsigned long long)sched.checksum);

@@ -37,13 +37,14 @@ static const char help[] =
     "  --threads T          CPU threads (default: all online CPUs)\n"
     "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
     "  --image-size S       synthetic data only: image size (default: the model's)\n"
-    "  --train-examples N   use only the first N training examples\n"
-    "  --test-examples N    use only the first N test examples\n"
+    "  --train-examples N   use only the first N training examples (at most 2^31)\n"
+    "  --test-examples N    use only the first N test examples (at most 2^31)\n"
     "  --kernels K          fast (oneDNN + OpenBLAS, default) or ref (plain loops)\n"
     "  --quiet              no progress display\n"
     "  --json               print a JSON summary as the last line of stdout\n"
     "\n"
-    "Exit status: 0 done, 1 error, 2 bad arguments, 3 out of device memory.\n";
+    "Exit status: 0 done, 1 error (a write error on stdout included), 2 bad\n"
+    "arguments, 3 out of device memory, 130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 typedef struct train_opts {
     const char *model;
@@ -83,8 +84,8 @@ static void parse(int argc, char **argv, train_opts *t) {
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
         else if (!strcmp(o, "--seed")) t->seed = (uint64_t)args_int(&a, o, 0, INT64_MAX);
         else if (!strcmp(o, "--image-size")) t->image = (int)args_int(&a, o, 1, 4096);
-        else if (!strcmp(o, "--train-examples")) t->train_n = args_int(&a, o, 1, INT64_MAX);
-        else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, INT64_MAX);
+        else if (!strcmp(o, "--train-examples")) t->train_n = args_int(&a, o, 1, TOOL_MAX_EXAMPLES);
+        else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, TOOL_MAX_EXAMPLES);
         else if (!strcmp(o, "--kernels")) t->kernels = args_choice(&a, o, kernels);
         else if (!strcmp(o, "--quiet")) t->quiet = 1;
         else if (!strcmp(o, "--json")) t->json = 1;
@@ -98,7 +99,7 @@ static void parse(int argc, char **argv, train_opts *t) {
 int cmd_train(int argc, char **argv) {
     train_opts t;
     parse(argc, argv, &t);
-    if (!tool_check_model("train", t.model)) return 2;
+    if (!tool_check_model("train", "--model", t.model)) return 2;
     tsl_model_cfg cfg = tsl_model_cfg_default(t.model);
     cfg.batch = t.batch;
     cfg.seed = t.seed;
@@ -110,23 +111,31 @@ int cmd_train(int argc, char **argv) {
         cfg.image_size = t.image;
     }
     tsl_dataset train = {0}, test = {0};
-    if (!tool_load_data("train", t.dataset, &cfg, t.train_n, t.test_n, t.seed, t.batch, &train, &test))
-        return 1;
+    int rc = 0;
+    if (!tool_load_data("train", t.dataset, &cfg, t.train_n, t.test_n, t.seed, t.batch, &train,
+                        &test, &rc))
+        return rc;
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
     opt.weight_decay = (float)t.wd;
-    tsl_graph *g = tool_build_training_graph("train", t.model, &cfg, &opt);
-    if (!g) return 1;
+    tsl_graph *g = tool_build_training_graph("train", t.model, &cfg, &opt, &rc);
+    if (!g) {
+        tsl_dataset_free(&train);
+        tsl_dataset_free(&test);
+        return rc;
+    }
     tsl_session_opts so = tsl_session_opts_default();
     so.device_memory = t.device_memory;
     so.nthreads = t.threads;
     so.kernels = t.kernels ? TSL_KERNELS_REF : TSL_KERNELS_FAST;
     so.seed = t.seed;
     tsl_session *s;
-    int rc = 0;
-    if (tsl_session_new(g, &so, &s) != TSL_OK) {
+    tsl_status sst = tsl_session_new(g, &so, &s);
+    if (sst != TSL_OK) {
         fprintf(stderr, "tensile train: %s\n", tsl_last_error());
         tsl_graph_free(g);
-        return 3;
+        tsl_dataset_free(&train);
+        tsl_dataset_free(&test);
+        return sst == TSL_ERR_OOM ? 3 : 1;
     }
     size_t img = (size_t)cfg.in_channels * cfg.image_size * cfg.image_size;
     float *x = malloc(sizeof *x * img * (size_t)t.batch);
@@ -134,14 +143,20 @@ int cmd_train(int argc, char **argv) {
     if (!strcmp(t.model, "unet")) lbl = (size_t)cfg.image_size * cfg.image_size;
     int32_t *y = malloc(sizeof *y * (size_t)t.batch * lbl);
     tsl_batcher *b = tsl_batcher_new(&train, t.batch, t.seed, 1);
-    int64_t per_epoch = tsl_batcher_batches_per_epoch(b);
-    double *times = malloc(sizeof *times * (size_t)(per_epoch > 0 ? per_epoch : 1));
+    if (!b) fprintf(stderr, "tensile train: the training set of %lld examples: %s\n",
+                    (long long)train.n, tsl_last_error());
+    int64_t per_epoch = b ? tsl_batcher_batches_per_epoch(b) : 0;
+    double *times = b ? malloc(sizeof *times * (size_t)(per_epoch > 0 ? per_epoch : 1)) : NULL;
+    if (b && (!x || !y || !times))
+        fprintf(stderr, "tensile train: out of host memory for a batch of %d (%zu floats) or the "
+                "times of %lld iterations\n", t.batch, img * (size_t)t.batch, (long long)per_epoch);
+    if (!b || !x || !y || !times) rc = 1;
     size_t peak_load = 0, peak_fp = 0;
     double acc = 0, last_loss = NAN, iter_ms = 0;
     int64_t n_eval = 0;
     double t_start = progress_now_s();
     char b1[32], b2[32];
-    if (!t.json || !t.quiet)
+    if (rc == 0 && (!t.json || !t.quiet))
         fprintf(stderr, "training %s on %s: %lld examples, batch %d, %s lr %g, %d threads, device %s\n",
                 t.model, t.dataset ? "synthetic" : "fashion-mnist", (long long)train.n, t.batch,
                 t.optimizer ? "adam" : "sgd", t.lr, t.threads, fmt_bytes(t.device_memory, b1, sizeof b1));

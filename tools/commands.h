@@ -11,10 +11,20 @@ int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
 /* Builds model + loss + backward + optimizer and finalizes. On error prints
- * "tensile CMD: ..." with the library's message and returns NULL. */
+ * "tensile CMD: ..." with the library's message and returns NULL with
+ * *rc the exit status: 2 when the configuration cannot make the model (an
+ * image too small, a tensor larger than any device: the arguments are at
+ * fault), 1 otherwise (out of host memory); *rc is left alone on success.
+ * rc may be NULL. */
 tsl_graph *tool_build_training_graph(const char *cmd, const char *model, const tsl_model_cfg *cfg,
-                                     const tsl_optimizer_cfg *opt);
+                                     const tsl_optimizer_cfg *opt, int *rc);
 
-/* 1 if `name` is a known model; else prints the list and returns 0. */
-int tool_check_model(const char *cmd, const char *name);
+/* 1 if `name` is a known model; else prints "tensile CMD: OPT: unknown
+ * model 'NAME' (expected one of: ...)" and returns 0. */
+int tool_check_model(const char *cmd, const char *opt, const char *name);
+
+/* Checks, before the work starts, that output file `path` given with
+ * option `opt` can be written (io/atomic_file.h); prints "tensile CMD:
+ * OPT: ..." and returns 0 if not. */
+int tool_check_output(const char *cmd, const char *opt, const char *path);
 #endif

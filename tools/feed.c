@@ -3,7 +3,8 @@
 #include <stdio.h>
 
 int tool_load_data(const char *cmd, int dataset, const tsl_model_cfg *cfg, int64_t train_n,
-                   int64_t test_n, uint64_t seed, int batch, tsl_dataset *train, tsl_dataset *test) {
+                   int64_t test_n, uint64_t seed, int batch, tsl_dataset *train, tsl_dataset *test,
+                   int *rc) {
     tsl_status st;
     if (dataset == 0) {
         st = tsl_fashion_mnist_load(NULL, 1, train);
@@ -17,6 +18,9 @@ int tool_load_data(const char *cmd, int dataset, const tsl_model_cfg *cfg, int64
     }
     if (st != TSL_OK) {
         fprintf(stderr, "tensile %s: cannot load data: %s\n", cmd, tsl_last_error());
+        *rc = 1;
+        tsl_dataset_free(train);
+        if (test) tsl_dataset_free(test);
         return 0;
     }
     if (train_n && train_n < train->n) train->n = train_n;
@@ -24,6 +28,9 @@ int tool_load_data(const char *cmd, int dataset, const tsl_model_cfg *cfg, int64
     if (train->n < batch) {
         fprintf(stderr, "tensile %s: --batch %d is larger than the training set (%lld examples)\n",
                 cmd, batch, (long long)train->n);
+        *rc = 2;
+        tsl_dataset_free(train);
+        if (test) tsl_dataset_free(test);
         return 0;
     }
     return 1;

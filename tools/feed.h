@@ -11,13 +11,21 @@
 #include "tensile/models.h"
 #include "tensile/session.h"
 
+/* The most examples --train-examples and --test-examples take (2^31):
+ * Fashion-MNIST has 60000, and a synthetic set's shuffle order takes 8
+ * bytes per example. */
+#define TOOL_MAX_EXAMPLES ((int64_t)1 << 31)
+
 /* Loads the training set and, if `test` is not NULL, the test set:
  * Fashion-MNIST (dataset 0) or synthetic data shaped by cfg (dataset 1,
  * 4096 / 1024 examples unless train_n / test_n say otherwise). train_n and
  * test_n (0: all) cut the sets. Prints "tensile CMD: ..." and returns 0 on
- * failure, including a training set smaller than one batch. */
+ * failure with *rc the exit status: 2 for a training set smaller than one
+ * batch (the arguments' fault), 1 for data that cannot be loaded; *rc is
+ * left alone on success. */
 int tool_load_data(const char *cmd, int dataset, const tsl_model_cfg *cfg, int64_t train_n,
-                   int64_t test_n, uint64_t seed, int batch, tsl_dataset *train, tsl_dataset *test);
+                   int64_t test_n, uint64_t seed, int batch, tsl_dataset *train, tsl_dataset *test,
+                   int *rc);
 
 /* Per-pixel models (unet) take a label per pixel: each image's class is
  * spread over its pixels (a synthetic segmentation target). y holds `batch`

@@ -17,6 +17,13 @@ extern "C" {
 
 #define TSL_MAX_DIMS 5
 #define TSL_NAME_MAX 96
+/* The largest tensor a graph accepts (64 PiB), and the most all of a
+ * graph's tensors may take together (1 EiB): sizes beyond them cannot exist
+ * on any device, and keeping below them keeps every sum of tensor sizes
+ * (loads, peaks, ledgers) far from overflowing 64 bits. A builder asked for
+ * more fails with a message naming the tensor, its shape and its size. */
+#define TSL_MAX_TENSOR_BYTES ((size_t)1 << 56)
+#define TSL_MAX_GRAPH_BYTES ((size_t)1 << 60)
 
 typedef enum tsl_dtype {
     TSL_F32 = 0,
@@ -86,6 +93,11 @@ int tsl_kind_is_persistent(tsl_tensor_kind k);
                    (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 tsl_shape tsl_shape_from(const int64_t *d, int ndim);
 int64_t tsl_shape_numel(const tsl_shape *s);
+/* The element count of s in *out, computed with overflow checks: returns 1,
+ * or 0 (with *out = INT64_MAX) if a dimension is negative or the product
+ * exceeds INT64_MAX. tsl_shape_numel is for shapes of existing tensors,
+ * which the graph keeps far below that. */
+int tsl_shape_numel_checked(const tsl_shape *s, int64_t *out);
 int tsl_shape_eq(const tsl_shape *a, const tsl_shape *b);
 /* Writes "(16,3,224,224)" into buf; returns buf. */
 char *tsl_shape_str(const tsl_shape *s, char *buf, size_t len);

@@ -21,6 +21,7 @@ struct tsl_graph {
 
     tsl_tensor *tensors;
     int32_t n_tensors, cap_tensors;
+    size_t total_bytes;         /* of every tensor: at most TSL_MAX_GRAPH_BYTES */
     tsl_op *ops;
     int32_t n_ops, cap_ops;
 
@@ -115,6 +116,25 @@ tsl_tid tsl__graph_new_tensor_kind(tsl_graph *g, const char *name, tsl_shape s, 
             return tsl__graph_fail(g, "tensor '%s': shape %s has dimension %d = %lld (must be > 0)",
                                    name, tsl_shape_str(&s, sb, sizeof sb), i, (long long)s.d[i]);
         }
+    /* sizes that cannot exist are refused here, so that no later sum of
+     * sizes (loads, peaks, ledgers) can overflow */
+    int64_t numel;
+    size_t esz = tsl_dtype_size(dt), nbytes;
+    if (!tsl_shape_numel_checked(&s, &numel) || (uint64_t)numel > TSL_MAX_TENSOR_BYTES / esz) {
+        char sb[128];
+        double bytes = (double)esz;
+        for (int i = 0; i < s.ndim; i++) bytes *= (double)s.d[i];
+        return tsl__graph_fail(g, "tensor '%s': shape %s takes %.3g bytes, more than a tensor "
+                               "may take (%zu bytes, 64 PiB)", name,
+                               tsl_shape_str(&s, sb, sizeof sb), bytes, TSL_MAX_TENSOR_BYTES);
+    }
+    nbytes = (size_t)numel * esz;
+    if (nbytes > TSL_MAX_GRAPH_BYTES - g->total_bytes) {
+        char sb[128];
+        return tsl__graph_fail(g, "tensor '%s': shape %s (%zu bytes) brings the graph's tensors "
+                               "to more than %zu bytes (1 EiB) in all", name,
+                               tsl_shape_str(&s, sb, sizeof sb), nbytes, TSL_MAX_GRAPH_BYTES);
+    }
     if (g->n_tensors == g->cap_tensors) {
         int32_t cap = g->cap_tensors ? 2 * g->cap_tensors : 256;
         tsl_tensor *t = realloc(g->tensors, (size_t)cap * sizeof *t);
@@ -133,8 +153,9 @@ tsl_tid tsl__graph_new_tensor_kind(tsl_graph *g, const char *name, tsl_shape s, 
     t->shape = s;
     t->dtype = dt;
     t->kind = kind;
-    t->nbytes = (size_t)tsl_shape_numel(&s) * tsl_dtype_size(dt);
+    t->nbytes = nbytes;
     t->grad = TSL_NONE;
+    g->total_bytes += nbytes;
     return g->n_tensors++;
 }
 

@@ -47,6 +47,18 @@ int64_t tsl_shape_numel(const tsl_shape *s) {
     return n;
 }
 
+int tsl_shape_numel_checked(const tsl_shape *s, int64_t *out) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        if (s->d[i] < 0 || __builtin_mul_overflow(n, s->d[i], &n)) {
+            *out = INT64_MAX;
+            return 0;
+        }
+    }
+    *out = n;
+    return 1;
+}
+
 int tsl_shape_eq(const tsl_shape *a, const tsl_shape *b) {
     if (a->ndim != b->ndim) return 0;
     for (int i = 0; i < a->ndim; i++)

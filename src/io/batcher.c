@@ -63,12 +63,19 @@ tsl_batcher *tsl_batcher_new(const tsl_dataset *d, int batch, uint64_t seed, int
                  batch, (long long)d->n);
         return NULL;
     }
+    /* the shuffle order: 8 bytes per example, checked before it wraps */
+    if ((uint64_t)d->n > SIZE_MAX / sizeof(int64_t)) {
+        tsl_fail(TSL_ERR_OOM, "batcher: %lld examples need an order of %.3g bytes, more than the "
+                 "host can address", (long long)d->n, (double)d->n * sizeof(int64_t));
+        return NULL;
+    }
     tsl_batcher *b = calloc(1, sizeof *b);
     int64_t *perm = malloc((size_t)d->n * sizeof *perm);
     if (!b || !perm) {
         free(b);
         free(perm);
-        tsl_fail(TSL_ERR_OOM, "batcher: host out of memory for %lld indices", (long long)d->n);
+        tsl_fail(TSL_ERR_OOM, "batcher: host out of memory for the order of %lld examples "
+                 "(%.3g bytes)", (long long)d->n, (double)d->n * sizeof(int64_t));
         return NULL;
     }
     b->d = d;

@@ -17,6 +17,10 @@
 #define FMNIST_STD 0.3530f
 #define FMNIST_SIDE 28
 #define FMNIST_CLASSES 10
+/* At most this many examples per split (the real ones: 60000 and 10000):
+ * a header claiming more is refused before its payload is inflated, so a
+ * damaged or hostile file cannot make the loader hold gigabytes. */
+#define FMNIST_MAX_EXAMPLES ((uint64_t)1 << 18)
 
 /* Contract: see tensile/data.h. On failure *out is zeroed and nothing is
  * leaked; errors name the file at fault: TSL_ERR_IO (missing or unreadable
@@ -36,9 +40,11 @@ tsl_status tsl_fashion_mnist_load(const char *dir, int train, tsl_dataset *out) 
     uint8_t *pix = NULL, *lab = NULL;
     int64_t idim[3], ldim[3];
     int ind, lnd;
-    tsl_status st = tsl__idx_read_gz(ipath, TSL__IDX_IMAGES, &pix, idim, &ind);
+    tsl_status st = tsl__idx_read_gz_max(ipath, TSL__IDX_IMAGES,
+                                         FMNIST_MAX_EXAMPLES * FMNIST_SIDE * FMNIST_SIDE, &pix,
+                                         idim, &ind);
     if (st != TSL_OK) return st;
-    st = tsl__idx_read_gz(lpath, TSL__IDX_LABELS, &lab, ldim, &lnd);
+    st = tsl__idx_read_gz_max(lpath, TSL__IDX_LABELS, FMNIST_MAX_EXAMPLES, &lab, ldim, &lnd);
     if (st != TSL_OK) {
         free(pix);
         return st;

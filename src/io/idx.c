@@ -2,12 +2,16 @@
  * idx.c - reading IDX files (the MNIST family's format), gzipped or not,
  * with strict validation. See io/idx.h for the accepted format.
  *
- * Parsing works on memory buffers; the file reader only slurps the
- * compressed file. Decompression never holds more than the header declares
- * plus one byte (to detect trailing garbage), so a small hostile stream
- * cannot make the reader allocate much more than its header claims, and
- * the grow-as-you-go buffer never allocates more than the stream produced
- * (times two).
+ * Parsing works on memory buffers or, for files, on the compressed stream
+ * read in chunks: a file is refused at its first bytes if it is not gzip
+ * (never read whole), and only regular files are read (io/read_file.h: a
+ * FIFO or /dev/zero is refused at once). Decompression never holds more
+ * than the header declares plus one byte (to detect trailing garbage), a
+ * header declaring more than the caller accepts is refused before any
+ * payload is inflated, and what follows the payload is counted only up to
+ * TRAILING_COUNT_CAP bytes, so a gzip bomb costs neither memory nor much
+ * time; the grow-as-you-go buffer never allocates more than the stream
+ * produced (times two).
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +22,7 @@
 
 #include "core/assert.h"
 #include "io/idx.h"
+#include "io/read_file.h"
 #include "tensile/data.h"
 
 static uint32_t be32(const uint8_t *p) {
@@ -157,25 +162,80 @@ tsl_status tsl__idx_parse(const uint8_t *buf, size_t len, const char *name, int 
 
 /* ---- gzip ---------------------------------------------------------------------- */
 
-/* State of one inflation: the zlib stream, the input still to feed, and the
- * growing output buffer. */
+/* Bytes after the declared payload that are counted for the message of
+ * "trailing garbage" before it says "more than". */
+#define TRAILING_COUNT_CAP ((size_t)1 << 20)
+/* Compressed bytes read from a file at a time. */
+#define FILE_CHUNK ((size_t)1 << 16)
+
+/* State of one inflation: the zlib stream, the input still to feed (a
+ * buffer, refilled from `file` when there is one), and the growing output
+ * buffer. */
 typedef struct gz_state {
     z_stream zs;
     const uint8_t *in;
     size_t in_left;  /* input bytes not yet handed to zlib */
+    FILE *file;      /* NULL: the input is the buffer alone */
+    uint64_t file_size;
+    uint8_t *chunk;  /* FILE_CHUNK bytes for reads from file */
+    int file_eof;    /* file has no more bytes */
+    int read_errno;  /* a read from file failed (errno, or EIO) */
     uint8_t *out;
     size_t out_len, out_cap;
     int ended;       /* the last gzip member ended and no input is left */
 } gz_state;
 
-/* Hands zlib up to UINT_MAX more input bytes when it has none. */
+/* Hands zlib up to UINT_MAX more input bytes when it has none, reading the
+ * next chunk of the file when the buffer is used up. */
 static void gz_feed(gz_state *g) {
-    if (g->zs.avail_in > 0 || g->in_left == 0) return;
+    if (g->zs.avail_in > 0) return;
+    if (g->in_left == 0 && g->file && !g->file_eof && !g->read_errno) {
+        size_t got = fread(g->chunk, 1, FILE_CHUNK, g->file);
+        if (got == 0) {
+            if (ferror(g->file)) g->read_errno = errno ? errno : EIO;
+            else g->file_eof = 1;
+        }
+        g->in = g->chunk;
+        g->in_left = got;
+    }
+    if (g->in_left == 0) return;
     size_t n = g->in_left < UINT_MAX ? g->in_left : UINT_MAX;
     g->zs.next_in = (Bytef *)(uintptr_t)g->in;
     g->zs.avail_in = (uInt)n;
     g->in += n;
     g->in_left -= n;
+}
+
+/* Makes at least two input bytes available to zlib if the input holds
+ * them (the magic of a next gzip member may straddle two file chunks). */
+static void gz_ensure2(gz_state *g) {
+    gz_feed(g);
+    if (g->zs.avail_in != 1 || g->in_left || !g->file || g->file_eof || g->read_errno) return;
+    g->chunk[0] = g->zs.next_in[0];
+    size_t got = fread(g->chunk + 1, 1, FILE_CHUNK - 1, g->file);
+    if (got == 0) {
+        if (ferror(g->file)) g->read_errno = errno ? errno : EIO;
+        else g->file_eof = 1;
+    }
+    g->zs.next_in = g->chunk;
+    g->zs.avail_in = (uInt)(1 + got);
+}
+
+/* The input bytes zlib has not consumed: in the buffers and, for a file,
+ * still in the file. */
+static size_t gz_unread(const gz_state *g) {
+    size_t n = (size_t)g->zs.avail_in + g->in_left;
+    if (g->file) {
+        off_t at = ftello(g->file);
+        if (at >= 0 && (uint64_t)at < g->file_size) n += (size_t)(g->file_size - (uint64_t)at);
+    }
+    return n;
+}
+
+/* 1 once every input byte was handed to zlib and no more can come. */
+static int gz_input_done(const gz_state *g) {
+    return g->zs.avail_in == 0 && g->in_left == 0 &&
+           (!g->file || g->file_eof || g->read_errno);
 }
 
 /* Inflates into g->out (grown geometrically, never beyond `limit` bytes)
@@ -203,8 +263,10 @@ static tsl_status gz_inflate_to(gz_state *g, size_t limit, const char *name) {
         int ret = inflate(&g->zs, Z_NO_FLUSH);
         g->out_len += room - g->zs.avail_out;
         if (ret == Z_STREAM_END) {
-            gz_feed(g);
-            if (g->zs.avail_in == 0) {
+            gz_ensure2(g);
+            if (g->read_errno) {
+                return tsl_fail(TSL_ERR_IO, "%s: cannot read: %s", name, strerror(g->read_errno));
+            } else if (g->zs.avail_in == 0) {
                 g->ended = 1;
             } else if (g->zs.avail_in >= 2 && g->zs.next_in[0] == 0x1f && g->zs.next_in[1] == 0x8b) {
                 if (inflateReset(&g->zs) != Z_OK) /* another gzip member follows */
@@ -212,11 +274,11 @@ static tsl_status gz_inflate_to(gz_state *g, size_t limit, const char *name) {
             } else {
                 return tsl_fail(TSL_ERR_FORMAT,
                                 "%s: trailing garbage: %zu bytes after the end of the gzip stream "
-                                "are not a gzip member", name,
-                                (size_t)g->zs.avail_in + g->in_left);
+                                "are not a gzip member", name, gz_unread(g));
             }
-        } else if (ret == Z_BUF_ERROR || (ret == Z_OK && g->zs.avail_in == 0 && g->in_left == 0 &&
-                                          g->zs.avail_out > 0)) {
+        } else if (g->read_errno) {
+            return tsl_fail(TSL_ERR_IO, "%s: cannot read: %s", name, strerror(g->read_errno));
+        } else if (ret == Z_BUF_ERROR || (ret == Z_OK && gz_input_done(g) && g->zs.avail_out > 0)) {
             /* no progress possible: all input consumed before the end */
             return tsl_fail(TSL_ERR_FORMAT,
                             "%s: gzip stream truncated: input ends after %zu decompressed bytes",
@@ -245,15 +307,69 @@ static size_t gz_count_rest(gz_state *g, size_t cap) {
         int ret = inflate(&g->zs, Z_NO_FLUSH);
         n += sizeof scratch - g->zs.avail_out;
         if (ret == Z_STREAM_END) {
-            gz_feed(g);
+            gz_ensure2(g);
             if (g->zs.avail_in < 2 || g->zs.next_in[0] != 0x1f || g->zs.next_in[1] != 0x8b ||
                 inflateReset(&g->zs) != Z_OK)
                 break;
-        } else if (ret != Z_OK || (g->zs.avail_out > 0 && g->zs.avail_in == 0 && g->in_left == 0)) {
+        } else if (ret != Z_OK || (g->zs.avail_out > 0 && gz_input_done(g))) {
             break;
         }
     }
     return n;
+}
+
+/* Inflates g's stream (whose first bytes were checked to be gzip) into an
+ * IDX image and parses it: the header first, refused if it declares more
+ * than max_payload bytes, then exactly what it declares + 1. Ends g's zlib
+ * stream; on success *data holds the payload. */
+static tsl_status inflate_idx(gz_state *g, const char *name, int want, uint64_t max_payload,
+                              uint8_t **data, int64_t dims[3], int *ndim) {
+    if (inflateInit2(&g->zs, 16 + MAX_WBITS) != Z_OK) /* 16: gzip wrapper only */
+        return tsl_fail(TSL_ERR_INTERNAL, "%s: zlib inflateInit2 failed", name);
+    /* the header first (at most 16 bytes), then exactly what it declares + 1 */
+    idx_header h;
+    tsl_status st = gz_inflate_to(g, 16, name);
+    if (st == TSL_OK) st = parse_header(g->out, g->out_len, name, want, &h);
+    if (st == TSL_OK && h.payload > max_payload) {
+        char ds[64];
+        st = tsl_fail(TSL_ERR_FORMAT,
+                      "%s: dimensions %s hold %llu bytes, more than the %llu this reader "
+                      "accepts", name, dims_str(ds, sizeof ds, h.dims, h.ndim),
+                      (unsigned long long)h.payload, (unsigned long long)max_payload);
+    }
+    if (st == TSL_OK && g->out_len <= h.hdr_len + h.payload)
+        st = gz_inflate_to(g, (size_t)(h.hdr_len + h.payload + 1), name);
+    if (st == TSL_OK) {
+        /* fewer bytes than declared only if the stream ended; more means
+         * garbage, and "more than" if the stream goes on beyond what we count */
+        size_t have = g->out_len - h.hdr_len, rest = 0;
+        if (have > h.payload && !g->ended) rest = gz_count_rest(g, TRAILING_COUNT_CAP);
+        if (g->read_errno)
+            st = tsl_fail(TSL_ERR_IO, "%s: cannot read: %s", name, strerror(g->read_errno));
+        else
+            st = check_payload(&h, have + (rest > TRAILING_COUNT_CAP ? TRAILING_COUNT_CAP : rest),
+                               rest > TRAILING_COUNT_CAP, name);
+    }
+    inflateEnd(&g->zs);
+    if (st != TSL_OK) {
+        free(g->out);
+        g->out = NULL;
+        return st;
+    }
+    memmove(g->out, g->out + h.hdr_len, (size_t)h.payload);
+    uint8_t *shrunk = realloc(g->out, (size_t)h.payload);
+    *data = shrunk ? shrunk : g->out;
+    g->out = NULL;
+    set_dims(&h, dims, ndim);
+    return TSL_OK;
+}
+
+/* The message for a stream that does not start as gzip: first[0..n). */
+static tsl_status not_gzip(const uint8_t *first, size_t n, const char *name) {
+    if (n == 0) return tsl_fail(TSL_ERR_FORMAT, "%s: empty file, expected a gzip stream", name);
+    return tsl_fail(TSL_ERR_FORMAT,
+                    "%s: not gzip: the file starts with 0x%02x 0x%02x, a gzip stream with "
+                    "0x1f 0x8b", name, first[0], n > 1 ? first[1] : 0);
 }
 
 /* Contract: see io/idx.h. */
@@ -262,82 +378,57 @@ tsl_status tsl__idx_parse_gz(const uint8_t *gz, size_t len, const char *name, in
     TSL_ASSERT(data && dims && ndim && (gz || len == 0));
     *data = NULL;
     if (!name) name = "(buffer)";
-    if (len == 0) return tsl_fail(TSL_ERR_FORMAT, "%s: empty file, expected a gzip stream", name);
-    if (len < 2 || gz[0] != 0x1f || gz[1] != 0x8b)
-        return tsl_fail(TSL_ERR_FORMAT,
-                        "%s: not gzip: the file starts with 0x%02x 0x%02x, a gzip stream with "
-                        "0x1f 0x8b", name, gz[0], len > 1 ? gz[1] : 0);
+    if (len < 2 || gz[0] != 0x1f || gz[1] != 0x8b) return not_gzip(gz, len, name);
     gz_state g;
     memset(&g, 0, sizeof g);
     g.in = gz;
     g.in_left = len;
-    if (inflateInit2(&g.zs, 16 + MAX_WBITS) != Z_OK) /* 16: gzip wrapper only */
-        return tsl_fail(TSL_ERR_INTERNAL, "%s: zlib inflateInit2 failed", name);
-
-    /* the header first (at most 16 bytes), then exactly what it declares + 1 */
-    idx_header h;
-    tsl_status st = gz_inflate_to(&g, 16, name);
-    if (st == TSL_OK) st = parse_header(g.out, g.out_len, name, want, &h);
-    if (st == TSL_OK && g.out_len <= h.hdr_len + h.payload)
-        st = gz_inflate_to(&g, (size_t)(h.hdr_len + h.payload + 1), name);
-    if (st == TSL_OK) {
-        /* fewer bytes than declared only if the stream ended; more means
-         * garbage, and "more than" if the stream goes on beyond what we hold */
-        const size_t count_cap = (size_t)1 << 30;
-        size_t have = g.out_len - h.hdr_len, rest = 0;
-        if (have > h.payload && !g.ended) rest = gz_count_rest(&g, count_cap);
-        st = check_payload(&h, have + (rest > count_cap ? count_cap : rest), rest > count_cap,
-                           name);
-    }
-    inflateEnd(&g.zs);
-    if (st != TSL_OK) {
-        free(g.out);
-        return st;
-    }
-    memmove(g.out, g.out + h.hdr_len, (size_t)h.payload);
-    uint8_t *shrunk = realloc(g.out, (size_t)h.payload);
-    *data = shrunk ? shrunk : g.out;
-    set_dims(&h, dims, ndim);
-    return TSL_OK;
+    return inflate_idx(&g, name, want, TSL__IDX_MAX_ELEMS, data, dims, ndim);
 }
 
 /* ---- files ---------------------------------------------------------------------- */
 
 /* Contract: see io/idx.h. */
-tsl_status tsl__idx_read_gz(const char *path, int want, uint8_t **data, int64_t dims[3],
-                            int *ndim) {
+tsl_status tsl__idx_read_gz_max(const char *path, int want, uint64_t max_payload, uint8_t **data,
+                                int64_t dims[3], int *ndim) {
     TSL_ASSERT(data && dims && ndim);
     *data = NULL;
     if (!path) return tsl_fail(TSL_ERR_INVALID, "IDX file: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? 2 * cap : (size_t)1 << 20;
-            uint8_t *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tsl_fail(TSL_ERR_OOM, "%s: host out of memory after %zu bytes", path, len);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
+    if (max_payload > TSL__IDX_MAX_ELEMS) max_payload = TSL__IDX_MAX_ELEMS;
+    /* a gzip stream of an image of at most max_payload bytes: deflate's
+     * stored blocks add 5 bytes per 65535, members 18 bytes or more each;
+     * anything much larger is no such stream */
+    uint64_t max_file = max_payload + max_payload / 64 + ((uint64_t)1 << 20);
+    FILE *f;
+    uint64_t size;
+    tsl_status st = tsl__open_regular(path, "IDX file", max_file, &f, &size);
+    if (st != TSL_OK) return st;
+    gz_state g;
+    memset(&g, 0, sizeof g);
+    g.file = f;
+    g.file_size = size;
+    g.chunk = malloc(FILE_CHUNK);
+    if (!g.chunk) {
+        fclose(f);
+        return tsl_fail(TSL_ERR_OOM, "%s: host out of memory", path);
     }
-    int err = ferror(f) ? errno : 0;
+    /* the magic first: a file that is not gzip is never read further */
+    gz_feed(&g);
+    if (g.read_errno) {
+        st = tsl_fail(TSL_ERR_IO, "%s: cannot read: %s", path, strerror(g.read_errno));
+    } else if (g.zs.avail_in < 2 || g.zs.next_in[0] != 0x1f || g.zs.next_in[1] != 0x8b) {
+        st = not_gzip(g.zs.next_in, g.zs.avail_in, path);
+    } else {
+        st = inflate_idx(&g, path, want, max_payload, data, dims, ndim);
+    }
+    free(g.chunk);
     fclose(f);
-    if (err) {
-        free(buf);
-        return tsl_fail(TSL_ERR_IO, "%s: cannot read: %s", path, strerror(err));
-    }
-    tsl_status st = tsl__idx_parse_gz(buf, len, path, want, data, dims, ndim);
-    free(buf);
     return st;
+}
+
+tsl_status tsl__idx_read_gz(const char *path, int want, uint8_t **data, int64_t dims[3],
+                            int *ndim) {
+    return tsl__idx_read_gz_max(path, want, TSL__IDX_MAX_ELEMS, data, dims, ndim);
 }
 
 /* Contract: see tensile/data.h. */

@@ -40,8 +40,18 @@ tsl_status tsl__idx_parse(const uint8_t *buf, size_t len, const char *name, int 
 tsl_status tsl__idx_parse_gz(const uint8_t *gz, size_t len, const char *name, int want,
                              uint8_t **data, int64_t dims[3], int *ndim);
 
-/* Reads the file at `path` and parses it as gzipped IDX with
- * tsl__idx_parse_gz. A file that cannot be opened or read is TSL_ERR_IO. */
+/* Reads the file at `path` as gzipped IDX, with the checks and results of
+ * tsl__idx_parse_gz, streaming: only a regular file is read (a FIFO or a
+ * device is refused at once), a file not starting as gzip is refused at
+ * its first bytes, one far larger than any gzip stream of max_payload
+ * bytes is refused unread, a header declaring more than max_payload bytes
+ * (at most TSL__IDX_MAX_ELEMS) is refused before its payload is inflated,
+ * and trailing data is counted only up to 1 MiB. A file that cannot be
+ * opened or read is TSL_ERR_IO. */
+tsl_status tsl__idx_read_gz_max(const char *path, int want, uint64_t max_payload, uint8_t **data,
+                                int64_t dims[3], int *ndim);
+
+/* tsl__idx_read_gz_max with max_payload TSL__IDX_MAX_ELEMS. */
 tsl_status tsl__idx_read_gz(const char *path, int want, uint8_t **data, int64_t dims[3],
                             int *ndim);
 #endif

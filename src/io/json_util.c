@@ -1,5 +1,6 @@
 /* json_util.c - see json_util.h. */
 #include "io/json_util.h"
+#include "io/read_file.h"
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -55,6 +56,10 @@ tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, siz
     if (strlen(json_string_value(v)) != len)
         return tsl__json_bad(file, path, "%s contains a NUL character",
                              tsl__json_value_str(v, vb, sizeof vb));
+    for (const unsigned char *c = (const unsigned char *)json_string_value(v); *c; c++)
+        if (*c < 0x20 || *c == 0x7f) /* names are printed: no terminal escapes */
+            return tsl__json_bad(file, path, "%s contains a control character (0x%02x)",
+                                 tsl__json_value_str(v, vb, sizeof vb), *c);
     *out = json_string_value(v);
     return TSL_OK;
 }
@@ -84,33 +89,7 @@ tsl_status tsl__json_get_time(const char *file, const char *path, json_t *v, dou
 
 tsl_status tsl__json_read_file(const char *path, const char *what, long max, char **buf,
                                size_t *len) {
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n < 0 || n > max || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_IO, "%s: cannot read %s (size %ld, limit %ld bytes)", path, what, n,
-                        max);
-    }
-    char *b = malloc((size_t)n + 1);
-    if (!b) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for %ld bytes", path, n);
-    }
-    size_t got = fread(b, 1, (size_t)n, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr || got != (size_t)n) {
-        free(b);
-        return tsl_fail(TSL_ERR_IO, "%s: read %zu of %ld bytes", path, got, n);
-    }
-    b[got] = 0;
-    *buf = b;
-    *len = got;
-    return TSL_OK;
+    return tsl__read_regular(path, what, (size_t)max, buf, len);
 }
 
 void tsl__json_put_str(FILE *f, const char *s) {

@@ -17,8 +17,9 @@ const char *tsl__json_type_name(const json_t *v);
 /* Records "FILE: PATH: MESSAGE" as TSL_ERR_FORMAT and returns it. */
 tsl_status tsl__json_bad(const char *file, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* A string of 1 to maxlen-1 bytes without NUL characters, at `path` of
- * `file`; *out points into v. TSL_ERR_FORMAT naming the value otherwise. */
+/* A string of 1 to maxlen-1 bytes without NUL or other control characters
+ * (names reach the terminal), at `path` of `file`; *out points into v.
+ * TSL_ERR_FORMAT naming the value otherwise. */
 tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, size_t maxlen,
                               const char **out);
 /* A time in µs at `path`: a finite number in [0, max_us]; -0 becomes 0.
@@ -26,9 +27,10 @@ tsl_status tsl__json_get_name(const char *file, const char *path, json_t *v, siz
 tsl_status tsl__json_get_time(const char *file, const char *path, json_t *v, double max_us,
                               double *out);
 /* The whole of file `path` (a `what`, e.g. "plan", for messages; at most
- * max bytes) in *buf (malloc'd, NUL-terminated, *len bytes before the NUL).
- * TSL_ERR_IO naming the path if it cannot be opened or read or is larger;
- * TSL_ERR_OOM. */
+ * max bytes) in *buf (malloc'd, NUL-terminated, *len bytes before the NUL):
+ * tsl__read_regular (io/read_file.h), so a FIFO, a device or a folder is
+ * refused at once. TSL_ERR_IO naming the path if it cannot be opened or
+ * read, is not a regular file or is larger; TSL_ERR_OOM. */
 tsl_status tsl__json_read_file(const char *path, const char *what, long max, char **buf,
                                size_t *len);
 /* x in the shortest %g form (15 to 17 digits) that reads back to it. */

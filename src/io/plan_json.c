@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/atomic_file.h"
 #include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/sched_json.h"
@@ -43,7 +44,7 @@
 #define TSL__PLAN_MAX_BYTES ((json_int_t)1 << 56) /* a predicted peak */
 #define TSL__PLAN_MAX_US 1e12 /* ~11.6 days: any larger time is absurd */
 #define TSL__PLAN_MAX_EVENTS (1 << 24) /* per job */
-#define TSL__PLAN_MAX_FILE ((long)1 << 30) /* bytes of a plan file */
+#define TSL__PLAN_MAX_FILE ((long)16 << 20) /* bytes of a plan file: 16 MiB (jansson holds ~25x) */
 
 static const char *const ev_names[] = {"swap_out", "swap_in", "release", "recompute"};
 
@@ -547,8 +548,9 @@ static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
  * form, one event per line, doubles in the shortest form that reads back to
  * the same bits. TSL_ERR_INVALID naming the job, event and field for a plan
  * the reader would reject (see event_representable) or workloads it could
- * not tell apart; TSL_ERR_IO naming the path. Deterministic: the same plans
- * give the same bytes. */
+ * not tell apart; TSL_ERR_IO naming the path (the file is written whole or
+ * not at all, io/atomic_file.h). Deterministic: the same plans give the
+ * same bytes. */
 tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
                                const char *path) {
     TSL_ASSERT(path && n >= 0 && (n == 0 || (plans && w)));
@@ -558,8 +560,9 @@ tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_wo
         st = check_plan(plans[i], w[i], i);
     }
     if (st != TSL_OK) return st;
-    FILE *f = fopen(path, "w");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write plan: %s", path, strerror(errno));
+    tsl__out *o;
+    if ((st = tsl__out_open(path, "plan", &o)) != TSL_OK) return st;
+    FILE *f = tsl__out_stream(o);
     fputs("{\"jobs\": [", f);
     for (int i = 0; i < n; i++) {
         const tsl_plan *p = plans[i];
@@ -576,8 +579,5 @@ tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_wo
         fputs(p->n_events ? "\n  ]}" : "]}", f);
     }
     fputs(n ? "\n]}\n" : "]}\n", f);
-    int werr = ferror(f);
-    if (fclose(f) != 0 || werr)
-        return tsl_fail(TSL_ERR_IO, "%s: cannot write plan: %s", path, strerror(errno));
-    return TSL_OK;
+    return tsl__out_commit(o);
 }

@@ -24,7 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/atomic_file.h"
 #include "io/json_util.h"
+#include "io/read_file.h"
 #include "core/assert.h"
 #include "tensile/sched_json.h"
 
@@ -32,20 +34,24 @@
 
 /* ---- validation ---------------------------------------------------------------- */
 
-/* The numeric fields, their place in the struct, their range. */
+/* The numeric fields, their place in the struct, their range. A rate below
+ * `lo` makes one op or one copy take longer than any plan can hold (a
+ * denormal FLOP rate turns every op time into infinity), so it is refused
+ * with the field named rather than met later as an absurd op time. */
 typedef struct num_field {
     const char *key;
     size_t offset;
-    double hi; /* values must lie in (0, hi] */
+    double lo; /* values must lie in [lo, hi]; lo 0: in (0, hi] */
+    double hi;
 } num_field;
 
 static const num_field num_fields[] = {
-    {"flops", offsetof(tsl_device_profile, flops), 1e18},
-    {"mem_bw", offsetof(tsl_device_profile, mem_bw), 1e15},
-    {"h2d_bw", offsetof(tsl_device_profile, h2d_bw), 1e15},
-    {"d2h_bw", offsetof(tsl_device_profile, d2h_bw), 1e15},
-    {"launch_us", offsetof(tsl_device_profile, launch_us), 1e6},
-    {"copy_latency_us", offsetof(tsl_device_profile, copy_latency_us), 1e6},
+    {"flops", offsetof(tsl_device_profile, flops), 1e6, 1e18},
+    {"mem_bw", offsetof(tsl_device_profile, mem_bw), 1e6, 1e15},
+    {"h2d_bw", offsetof(tsl_device_profile, h2d_bw), 1e6, 1e15},
+    {"d2h_bw", offsetof(tsl_device_profile, d2h_bw), 1e6, 1e15},
+    {"launch_us", offsetof(tsl_device_profile, launch_us), 0, 1e6},
+    {"copy_latency_us", offsetof(tsl_device_profile, copy_latency_us), 0, 1e6},
 };
 #define N_NUM ((int)(sizeof num_fields / sizeof num_fields[0]))
 #define MAX_MEM_BYTES ((uint64_t)1 << 56)
@@ -62,6 +68,21 @@ static void fmt_real(double x, char buf[32]) {
     }
 }
 
+/* "[1e+06, 1e+18]" or "(0, 1e+06]": the accepted range of a field. */
+static const char *range_str(const num_field *f, char *buf, size_t n) {
+    if (f->lo > 0) snprintf(buf, n, "[%g, %g]", f->lo, f->hi);
+    else snprintf(buf, n, "(0, %g]", f->hi);
+    return buf;
+}
+
+/* 1 if s holds a control character (below 0x20, or DEL), which a name
+ * printed to a terminal must not carry. */
+static int has_control(const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) return 1;
+    return 0;
+}
+
 /* Checks the values of a profile; `file` labels the message. TSL_ERR_INVALID
  * naming the field and value. */
 static tsl_status check_values(const char *file, const tsl_device_profile *p) {
@@ -69,14 +90,16 @@ static tsl_status check_values(const char *file, const tsl_device_profile *p) {
     if (nl == 0 || nl >= sizeof p->name)
         return tsl_fail(TSL_ERR_INVALID, "%s: field 'name': must have 1 to %zu characters", file,
                         sizeof p->name - 1);
+    if (has_control(p->name))
+        return tsl_fail(TSL_ERR_INVALID, "%s: field 'name': holds a control character", file);
     for (int i = 0; i < N_NUM; i++) {
         double x = *num_at((tsl_device_profile *)p, i);
-        if (!(x > 0) || !(x <= num_fields[i].hi)) {
-            char b[32];
+        if (!(x > 0) || !(x <= num_fields[i].hi) || x < num_fields[i].lo) {
+            char b[32], range[64];
             fmt_real(isfinite(x) ? x : 0, b);
-            return tsl_fail(TSL_ERR_INVALID, "%s: field '%s': %s is outside (0, %g]", file,
+            return tsl_fail(TSL_ERR_INVALID, "%s: field '%s': %s is outside %s", file,
                             num_fields[i].key, isfinite(x) ? b : "a non-finite value",
-                            num_fields[i].hi);
+                            range_str(&num_fields[i], range, sizeof range));
         }
     }
     if (p->mem_bytes == 0 || (uint64_t)p->mem_bytes > MAX_MEM_BYTES)
@@ -142,6 +165,10 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
     const char *s;
     tsl_status st = get_string(file, root, "name", sizeof p->name, &s);
     if (st != TSL_OK) return st;
+    if (has_control(s)) {
+        return bad(file, "name", "%s holds a control character (names are printed)",
+                   tsl__json_value_str(json_object_get(root, "name"), vb, sizeof vb));
+    }
     snprintf(p->name, sizeof p->name, "%s", s);
     if ((st = get_string(file, root, "source", 4096, &s))) return st;
     if ((v = json_object_get(root, "notes")) && !json_is_string(v))
@@ -159,11 +186,12 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
         if (!v) return bad(file, key, "missing");
         if (!json_is_number(v)) return bad(file, key, "%s is not a number", tsl__json_value_str(v, vb, sizeof vb));
         double x = json_number_value(v);
-        if (!(x > 0) || x > num_fields[i].hi) {
-            char xb[32];
+        if (!(x > 0) || x > num_fields[i].hi || x < num_fields[i].lo) {
+            char xb[32], range[64];
             fmt_real(x, xb);
-            return bad(file, key, "%s is %s (expected a value in (0, %g])", xb,
-                       x > 0 ? "absurd" : "not positive", num_fields[i].hi);
+            return bad(file, key, "%s is %s (expected a value in %s)", xb,
+                       !(x > 0) ? "not positive" : x > num_fields[i].hi ? "absurd" : "too small",
+                       range_str(&num_fields[i], range, sizeof range));
         }
         *num_at(p, i) = x;
     }
@@ -184,24 +212,15 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
     return TSL_OK;
 }
 
-/* Loads one profile file. TSL_ERR_IO if it cannot be read, TSL_ERR_FORMAT if
- * malformed; *out untouched on failure. */
+/* Loads one profile file: a regular file of at most MAX_FILE bytes
+ * (io/read_file.h: a FIFO or a device is refused, never waited on).
+ * TSL_ERR_IO if it cannot be read, TSL_ERR_FORMAT if malformed; *out
+ * untouched on failure. */
 static tsl_status load_file(const char *path, tsl_device_profile *out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot open profile: %s", path, strerror(errno));
-    char *buf = malloc(MAX_FILE + 1);
-    if (!buf) {
-        fclose(f);
-        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", path);
-    }
-    size_t n = fread(buf, 1, MAX_FILE + 1, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr || n > MAX_FILE) {
-        free(buf);
-        return tsl_fail(TSL_ERR_IO, "%s: cannot read profile%s", path,
-                        rerr ? "" : " (larger than 1 MiB)");
-    }
+    char *buf;
+    size_t n;
+    tsl_status rs = tsl__read_regular(path, "profile", MAX_FILE, &buf, &n);
+    if (rs != TSL_OK) return rs;
     json_error_t err;
     json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &err);
     free(buf);
@@ -308,7 +327,9 @@ tsl_status tsl_profile_load(const char *name_or_path, tsl_device_profile *out) {
 
 /* Writes the profile with its "source" (required, non-empty) and optional
  * "notes". TSL_ERR_INVALID for bad values (named), TSL_ERR_IO if the file
- * cannot be written. The file loads back to the same values, bit for bit. */
+ * cannot be written: it is written whole or not at all (io/atomic_file.h),
+ * so a full disk never leaves a truncated or empty profile. The file loads
+ * back to the same values, bit for bit. */
 tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p,
                                    const char *source, const char *notes) {
     TSL_ASSERT(path && p);
@@ -317,8 +338,9 @@ tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p
     if (!source || !source[0] || strlen(source) >= 4096)
         return tsl_fail(TSL_ERR_INVALID, "%s: field 'source': must have 1 to 4095 characters",
                         path);
-    FILE *f = fopen(path, "w");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write profile: %s", path, strerror(errno));
+    tsl__out *o;
+    if ((st = tsl__out_open(path, "profile", &o)) != TSL_OK) return st;
+    FILE *f = tsl__out_stream(o);
     fputs("{\n  \"name\": ", f);
     tsl__json_put_str(f, p->name);
     fputs(",\n  \"source\": ", f);
@@ -335,10 +357,7 @@ tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p
         if (i == 3) fprintf(f, ",\n  \"duplex\": %d", p->duplex);
     }
     fputs("\n}\n", f);
-    int werr = ferror(f);
-    if (fclose(f) != 0 || werr)
-        return tsl_fail(TSL_ERR_IO, "%s: error writing profile: %s", path, strerror(errno));
-    return TSL_OK;
+    return tsl__out_commit(o);
 }
 
 tsl_status tsl_profile_save(const char *path, const tsl_device_profile *p) {

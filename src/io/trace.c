@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "io/atomic_file.h"
 #include "io/trace.h"
 
 struct tsl__trace {
+    tsl__out *out;          /* written whole or not at all (io/atomic_file.h) */
     FILE *f;
     char *path;
     long n;                 /* events written */
@@ -26,13 +28,13 @@ tsl_status tsl__trace_open(const char *path, tsl__trace **out) {
         return tsl_fail(TSL_ERR_OOM, "trace '%s': out of host memory", path);
     }
     tr->path = p;
-    tr->f = fopen(path, "w");
-    if (!tr->f) {
-        int e = errno;
+    tsl_status st = tsl__out_open(path, "trace", &tr->out);
+    if (st != TSL_OK) {
         free(tr->path);
         free(tr);
-        return tsl_fail(TSL_ERR_IO, "trace '%s': cannot create: %s", path, strerror(e));
+        return st;
     }
+    tr->f = tsl__out_stream(tr->out);
     if (fputs("{\"traceEvents\":[\n", tr->f) < 0) {
         tr->err = TSL_ERR_IO;
         tr->errno_ = errno;
@@ -102,16 +104,18 @@ tsl_status tsl__trace_close(tsl__trace *tr, json_t *other) {
         }
     }
     json_decref(other);
-    if (fclose(tr->f) != 0 && tr->err == TSL_OK) {
-        tr->err = TSL_ERR_IO;
-        tr->errno_ = errno;
-    }
     tsl_status st = TSL_OK;
-    if (tr->err == TSL_ERR_IO)
-        st = tsl_fail(TSL_ERR_IO, "trace '%s': write failed after %ld events: %s", tr->path,
-                      tr->n, strerror(tr->errno_));
-    else if (tr->err != TSL_OK)
-        st = tsl_fail(tr->err, "trace '%s': out of host memory after %ld events", tr->path, tr->n);
+    if (tr->err == TSL_OK) {
+        st = tsl__out_commit(tr->out); /* flushed, synced, renamed; names the path */
+    } else {
+        tsl__out_abort(tr->out); /* no partial trace is left */
+        if (tr->err == TSL_ERR_IO)
+            st = tsl_fail(TSL_ERR_IO, "trace '%s': write failed after %ld events: %s", tr->path,
+                          tr->n, strerror(tr->errno_));
+        else
+            st = tsl_fail(tr->err, "trace '%s': out of host memory after %ld events", tr->path,
+                          tr->n);
+    }
     free(tr->path);
     free(tr);
     return st;

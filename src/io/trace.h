@@ -24,8 +24,10 @@
 
 typedef struct tsl__trace tsl__trace;
 
-/* Creates `path` and writes the head. TSL_ERR_IO (naming the path and the
- * system's reason) or TSL_ERR_OOM; *out set only on success. */
+/* Starts writing `path` (whole or not at all: io/atomic_file.h, so that
+ * a failed or abandoned trace leaves no partial file) and writes the head.
+ * TSL_ERR_IO (naming the path and the system's reason) or TSL_ERR_OOM;
+ * *out set only on success. */
 tsl_status tsl__trace_open(const char *path, tsl__trace **out);
 
 /* Metadata: the name and display order of a process (pid) and of one of its
@@ -44,7 +46,8 @@ void tsl__trace_counter(tsl__trace *tr, int pid, const char *name, double ts,
                         const char *series, double value);
 
 /* Writes the tail (with `other`, an object stolen into "otherData", may be
- * NULL), closes the file and frees the writer. Returns TSL_OK, or the first
- * error met since open (TSL_ERR_IO naming the path, TSL_ERR_OOM). */
+ * NULL), commits the file and frees the writer. Returns TSL_OK, or the
+ * first error met since open (TSL_ERR_IO naming the path, TSL_ERR_OOM);
+ * on an error the destination is left as it was. */
 tsl_status tsl__trace_close(tsl__trace *tr, json_t *other);
 #endif

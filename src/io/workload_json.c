@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/atomic_file.h"
 #include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/sched_json.h"
@@ -36,7 +37,9 @@
 #define TSL__WL_MAX_ITEMS (1 << 24)              /* tensors, ops */
 #define TSL__WL_MAX_ARGS (1 << 20)               /* inputs or outputs of one op */
 #define TSL__WL_MAX_US 1e12                      /* ~11.6 days: any larger time is absurd */
-#define TSL__WL_MAX_FILE ((long)1 << 30)         /* bytes of a workload file */
+#define TSL__WL_MAX_FILE ((long)16 << 20)        /* bytes of a workload file: 16 MiB, about 20
+                                                  * times densenet121's, bounds what jansson
+                                                  * holds (about 25 bytes per byte read) */
 
 /* ---- small helpers -------------------------------------------------------------- */
 
@@ -395,8 +398,9 @@ tsl_status tsl_workload_parse_json(const char *text, size_t len, const char *nam
     return TSL_OK;
 }
 
-/* Reads and parses a workload file. TSL_ERR_IO if it cannot be read (or is
- * larger than 1 GiB), else as tsl_workload_parse_json. */
+/* Reads and parses a workload file. TSL_ERR_IO if it cannot be read, is
+ * not a regular file or is larger than 16 MiB, else as
+ * tsl_workload_parse_json. */
 tsl_status tsl_workload_read_json(const char *path, tsl_workload **out) {
     char *buf;
     size_t got;
@@ -419,13 +423,16 @@ static void put_names(FILE *f, const tsl_workload *w, const int32_t *ids, int n)
     fputc(']', f);
 }
 
-/* Writes `w` to `path` in the JSON form. Preconditions (bugs otherwise):
- * tensor indices in range, kinds valid, times finite. TSL_ERR_IO naming the
- * path if it cannot be written. */
+/* Writes `w` to `path` in the JSON form, whole or not at all
+ * (io/atomic_file.h). Preconditions (bugs otherwise): tensor indices in
+ * range, kinds valid, times finite. TSL_ERR_IO naming the path if it cannot
+ * be written (the file is then left as it was). */
 tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
     TSL_ASSERT(w && path);
-    FILE *f = fopen(path, "w");
-    if (!f) return tsl_fail(TSL_ERR_IO, "%s: cannot write workload: %s", path, strerror(errno));
+    tsl__out *o;
+    tsl_status st = tsl__out_open(path, "workload", &o);
+    if (st != TSL_OK) return st;
+    FILE *f = tsl__out_stream(o);
     fputs("{\"job\": ", f);
     tsl__json_put_str(f, w->job);
     fputs(",\n \"period_us\": ", f);
@@ -454,8 +461,5 @@ tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
         fputc('}', f);
     }
     fputs(w->n_ops ? "\n ]}\n" : "]}\n", f);
-    int werr = ferror(f);
-    if (fclose(f) != 0 || werr)
-        return tsl_fail(TSL_ERR_IO, "%s: error writing workload: %s", path, strerror(errno));
-    return TSL_OK;
+    return tsl__out_commit(o);
 }

@@ -6,6 +6,7 @@
  * guess.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "tensile/job.h"
 #include "tensile/sched_json.h"
@@ -17,7 +18,11 @@ tsl_status tsl_job_default_profile(const char *name, double pcie_gbps, size_t ca
         if (st != TSL_OK) return st;
     } else {
         tsl_status st = tsl_profile_load("cpu-local", out);
-        if (st == TSL_ERR_FORMAT) return st; /* there, but corrupt: say so, never guess */
+        /* there, but corrupt or unreadable (a FIFO, no permission): say
+         * so, never guess; only a profile found in no folder means "never
+         * calibrated" (tsl_profile_load's message: "... not found (searched") */
+        if (st == TSL_ERR_FORMAT || (st != TSL_OK && !strstr(tsl_last_error(), "not found (searched")))
+            return st;
         if (st != TSL_OK) {
             tsl_clear_error(); /* never calibrated: rough figures */
             *out = tsl_profile_cpu_rough();

@@ -103,10 +103,14 @@ tsl_tid tsl_reshape(tsl_graph *g, const char *name, tsl_tid x, tsl_shape s) {
             return tsl__graph_fail(g, "reshape '%s': target %s has dimension %d = %lld (must be "
                                    "> 0)", name, tsl_shape_str(&s, ss, sizeof ss), i,
                                    (long long)s.d[i]);
-    if (tsl_shape_numel(&s) != tsl_shape_numel(&tx->shape))
+    int64_t target_numel;
+    if (!tsl_shape_numel_checked(&s, &target_numel))
+        return tsl__graph_fail(g, "reshape '%s': target %s has more than %lld elements", name,
+                               tsl_shape_str(&s, ss, sizeof ss), (long long)INT64_MAX);
+    if (target_numel != tsl_shape_numel(&tx->shape))
         return tsl__graph_fail(g, "reshape '%s': target %s has %lld elements, x '%s' %s has %lld",
                                name, tsl_shape_str(&s, ss, sizeof ss),
-                               (long long)tsl_shape_numel(&s), tx->name,
+                               (long long)target_numel, tx->name,
                                tsl_shape_str(&tx->shape, sx, sizeof sx),
                                (long long)tsl_shape_numel(&tx->shape));
     tsl_tid y = tsl__graph_new_tensor(g, name, s, TSL_F32);

@@ -179,8 +179,11 @@ static void transfer(void *dst, const void *src, size_t n, double gbps) {
         size_t c = n - off < TSL__COPY_CHUNK ? n - off : TSL__COPY_CHUNK;
         memcpy((uint8_t *)dst + off, (const uint8_t *)src + off, c);
         off += c;
-        /* bytes / (GB/s) = nanoseconds */
-        sleep_until_ns(t0 + (int64_t)ceil((double)off / gbps));
+        /* bytes / (GB/s) = nanoseconds. A wait beyond a century (a
+         * throttle of 1e-300 GB/s) waits to the end of the clock: never a
+         * wrapped, negative deadline that would not throttle at all */
+        double wait = ceil((double)off / gbps);
+        sleep_until_ns(wait < 4e18 ? t0 + (int64_t)wait : INT64_MAX);
     }
 }
 
