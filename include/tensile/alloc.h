@@ -67,6 +67,16 @@ void tsl_alloc_destroy(tsl_alloc *a); /* NULL is fine */
  * and the largest free block, and n_failed is counted. */
 tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset);
 
+/* Placement: allocates exactly [offset, offset + aligned size) - what an
+ * offline layout (tensile/layout.h) planned. offset must be a multiple of
+ * the alignment. TSL_OK if that range lies in one free block (which is
+ * split around it); TSL_ERR_BUSY if any of it is held by a live block (the
+ * caller waits for that block to go, nothing is counted as failed);
+ * TSL_ERR_OOM if the range passes the capacity, or an injected fault fires
+ * (counted in n_failed, like tsl_alloc_alloc). The ledger counts it like
+ * any allocation. */
+tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes);
+
 /* Frees the live block at `offset` and coalesces it with free neighbours.
  * Freeing anything but a live block's offset is a bug (TSL_ASSERT). */
 void tsl_alloc_release(tsl_alloc *a, size_t offset);

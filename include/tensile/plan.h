@@ -32,19 +32,63 @@ typedef struct tsl_event {
                               A RELEASE has delay 0; a RECOMPUTE has trigger -1 and delay 0 */
 } tsl_event;
 
+/* One block of device memory in a plan's layout (docs/SCHEDULING.md,
+ * "Layout"): one residency of a tensor, or the workspace of one run of an
+ * op. A block is named by (tensor, op, seq):
+ *   - a tensor's residency: tensor >= 0, op = -1, seq = its residency
+ *     index in one iteration: a tensor resident when the iteration starts
+ *     (a persistent tensor the plan does not keep absent at time 0) has
+ *     residency 0 there; each allocation of the tensor in the iteration
+ *     (generation, data load, swap-in, recomputation) starts the next one.
+ *     A residency alive when the iteration ends and resident again at its
+ *     start is the same memory: both blocks carry the same offset;
+ *   - a workspace: tensor = -1, op = the op whose kernel holds it, seq =
+ *     that op's seq-th workspace allocation in the iteration (from 0). */
+typedef struct tsl_plan_block {
+    int32_t tensor;
+    int32_t op;
+    int32_t seq;
+    size_t bytes;          /* requested size */
+    size_t offset;         /* in the device arena; a multiple of the layout's alignment */
+} tsl_plan_block;
+
 typedef struct tsl_plan {
     char job[64];
     int32_t n_events, cap_events;
     tsl_event *events;     /* sorted by (trigger, delay, type, tensor) */
-    size_t predicted_peak; /* bytes: the peak the events imply (docs/SCHEDULING.md) */
+    size_t predicted_peak; /* bytes: the peak load the events imply (docs/SCHEDULING.md) */
     double predicted_period_us; /* iteration time including recomputations and planned
                                    waits (docs/SCHEDULING.md) */
+    /* The layout (tsl_plan_layout): n_blocks == 0 means none. Sorted by
+     * (tensor, op, seq) (tsl_plan_block_find). */
+    int32_t n_blocks;
+    tsl_plan_block *blocks;
+    size_t layout_align;        /* the alignment the layout was made for */
+    size_t predicted_footprint; /* bytes: the layout's extent, what the device must hold */
 } tsl_plan;
 
 tsl_plan *tsl_plan_new(const char *job);
 void tsl_plan_free(tsl_plan *p);
 tsl_status tsl_plan_add(tsl_plan *p, tsl_event e);
 void tsl_plan_sort(tsl_plan *p);
+
+/* ---- the layout ------------------------------------------------------------ */
+/* Lays out one iteration of w under p (docs/SCHEDULING.md, "Layout"):
+ * every block the iteration holds - tensors' residencies, workspaces,
+ * swap-in destinations from the copy's start, recomputed tensors, blocks
+ * kept while a swap-out still reads them, persistent tensors across the
+ * boundary - placed by tsl_layout_solve (tensile/layout.h) with
+ * `alignment` (0: TSL_ALLOC_ALIGN). Replaces p's blocks and sets
+ * p->predicted_footprint and p->layout_align. dev as for
+ * tsl_peak_analysis. TSL_ERR_INVALID (as tsl_peak_analysis),
+ * TSL_ERR_OOM (p unchanged). */
+tsl_status tsl_plan_layout(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                           size_t alignment);
+/* The block (tensor, op, seq) of p's layout, or NULL if it has none. */
+const tsl_plan_block *tsl_plan_block_find(const tsl_plan *p, int32_t tensor, int32_t op,
+                                          int32_t seq);
+/* Drops p's layout (n_blocks = 0, predicted_footprint = 0). */
+void tsl_plan_clear_layout(tsl_plan *p);
 
 /* ---- memory and time implied by a plan (shared accounting) ---------------- */
 /* The timeline of one iteration of one job under its plan, and the memory

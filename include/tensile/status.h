@@ -29,6 +29,8 @@ typedef enum tsl_status {
     TSL_ERR_FORMAT,      /* a file or message is malformed                */
     TSL_ERR_UNSUPPORTED, /* valid request this build/backend cannot serve */
     TSL_ERR_INTERNAL,    /* a library (oneDNN, BLAS, zlib) failed         */
+    TSL_ERR_BUSY,        /* a planned place is still held: wait and retry */
+    TSL_ERR_BUDGET,      /* a plan was made but does not fit its budget   */
 } tsl_status;
 
 /* Short constant name of a status ("out of memory", ...). Never NULL. */

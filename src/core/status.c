@@ -14,6 +14,8 @@ const char *tsl_status_str(tsl_status st) {
     case TSL_ERR_FORMAT: return "malformed input";
     case TSL_ERR_UNSUPPORTED: return "unsupported";
     case TSL_ERR_INTERNAL: return "internal library error";
+    case TSL_ERR_BUSY: return "place still held";
+    case TSL_ERR_BUDGET: return "budget not met";
     }
     return "unknown status";
 }
