@@ -21,6 +21,7 @@
 #include "tensile/ops.h"
 #include "tensile/models.h"
 #include "tensile/policy.h"
+#include "tensile/session.h"
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
 #include "tensile/verify.h"
@@ -83,6 +84,62 @@ static double plan_reps(tsl_workload **w, int n, const tsl_device_profile *dev, 
     return t[reps / 2];
 }
 
+static void verify(tsl_workload **w, tsl_plan **p, int n, const tsl_device_profile *dev);
+
+/* Every zoo model at the batch: the competitive ratio (layout extent /
+ * peak load) of the empty plan's layout and of TENSILE's, beside the
+ * online best-fit allocator's ratio for the vanilla executor (the dry
+ * run's footprint / load). */
+static void layout_table(int batch, int adam, const tsl_device_profile *dev) {
+    printf("Layouts (SmartPool's offline placement) of every zoo model, batch %d: competitive "
+           "ratio = footprint / peak load; SmartPool's Table I: 1.0005 - 1.016\n\n", batch);
+    printf("| model | blocks (tensile) | vanilla load | vanilla footprint | ratio | online best fit (vanilla dry run) | tensile load | tensile footprint | ratio | layout ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    double worst = 0;
+    for (const char *const *mn = tsl_model_names(); *mn; mn++) {
+        const char *name = *mn;
+        tsl_workload *w = workload(name, batch, adam, dev);
+        tsl_plan *p[1];
+        tsl_plan_report rep;
+        tsl_plan_opts po = tsl_plan_opts_default();
+        if (tsl_plan_jobs(&w, 1, dev, &po, p, &rep) != TSL_OK) {
+            fprintf(stderr, "bench_plan: %s: %s\n", name, tsl_last_error());
+            exit(1);
+        }
+        verify(&w, p, 1, dev);
+        double t0 = now_ms();
+        tsl_plan_layout(w, p[0], dev, 0);
+        double lay_ms = now_ms() - t0;
+        double rv = (double)rep.vanilla_footprint[0] / (double)rep.vanilla_peak[0];
+        double rt = (double)rep.planned_footprint[0] / (double)rep.planned_peak[0];
+        if (rv > worst) worst = rv;
+        if (rt > worst) worst = rt;
+        tsl_model_cfg cfg = tsl_model_cfg_default(name);
+        cfg.batch = batch;
+        tsl_graph *g = tsl_graph_new(name);
+        tsl_tid loss;
+        tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+        tsl_mem_report dr = {0};
+        if (tsl_model_build(g, name, &cfg, &loss) != TSL_OK || tsl_graph_backward(g, loss) != TSL_OK ||
+            tsl_graph_optimizer(g, &o) != TSL_OK || tsl_graph_finalize(g) != TSL_OK ||
+            tsl_graph_dry_run(g, (size_t)1 << 50, &dr) != TSL_OK) {
+            fprintf(stderr, "bench_plan: %s: %s\n", name, tsl_last_error());
+            exit(1);
+        }
+        tsl_graph_free(g);
+        printf("| %s | %d | %.2f MiB | %.2f MiB | %.4f | %.4f | %.2f MiB | %.2f MiB | %.4f | %.1f |\n",
+               name, p[0]->n_blocks, rep.vanilla_peak[0] / 1048576.0,
+               rep.vanilla_footprint[0] / 1048576.0, rv,
+               (double)dr.peak_footprint / (double)dr.peak_load, rep.planned_peak[0] / 1048576.0,
+               rep.planned_footprint[0] / 1048576.0, rt, lay_ms);
+        fflush(stdout);
+        tsl_plan_free(p[0]);
+        tsl_plan_report_free(&rep);
+        tsl_workload_free(w);
+    }
+    printf("\nworst competitive ratio: %.4f (target <= 1.02)\n", worst);
+}
+
 static void verify(tsl_workload **w, tsl_plan **p, int n, const tsl_device_profile *dev) {
     tsl_violation *v = NULL;
     int nv = 0;
@@ -123,8 +180,11 @@ int main(int argc, char **argv) {
            "latencies from the cost model; %d planning runs per row\n\n",
            dev.name, dev.flops * 1e-12, dev.mem_bw * 1e-9, dev.h2d_bw * 1e-9, dev.d2h_bw * 1e-9,
            dev.duplex ? "duplex" : "one shared channel", batch, adam ? "Adam" : "SGD momentum", reps);
-    printf("| model | vanilla peak | planned peak | MSR | paper MSR (TENSILE) | simulated EOR | swaps | recomputes | planning ms (median, min..max) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    layout_table(batch, adam, &dev);
+    printf("\nTENSILE on the paper's five models: MSR on the footprint (each plan's layout's "
+           "extent, what the device must hold), MSR on the peak load beside it\n\n");
+    printf("| model | vanilla footprint | planned footprint | MSR | MSR load | MSR / MSR load | paper MSR (TENSILE) | simulated EOR | swaps | recomputes | planning ms (median, min..max) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     tsl_workload *all[N_MODELS];
     for (int m = 0; m < N_MODELS; m++) {
         tsl_workload *w = workload(MODELS[m].model, batch, adam, &dev);
@@ -139,11 +199,14 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_plan: simulation failed: %s\n", tsl_last_error());
             return 1;
         }
-        double msr = 1.0 - (double)rep.planned_peak[0] / (double)rep.vanilla_peak[0];
-        printf("| %s | %.1f MiB | %.1f MiB | %.3f | %.3f | %.3f | %d | %d | %.2f (%.2f..%.2f) |\n",
-               MODELS[m].model, rep.vanilla_peak[0] / 1048576.0, rep.planned_peak[0] / 1048576.0, msr,
-               MODELS[m].paper_msr, sr.job[0].iter_us / sr.job[0].vanilla_iter_us, rep.swaps[0],
-               rep.recomputes[0], med, lo, hi);
+        double msr_load = 1.0 - (double)rep.planned_peak[0] / (double)rep.vanilla_peak[0];
+        double msr = 1.0 - (double)rep.planned_footprint[0] / (double)rep.vanilla_footprint[0];
+        printf("| %s | %.1f MiB | %.1f MiB | %.3f | %.3f | %.3f | %.3f | %.3f | %d | %d | %.2f (%.2f..%.2f) |\n",
+               MODELS[m].model, rep.vanilla_footprint[0] / 1048576.0,
+               rep.planned_footprint[0] / 1048576.0, msr, msr_load,
+               msr_load > 0 ? msr / msr_load : 0.0, MODELS[m].paper_msr,
+               sr.job[0].iter_us / sr.job[0].vanilla_iter_us, rep.swaps[0], rep.recomputes[0],
+               med, lo, hi);
         fflush(stdout);
         tsl_plan_free(p[0]);
         tsl_plan_report_free(&rep);
@@ -162,18 +225,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_plan: simulation failed: %s\n", tsl_last_error());
         return 1;
     }
-    size_t sv = 0, sp = 0;
+    size_t sv = 0, sp = 0, svf = 0, spf = 0;
     double st = 0, vt = 0;
     for (int i = 0; i < N_MODELS; i++) {
         sv += rep.vanilla_peak[i];
         sp += rep.planned_peak[i];
+        svf += rep.vanilla_footprint[i];
+        spf += rep.planned_footprint[i];
         st += sr.job[i].iter_us;
         vt += vr.job[i].iter_us; /* vanilla jobs sharing the same device */
     }
-    printf("\nall five models as five jobs on one device: sum of vanilla peaks %.1f MiB, sum of planned peaks "
-           "%.1f MiB (MSR %.3f), simulated together peak %.1f MiB, EOR %.3f; planning %.2f ms (%.2f..%.2f), "
+    printf("\nall five models as five jobs on one device: sum of vanilla footprints %.1f MiB, sum of "
+           "planned footprints %.1f MiB (MSR %.3f; on the peak loads %.1f -> %.1f MiB, MSR load "
+           "%.3f), simulated together peak load %.1f MiB, EOR %.3f; planning %.2f ms (%.2f..%.2f), "
            "%d planner iterations\n",
-           sv / 1048576.0, sp / 1048576.0, 1.0 - (double)sp / (double)sv, sr.global_peak / 1048576.0, st / vt,
+           svf / 1048576.0, spf / 1048576.0, 1.0 - (double)spf / (double)svf, sv / 1048576.0,
+           sp / 1048576.0, 1.0 - (double)sp / (double)sv, sr.global_peak / 1048576.0, st / vt,
            med, lo, hi, rep.iterations);
     for (int i = 0; i < N_MODELS; i++) {
         tsl_plan_free(p[i]);

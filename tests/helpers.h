@@ -4,6 +4,10 @@
  */
 #ifndef TSL_TESTS_HELPERS_H
 #define TSL_TESTS_HELPERS_H
+
+/* tsl_plan_jobs gave plans: met the budget (TSL_OK), or is its best short
+ * of it (TSL_ERR_BUDGET: the plans are filled; report.budget_met says) */
+#define TH_PLANNED(st) ((st) == TSL_OK || (st) == TSL_ERR_BUDGET)
 #include <stddef.h>
 #include <stdint.h>
 #include "tensile/ops.h"

@@ -9,7 +9,19 @@
  * period against tsl_peak_analysis. */
 void th_plan_checked(tsl_workload **w, int n, const tsl_device_profile *dev,
                      const tsl_plan_opts *o, tsl_plan **p, tsl_plan_report *rep) {
-    cr_assert_eq(tsl_plan_jobs(w, n, dev, o, p, rep), TSL_OK, "plan: %s", tsl_last_error());
+    tsl_status ps = tsl_plan_jobs(w, n, dev, o, p, rep);
+    cr_assert(ps == TSL_OK || ps == TSL_ERR_BUDGET, "plan: %s", tsl_last_error());
+    /* the footprints fit the budget exactly when the status says so */
+    size_t fp = 0;
+    for (int j = 0; j < n; j++) {
+        cr_assert_gt(p[j]->n_blocks, 0, "job %d has its layout", j);
+        cr_assert_geq(p[j]->predicted_footprint, p[j]->predicted_peak, "job %d", j);
+        cr_assert_eq(rep->planned_footprint[j], p[j]->predicted_footprint);
+        fp += p[j]->predicted_footprint;
+    }
+    cr_assert_eq(rep->budget_met, fp <= rep->budget, "budget_met %d, footprints %zu, budget %zu",
+                 rep->budget_met, fp, rep->budget);
+    cr_assert_eq(ps == TSL_OK, rep->budget_met);
     tsl_violation *v = NULL;
     int nv = 0;
     tsl_status st = tsl_plan_verify_jobs((const tsl_workload *const *)w, (const tsl_plan *const *)p,

@@ -51,6 +51,7 @@ static tsl_workload *small(const char *job) {
     }
     w->tensors[2].producer = 0;
     w->tensors[3].producer = 1;
+    w->ops[1].workspace = 512;
     w->n_ops = 3;
     w->optimizer_begin = 2;
     w->period_us = 30;
@@ -69,6 +70,17 @@ static tsl_plan *plan_a(void) {
         cr_assert_eq(tsl_plan_add(p, ev[i]), TSL_OK);
     p->predicted_peak = ((size_t)1 << 56) - 3;
     p->predicted_period_us = 29.999999999999996;
+    /* a layout (not a valid one: the reader takes it as written, the
+     * verifier judges it); f2 gets a workspace in small() */
+    static const tsl_plan_block lay[] = {
+        {-1, 1, 0, 512, 4096}, {-1, 1, 1, 512, 1u << 20}, {0, -1, 0, 1000, 0},
+        {2, -1, 0, 3000, 1024}, {2, -1, 1, 3000, 8192},
+    };
+    p->blocks = malloc(sizeof lay);
+    memcpy(p->blocks, lay, sizeof lay);
+    p->n_blocks = 5;
+    p->layout_align = 256;
+    p->predicted_footprint = (1u << 20) + 512;
     return p;
 }
 
@@ -99,6 +111,12 @@ static void expect_same_plan(const tsl_plan *a, const tsl_plan *b) {
     cr_assert_eq(a->predicted_peak, b->predicted_peak);
     cr_assert(memcmp(&a->predicted_period_us, &b->predicted_period_us, sizeof(double)) == 0,
               "period %.17g != %.17g", a->predicted_period_us, b->predicted_period_us);
+    cr_assert_eq(a->n_blocks, b->n_blocks);
+    cr_assert_eq(a->layout_align, b->layout_align);
+    cr_assert_eq(a->predicted_footprint, b->predicted_footprint);
+    for (int32_t k = 0; k < a->n_blocks; k++)
+        cr_assert(memcmp(&a->blocks[k], &b->blocks[k], sizeof a->blocks[k]) == 0,
+                  "block %d differs", k);
     for (int32_t k = 0; k < a->n_events; k++) {
         const tsl_event *x = &a->events[k], *y = &b->events[k];
         cr_assert(x->type == y->type && x->tensor == y->tensor && x->trigger == y->trigger &&
@@ -143,6 +161,10 @@ Test(plan_json, round_trip_is_exact_and_stable) {
                          "\"delay_us\": 0.3333333333333333, \"precede\": \"f2\"}"),
               "%s", t1);
     cr_assert(strstr(t1, "\"predicted_peak_bytes\": 72057594037927933"), "%s", t1);
+    cr_assert(strstr(t1, "\"predicted_footprint_bytes\": 1049088, \"layout_alignment\": 256"),
+              "%s", t1);
+    cr_assert(strstr(t1, "{\"workspace\": \"f2\", \"run\": 1, \"offset\": 1048576}"), "%s", t1);
+    cr_assert(strstr(t1, "{\"tensor\": \"x\", \"residency\": 1, \"offset\": 8192}"), "%s", t1);
     /* parsing the text directly gives the same */
     tsl_plan *again[2];
     cr_assert_eq(tsl_plan_parse_json(t1, n1, "mem", ws, 2, again), TSL_OK, "%s", tsl_last_error());
@@ -299,6 +321,21 @@ Test(plan_json, every_malformed_case_names_file_field_and_value) {
          NULL, "p.json: jobs[0].events[0]: field 'trigger' is not allowed (for a recompute)"},
         {"[{\"type\": \"recompute\", \"tensor\": \"x\", \"precede\": \"f2\", \"color\": 1}]", NULL,
          "p.json: jobs[0].events[0]: unknown field 'color' (for a recompute)"},
+        /* the layout: all three fields or none, each block named and placed */
+        {"[], \"layout\": []", NULL, "p.json: jobs[0]: missing field 'predicted_footprint_bytes'"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 100, \"layout\": []", NULL,
+         "p.json: jobs[0].layout_alignment: 100 is not a power of two"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 256, \"layout\": [{\"tensor\": \"zz\", \"residency\": 0, \"offset\": 0}]", NULL,
+         "p.json: jobs[0].layout[0].tensor: 'zz' is no tensor of job 'A'"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 256, \"layout\": [{\"workspace\": \"f1\", \"run\": 0, \"offset\": 0}]", NULL,
+         "p.json: jobs[0].layout[0].workspace: op 'f1' has no workspace"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 256, \"layout\": [{\"tensor\": \"x\", \"residency\": -1, \"offset\": 0}]", NULL,
+         "p.json: jobs[0].layout[0].residency: -1 is negative"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 256, \"layout\": [{\"tensor\": \"x\", \"residency\": 0, \"offset\": 0, \"size\": 3}]", NULL,
+         "p.json: jobs[0].layout[0]: unknown field 'size'"},
+        {"[], \"predicted_footprint_bytes\": 5, \"layout_alignment\": 256, \"layout\": [{\"tensor\": \"x\", \"residency\": 0, \"offset\": 0}, "
+         "{\"tensor\": \"x\", \"residency\": 0, \"offset\": 512}]",
+         NULL, "p.json: jobs[0].layout: two blocks for tensor 'x' residency 0"},
         {"[{\"type\": \"swap_in\", \"tensor\": \"x\", \"trigger\": \"f1\", \"delay_us\": 0, "
          "\"precede\": \"start\"}]",
          NULL,

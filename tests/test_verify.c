@@ -726,8 +726,9 @@ Test(verify, release_rules) {
      * 260..290 brings it back for b3. Peak 10110 as f3 starts. */
     tsl_plan *q = PLAN("A", 10110, 700, SO(Y, F2, 0), REL(Y, F2), SI(Y, F2, 60, B3));
     EXPECT(w, q, &d,
-           "event 1 release 'y' (trigger 'f2'): frees the tensor at 230.0 us while op 'f3' "
-           "reads it (until 300.0 us)");
+           "~event 1 release 'y' (trigger 'f2'): op 'f3' reads 'y' from 200.0 us, after the "
+           "release's trigger 'f2' ends at 200.0 us, but before the release frees it at 230.0 us "
+           "(it waits for event 0 swap_out 'y' (trigger 'f2'))");
     /* a swap-in triggered by the op it precedes is reported once, by the
      * swap-in (not again as a read of a released tensor by that op): the op
      * cannot wait for a copy that starts after it ends */

@@ -2,8 +2,10 @@
  * cmd_plan.c - `tensile plan`: plan one or several jobs on a device profile
  * with a policy of the registry (tensile/policy.h; TENSILE by default),
  * verify every plan, simulate them together, and report per job and
- * overall: vanilla peak, planned peak, MSR, simulated EOR, swaps,
- * recomputations, bytes moved, planned waits, planning time.
+ * overall: vanilla and planned footprint (each plan's layout's extent: what
+ * the device must hold), MSR on the footprint and on the peak load,
+ * simulated EOR, swaps, recomputations, bytes moved, planned waits,
+ * planning time. A budget the plans cannot meet exits 3.
  *
  * The policy's own options are given as --OPTION VALUE, OPTION being the
  * option's name in the policy's descriptor table; they are applied once the
@@ -32,10 +34,14 @@ static const char help[] =
     "from the device profile's cost model, plans all jobs together with the\n"
     "policy (TENSILE by default: swaps and recomputations, Algorithms 1-3),\n"
     "verifies every plan, and simulates the jobs sharing the device (one compute\n"
-    "resource, two copy channels). MSR = (vanilla peak - planned peak) / vanilla\n"
-    "peak against the liveness-freeing vanilla executor; EOR = simulated\n"
-    "iteration time / vanilla iteration time, both simulated with the same jobs\n"
-    "sharing the device.\n"
+    "resource, two copy channels). Every plan gets its memory layout (an offset\n"
+    "per block, SmartPool's offline placement); its extent is the footprint, the\n"
+    "device memory the job needs. MSR = 1 - planned footprint / vanilla\n"
+    "footprint against the liveness-freeing vanilla executor (MSR load: the same\n"
+    "on the peak of live bytes); EOR = simulated iteration time / vanilla\n"
+    "iteration time, both simulated with the same jobs sharing the device.\n"
+    "The budget holds the footprints; one the policy cannot meet is reported and\n"
+    "exits 3 (--json: budget_met false).\n"
     "\n"
     "  --model M, --batch B   one job (image size: the model's default)\n"
     "  --jobs LIST            jobs as model:batch[:image],... (any number)\n"
@@ -44,7 +50,8 @@ static const char help[] =
     "  --profile P            device profile: a6000 (default), rtx2080ti,\n"
     "                         h100-pcie, h100-sxm, cpu-local, or a JSON path\n"
     "  --policy NAME          the planning policy (below; default tensile)\n"
-    "  --budget SIZE          device memory for the jobs (default: the profile's)\n"
+    "  --budget SIZE          device memory for the jobs' footprints together\n"
+    "                         (default: the profile's)\n"
     "  --optimizer O          adam (default) or sgd (momentum 0.9)\n"
     "  --no-recompute         the same as --recompute 0\n"
     "  --out FILE             write the plans as JSON\n"
@@ -177,23 +184,34 @@ static int distinct_names(const job_list *jobs, tsl_workload *const *w, int n) {
 }
 
 /* Prints the report (a table, or one JSON object). */
+/* 1 - planned / vanilla, 0 when vanilla is 0. */
+static double msr_of(size_t planned, size_t vanilla) {
+    return vanilla ? 1.0 - (double)planned / (double)vanilla : 0;
+}
+
+/* The report: per job and for all the jobs, the footprints (what the
+ * device must hold: the layouts' extents) with their MSR as the headline,
+ * the peak loads with theirs beside them, EOR from the simulator. */
 static void report(const char *policy, const job_spec *jobs, int n, tsl_workload **w,
                    const tsl_plan_report *rep, const tsl_sim_result *sim,
                    const tsl_sim_result *vsim, const tsl_device_profile *dev, int json) {
-    size_t sum_v = 0, sum_p = 0;
+    size_t sum_v = 0, sum_p = 0, sum_vf = 0, sum_pf = 0;
     double sum_vt = 0, sum_st = 0, stall = 0;
     int waits = 0;
     json_t *arr = json_array();
     if (!json)
-        printf("%-22s %12s %12s %7s %7s %6s %6s %12s %12s\n", "job", "vanilla", "planned", "MSR",
-               "EOR", "swaps", "recomp", "to device", "to host");
+        printf("%-22s %12s %12s %7s %8s %7s %6s %6s %12s %12s\n", "job", "vanilla", "planned",
+               "MSR", "MSR load", "EOR", "swaps", "recomp", "to device", "to host");
     for (int i = 0; i < n; i++) {
-        double msr = rep->vanilla_peak[i] ? 1.0 - (double)rep->planned_peak[i] / (double)rep->vanilla_peak[i] : 0;
+        double msr = msr_of(rep->planned_footprint[i], rep->vanilla_footprint[i]);
+        double msr_load = msr_of(rep->planned_peak[i], rep->vanilla_peak[i]);
         /* against vanilla on the same shared device: jobs share one compute
          * resource, so a job alone is not the baseline of a job among others */
         double eor = sim->job[i].iter_us / vsim->job[i].iter_us;
         sum_v += rep->vanilla_peak[i];
         sum_p += rep->planned_peak[i];
+        sum_vf += rep->vanilla_footprint[i];
+        sum_pf += rep->planned_footprint[i];
         sum_vt += vsim->job[i].iter_us;
         sum_st += sim->job[i].iter_us;
         waits += rep->waits[i];
@@ -203,10 +221,14 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
             json_object_set_new(o, "job", json_string(w[i]->job));
             json_object_set_new(o, "model", json_string(jobs[i].workload_path ? w[i]->job : jobs[i].model));
             json_object_set_new(o, "batch", json_integer(jobs[i].workload_path ? 0 : jobs[i].batch));
+            json_object_set_new(o, "vanilla_footprint_bytes", json_integer((json_int_t)rep->vanilla_footprint[i]));
+            json_object_set_new(o, "planned_footprint_bytes", json_integer((json_int_t)rep->planned_footprint[i]));
             json_object_set_new(o, "vanilla_peak_bytes", json_integer((json_int_t)rep->vanilla_peak[i]));
             json_object_set_new(o, "planned_peak_bytes", json_integer((json_int_t)rep->planned_peak[i]));
             json_object_set_new(o, "simulated_peak_bytes", json_integer((json_int_t)sim->job[i].peak));
             json_object_set_new(o, "msr", json_real(msr));
+            json_object_set_new(o, "msr_load", json_real(msr_load));
+            json_object_set_new(o, "budget_met", json_boolean(rep->budget_met));
             json_object_set_new(o, "eor", json_real(eor));
             json_object_set_new(o, "iter_us", json_real(sim->job[i].iter_us));
             json_object_set_new(o, "vanilla_iter_us", json_real(vsim->job[i].iter_us));
@@ -220,24 +242,30 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
             json_array_append_new(arr, o);
         } else {
             char b1[32], b2[32], b3[32], b4[32];
-            printf("%-22s %12s %12s %7.3f %7.3f %6d %6d %12s %12s\n", w[i]->job,
-                   fmt_bytes(rep->vanilla_peak[i], b1, sizeof b1), fmt_bytes(rep->planned_peak[i], b2, sizeof b2),
-                   msr, eor, rep->swaps[i], rep->recomputes[i], fmt_bytes(rep->bytes_h2d[i], b3, sizeof b3),
+            printf("%-22s %12s %12s %7.3f %8.3f %7.3f %6d %6d %12s %12s\n", w[i]->job,
+                   fmt_bytes(rep->vanilla_footprint[i], b1, sizeof b1),
+                   fmt_bytes(rep->planned_footprint[i], b2, sizeof b2), msr, msr_load, eor,
+                   rep->swaps[i], rep->recomputes[i], fmt_bytes(rep->bytes_h2d[i], b3, sizeof b3),
                    fmt_bytes(rep->bytes_d2h[i], b4, sizeof b4));
         }
     }
-    double gmsr = sum_v ? 1.0 - (double)sum_p / (double)sum_v : 0;
+    double gmsr = msr_of(sum_pf, sum_vf), gmsr_load = msr_of(sum_p, sum_v);
     double geor = sum_vt > 0 ? sum_st / sum_vt : 0;
     if (json) {
         json_t *root = json_object(), *gl = json_object();
         json_object_set_new(root, "profile", json_string(dev->name));
         json_object_set_new(root, "policy", json_string(policy));
         json_object_set_new(root, "jobs", arr);
+        json_object_set_new(gl, "vanilla_footprint_bytes", json_integer((json_int_t)sum_vf));
+        json_object_set_new(gl, "planned_footprint_bytes", json_integer((json_int_t)sum_pf));
         json_object_set_new(gl, "vanilla_peak_bytes", json_integer((json_int_t)sum_v));
         json_object_set_new(gl, "planned_peak_bytes", json_integer((json_int_t)sum_p));
         json_object_set_new(gl, "vanilla_simulated_peak_bytes", json_integer((json_int_t)vsim->global_peak));
         json_object_set_new(gl, "simulated_peak_bytes", json_integer((json_int_t)sim->global_peak));
         json_object_set_new(gl, "msr", json_real(gmsr));
+        json_object_set_new(gl, "msr_load", json_real(gmsr_load));
+        json_object_set_new(gl, "budget_bytes", json_integer((json_int_t)rep->budget));
+        json_object_set_new(gl, "budget_met", json_boolean(rep->budget_met));
         json_object_set_new(gl, "eor", json_real(geor));
         json_object_set_new(gl, "planned_waits", json_integer(waits));
         json_object_set_new(root, "global", gl);
@@ -251,12 +279,17 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
     }
     json_decref(arr);
     char b1[32], b2[32], b3[32], b4[32];
-    printf("%-22s %12s %12s %7.3f %7.3f   (sum of per-job peaks, as the paper's MP)\n", "all jobs",
-           fmt_bytes(sum_v, b1, sizeof b1), fmt_bytes(sum_p, b2, sizeof b2), gmsr, geor);
+    printf("%-22s %12s %12s %7.3f %8.3f %7.3f   (sums of per-job footprints, as the paper's MP)\n",
+           "all jobs", fmt_bytes(sum_vf, b1, sizeof b1), fmt_bytes(sum_pf, b2, sizeof b2), gmsr,
+           gmsr_load, geor);
+    printf("footprint: the device memory each plan's layout needs; load: the peak of live "
+           "bytes (vanilla %s, planned %s)\n",
+           fmt_bytes(sum_v, b3, sizeof b3), fmt_bytes(sum_p, b4, sizeof b4));
     if (waits)
         printf("planned waits: %d (compute waits %.1f us per iteration for copies, in the "
                "predicted periods)\n", waits, stall);
-    printf("simulated together: vanilla peak %s, planned peak %s; %s planning %.2f ms (%d iterations) on %s\n",
+    printf("simulated together: vanilla peak load %s, planned peak load %s; %s planning %.2f ms "
+           "(%d iterations) on %s\n",
            fmt_bytes(vsim->global_peak, b3, sizeof b3), fmt_bytes(sim->global_peak, b4, sizeof b4),
            policy, rep->planning_ms, rep->iterations, dev->name);
 }
@@ -345,9 +378,10 @@ int cmd_plan(int argc, char **argv) {
         rc = 0;
     }
     if (rc == 0 && out && !distinct_names(&jobs, w, n)) rc = 2;
-    tsl_plan_opts po = {tsl_policy_opts_policy(popts), tsl_policy_opts_values(popts), budget};
+    tsl_plan_opts po = {tsl_policy_opts_policy(popts), tsl_policy_opts_values(popts), budget, 0};
     tsl_plan_report rep = {0};
-    if (rc == 0 && tsl_plan_jobs(w, n, &dev, &po, plans, &rep) != TSL_OK) {
+    tsl_status pst = rc == 0 ? tsl_plan_jobs(w, n, &dev, &po, plans, &rep) : TSL_OK;
+    if (pst != TSL_OK && pst != TSL_ERR_BUDGET) { /* an unmet budget is reported below */
         fprintf(stderr, "tensile plan: planning failed: %s\n", tsl_last_error());
         rc = 1;
     }
@@ -363,12 +397,16 @@ int cmd_plan(int argc, char **argv) {
         }
         free(v);
     }
-    /* The plans fit if their peaks together (the planner's measure: the sum
-     * of the jobs' planned peaks) fit the budget, or the device without
-     * one. Plans that do not fit are reported, never written. */
-    size_t limit = budget ? budget : dev.mem_bytes, sum_planned = 0;
-    for (int i = 0; i < n && rc == 0; i++) sum_planned += rep.planned_peak[i];
-    int fits = rc != 0 || sum_planned <= limit;
+    /* The plans fit if their footprints together (what the device must
+     * hold: the sum of the jobs' layouts' extents) fit the budget, or the
+     * device without one. Plans that do not fit are reported, never
+     * written. */
+    size_t limit = budget ? budget : dev.mem_bytes, sum_planned = 0, sum_load = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        sum_planned += rep.planned_footprint[i];
+        sum_load += rep.planned_peak[i];
+    }
+    int fits = rc != 0 || rep.budget_met;
     tsl_sim_result sim = {0}, vsim = {0};
     if (rc == 0) {
         tsl_sim_opts so = {.iterations = 3, .trace_path = fits ? trace : NULL, .actual = NULL};
@@ -391,9 +429,12 @@ int cmd_plan(int argc, char **argv) {
         if (budget) snprintf(what, sizeof what, "--budget %s", fmt_bytes(budget, b3, sizeof b3));
         else snprintf(what, sizeof what, "the %s of profile '%s' (its mem_bytes)",
                       fmt_bytes(dev.mem_bytes, b3, sizeof b3), dev.name);
-        fprintf(stderr, "tensile plan: the plans do not fit: the jobs' planned peaks sum to %s "
-                "(%zu bytes), more than %s (%zu bytes)%s%s\n",
-                fmt_bytes(sum_planned, b1, sizeof b1), sum_planned, what, limit,
+        char b4[32];
+        fprintf(stderr, "tensile plan: the budget is not met: policy '%s' reached footprints "
+                "summing to %s (%zu bytes; peak load %s), more than %s (%zu bytes): it can swap "
+                "and recompute no more%s%s\n",
+                policy, fmt_bytes(sum_planned, b1, sizeof b1), sum_planned,
+                fmt_bytes(sum_load, b4, sizeof b4), what, limit,
                 n > 1 ? "; plan fewer or smaller jobs" : "",
                 out && trace ? "; --out and --trace not written"
                 : out        ? "; --out not written"

@@ -52,7 +52,8 @@ static const char help[] =
     "Trains the model with the vanilla executor (every tensor freed after its\n"
     "last use) and with the policy on the same batches, and prints both: peak\n"
     "load and footprint (the allocator's ledger), iteration time, MSR = 1 -\n"
-    "peak/vanilla peak, EOR = iteration time/vanilla's, CBR = MSR/EOR, the\n"
+    "footprint/vanilla footprint (MSR load: the same on the peak load), EOR =\n"
+    "iteration time/vanilla's, CBR = MSR/EOR, the\n"
     "planned and simulated MSR and EOR, the swaps and recomputations done,\n"
     "passive swap-ins, evictions, stall time, replans, and whether the final\n"
     "parameters are bitwise identical. TENSILE is planned from the kernel times\n"
@@ -397,6 +398,8 @@ static int runner_finish(run_env *e, runner *u, size_t roomy) {
 /* What the planner and the simulator predict for the plan. */
 typedef struct prediction {
     size_t vanilla_peak, planned_peak;
+    size_t vanilla_footprint, planned_footprint; /* the layouts' extents */
+    int budget_met;
     double sim_iter_us, sim_vanilla_iter_us;
     size_t sim_peak, sim_vanilla_peak;
     int swaps, recomputes;
@@ -422,6 +425,9 @@ static int predict(tsl_job *job, prediction *pr) {
     }
     pr->vanilla_peak = js.vanilla_peak;
     pr->planned_peak = js.planned_peak;
+    pr->vanilla_footprint = js.vanilla_footprint;
+    pr->planned_footprint = js.planned_footprint;
+    pr->budget_met = js.budget_met;
     pr->swaps = js.swaps;
     pr->recomputes = js.recomputes;
     pr->planning_ms = js.planning_ms;
@@ -700,10 +706,16 @@ int cmd_run(int argc, char **argv) {
         sched = van; /* the policy is vanilla: its run is the baseline */
     }
 
-    double msr = 1.0 - ratio_or_zero((double)sched.peak_load, (double)van.peak_load);
+    /* MSR on the footprint, what the device must hold (the paper's V-A);
+     * on the load beside it */
+    double msr = 1.0 - ratio_or_zero((double)sched.peak_fp, (double)van.peak_fp);
+    double msr_load = 1.0 - ratio_or_zero((double)sched.peak_load, (double)van.peak_load);
     double eor = ratio_or_zero(sched.iter_ms, van.iter_ms);
     double cbr = ratio_or_zero(msr, eor);
-    double pmsr = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_peak, (double)pr.vanilla_peak) : 0;
+    double pmsr = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_footprint,
+                                                 (double)pr.vanilla_footprint) : 0;
+    double pmsr_load = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_peak,
+                                                      (double)pr.vanilla_peak) : 0;
     double peor = t.policy ? ratio_or_zero(pr.sim_iter_us, pr.sim_vanilla_iter_us) : 1;
     /* the simulator's MSR for the same plan (steady-state peaks) */
     double smsr = t.policy ? 1.0 - ratio_or_zero((double)pr.sim_peak, (double)pr.sim_vanilla_peak) : 0;
@@ -727,14 +739,22 @@ int cmd_run(int argc, char **argv) {
             json_object_set_new(s, "test_accuracy", json_real(sched.accuracy));
             json_object_set_new(s, "evaluated_outside_budget", json_boolean(sched.eval_elsewhere));
         }
-        if (t.policy)
+        if (t.policy) {
             json_object_set_new(s, "predicted_peak_bytes", json_integer((json_int_t)pr.planned_peak));
+            json_object_set_new(s, "predicted_footprint_bytes",
+                                json_integer((json_int_t)pr.planned_footprint));
+            json_object_set_new(v, "predicted_footprint_bytes",
+                                json_integer((json_int_t)pr.vanilla_footprint));
+            json_object_set_new(o, "budget_met", json_boolean(pr.budget_met));
+        }
         json_object_set_new(o, "vanilla", v);
         json_object_set_new(o, "scheduled", s);
         json_object_set_new(o, "msr", json_real(msr));
+        json_object_set_new(o, "msr_load", json_real(msr_load));
         json_object_set_new(o, "eor", json_real(eor));
         json_object_set_new(o, "cbr", json_real(cbr));
         json_object_set_new(o, "predicted_msr", json_real(pmsr));
+        json_object_set_new(o, "predicted_msr_load", json_real(pmsr_load));
         json_object_set_new(o, "predicted_eor", json_real(peor));
         json_object_set_new(o, "simulated_msr", json_real(smsr));
         json_object_set_new(o, "identical", json_boolean(identical));
@@ -764,19 +784,23 @@ int cmd_run(int argc, char **argv) {
                    "scheduled training, not a vanilla evaluation pass\n",
                    fmt_bytes(roomy, b1, sizeof b1));
         if (t.policy)
-            printf("memory saved: %s of vanilla's %s peak load (%.1f %%), at %.3fx vanilla's iteration "
-                   "time\n",
-                   fmt_bytes(van.peak_load > sched.peak_load ? van.peak_load - sched.peak_load : 0, b1,
+            printf("memory saved: %s of vanilla's %s footprint (%.1f %%), at %.3fx vanilla's "
+                   "iteration time\n",
+                   fmt_bytes(van.peak_fp > sched.peak_fp ? van.peak_fp - sched.peak_fp : 0, b1,
                              sizeof b1),
-                   fmt_bytes(van.peak_load, b2, sizeof b2), 100 * msr, eor);
-        printf("MSR %.3f (planned %.3f, simulated %.3f), EOR %.3f (simulated %.3f), CBR %.3f\n", msr, pmsr,
-               smsr, eor, peor, cbr);
+                   fmt_bytes(van.peak_fp, b2, sizeof b2), 100 * msr, eor);
+        printf("MSR %.3f (planned %.3f), MSR on the load %.3f (planned %.3f, simulated %.3f), "
+               "EOR %.3f (simulated %.3f), CBR %.3f\n",
+               msr, pmsr, msr_load, pmsr_load, smsr, eor, peor, cbr);
         if (t.policy) {
             const tsl_runtime_stats *s = &sched.js.runtime;
-            printf("plan: %d swaps, %d recomputations per iteration, predicted peak %s (vanilla %s), "
-                   "planned in %.1f ms on profile '%s'\n",
-                   pr.swaps, pr.recomputes, fmt_bytes(pr.planned_peak, b1, sizeof b1),
-                   fmt_bytes(pr.vanilla_peak, b2, sizeof b2), pr.planning_ms, dev.name);
+            char b4[32], b5[32];
+            printf("plan: %d swaps, %d recomputations per iteration, predicted footprint %s "
+                   "(vanilla %s), peak load %s (vanilla %s), planned in %.1f ms on profile '%s'%s\n",
+                   pr.swaps, pr.recomputes, fmt_bytes(pr.planned_footprint, b1, sizeof b1),
+                   fmt_bytes(pr.vanilla_footprint, b2, sizeof b2),
+                   fmt_bytes(pr.planned_peak, b4, sizeof b4), fmt_bytes(pr.vanilla_peak, b5, sizeof b5),
+                   pr.planning_ms, dev.name, pr.budget_met ? "" : "; the budget is NOT met");
             printf("done: %lld swap-outs (%s), %lld swap-ins (%s), %lld recomputations, %lld passive "
                    "swap-ins, %lld evictions, %lld stalls (%.2f ms), %lld replans%s%s\n",
                    (long long)s->swaps_out, fmt_bytes(s->bytes_d2h, b1, sizeof b1), (long long)s->swaps_in,

@@ -89,8 +89,11 @@ const tsl_device_profile *tsl_job_profile(const tsl_job *j);
 
 typedef struct tsl_job_stats {
     tsl_runtime_stats runtime;
-    size_t vanilla_peak;        /* the first plan's report: the workload's vanilla peak */
-    size_t planned_peak;        /* and the plan's predicted peak */
+    size_t vanilla_peak;        /* the first plan's report: the workload's vanilla peak load */
+    size_t planned_peak;        /* and the plan's predicted peak load */
+    size_t vanilla_footprint;   /* the empty plan's layout extent */
+    size_t planned_footprint;   /* the first plan's predicted footprint (its layout's extent) */
+    int budget_met;             /* the first plan's footprint fits the planning budget */
     int swaps, recomputes;      /* events of the first plan */
     double planning_ms;         /* of the first plan */
     int64_t replans;            /* plans made because latencies drifted */

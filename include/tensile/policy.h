@@ -190,7 +190,10 @@ typedef struct tsl_plan_opts {
                                   or NULL for its defaults. Not copied: it must stay valid
                                   as long as this struct is used (a tsl_job plans again
                                   with it when it replans) */
-    size_t budget;             /* device memory for all the jobs; 0: the profile's */
+    size_t budget;             /* device memory for all the jobs' footprints; 0: the
+                                  profile's */
+    size_t layout_align;       /* the layouts' alignment: the device allocator's (0:
+                                  TSL_ALLOC_ALIGN, 256 bytes; hand-made examples use 1) */
 } tsl_plan_opts;
 
 /* TENSILE with its defaults, the profile's memory. */
@@ -199,8 +202,10 @@ tsl_plan_opts tsl_plan_opts_default(void);
 /* What planning found, per job (arrays of n_jobs entries) and overall. */
 typedef struct tsl_plan_report {
     int n_jobs;
-    size_t *vanilla_peak;      /* the empty plan's peak */
-    size_t *planned_peak;      /* the plan's predicted peak */
+    size_t *vanilla_peak;      /* the empty plan's peak load */
+    size_t *planned_peak;      /* the plan's predicted peak load */
+    size_t *vanilla_footprint; /* the empty plan's layout extent: what vanilla must hold */
+    size_t *planned_footprint; /* the plan's predicted footprint (its layout's extent) */
     int *swaps;                /* swap-out events */
     int *recomputes;           /* recompute events */
     size_t *bytes_h2d;         /* bytes swapped in per iteration */
@@ -210,6 +215,8 @@ typedef struct tsl_plan_report {
     int iterations;            /* the policy's planning rounds (tensile: Algorithm 3's
                                   loop); 0 if it has none */
     double planning_ms;        /* wall clock */
+    size_t budget;             /* the budget planned for (the profile's memory if none given) */
+    int budget_met;            /* 1 if the plans' footprints sum to at most the budget */
 } tsl_plan_report;
 
 /* Frees the report's arrays (they share one block) and zeroes it; a zeroed
@@ -218,15 +225,23 @@ void tsl_plan_report_free(tsl_plan_report *r);
 
 /* Plans n_jobs jobs sharing the device `dev` with opts->policy (opts NULL:
  * tsl_plan_opts_default()). Checks the arguments, runs the policy, sorts
- * every plan's events and sets its predicted_peak and predicted_period_us
- * from tsl_peak_analysis. plans[j] is allocated for every job (free each
- * with tsl_plan_free); rep, if non-NULL, is filled (free it with
- * tsl_plan_report_free). Returns TSL_ERR_INVALID naming the argument at
- * fault (n_jobs < 1; a NULL or malformed workload: the op, tensor and
- * value; a profile without positive copy bandwidths; an option out of
- * range or a per-job option with another count of values), the policy's
- * own errors, TSL_ERR_OOM; on failure no plan is left allocated and rep is
- * zeroed. */
+ * every plan's events, sets its predicted_peak and predicted_period_us
+ * from tsl_peak_analysis and gives it its layout (tsl_plan_layout: the
+ * blocks and predicted_footprint). The budget holds the footprints: when
+ * the plans' footprints sum above it, the policy plans again for a budget
+ * lowered by the layouts' overhead (at most a few rounds), so that a
+ * policy that plans to a budget of load meets it in footprint.
+ * plans[j] is allocated for every job (free each with tsl_plan_free);
+ * rep, if non-NULL, is filled (free it with tsl_plan_report_free).
+ * Returns TSL_OK when the footprints fit the budget; TSL_ERR_BUDGET when
+ * they do not - the plans and the report are then the best reached and
+ * are filled as on success (the caller uses or frees them), the message
+ * names the footprints and the budget. Else TSL_ERR_INVALID naming the
+ * argument at fault (n_jobs < 1; a NULL or malformed workload: the op,
+ * tensor and value; a profile without positive copy bandwidths; an option
+ * out of range or a per-job option with another count of values), the
+ * policy's own errors, TSL_ERR_OOM; on those failures no plan is left
+ * allocated and rep is zeroed. */
 tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_profile *dev,
                          const tsl_plan_opts *opts, tsl_plan **plans, tsl_plan_report *rep);
 

@@ -9,6 +9,12 @@
  *                          "delay_us": 3.5, "precede": "conv1.bwd_filter"},
  *                         {"type": "recompute", "tensor": "relu2", "precede": "relu2.bwd"}]}]}
  *
+ * A job may carry its layout (docs/SCHEDULING.md, "Layout"): all three of
+ * "predicted_footprint_bytes", "layout_alignment" (a power of two) and
+ * "layout", one object per block: {"tensor": name, "residency": k,
+ * "offset": bytes} or {"workspace": op name, "run": k, "offset": bytes}
+ * (sizes come from the workload). A job without them has no layout.
+ *
  * Fields per event type, all required, no other allowed:
  *   swap_out   type, tensor, trigger, delay_us
  *   swap_in    type, tensor, trigger, delay_us, precede
@@ -293,13 +299,18 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     return TSL_OK;
 }
 
+static tsl_status parse_layout(parser *p, int jj, json_t *o, tsl_plan *pl);
+
 /* Parses jobs[jj] (object o) for workload w into a new plan *out. */
 static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
     static const char *const keys[] = {"job", "predicted_peak_bytes", "predicted_period_us",
-                                       "events"};
+                                       "events", "predicted_footprint_bytes",
+                                       "layout_alignment", "layout"};
     char path[64], vb[80];
-    tsl_status st =
-        check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o, "", keys, 4);
+    int with_layout = json_object_get(o, "predicted_footprint_bytes") ||
+                      json_object_get(o, "layout_alignment") || json_object_get(o, "layout");
+    tsl_status st = check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o,
+                               "", keys, with_layout ? 7 : 4);
     if (st != TSL_OK) return st;
     const tsl_workload *w = p->w;
     int32_t dup;
@@ -344,7 +355,116 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
             return st;
         }
     }
+    if (with_layout && (st = parse_layout(p, jj, o, pl)) != TSL_OK) {
+        tsl_plan_free(pl);
+        return st;
+    }
     *out = pl;
+    return TSL_OK;
+}
+
+/* Parses a non-negative integer up to max at path into *v. */
+static tsl_status get_count(const char *file, const char *path, json_t *x, json_int_t max,
+                            json_int_t *v) {
+    char vb[80];
+    if (!json_is_integer(x))
+        return tsl__json_bad(file, path, "expected an integer, got %s %s", tsl__json_type_name(x),
+                             tsl__json_value_str(x, vb, sizeof vb));
+    *v = json_integer_value(x);
+    if (*v < 0 || *v > max)
+        return tsl__json_bad(file, path, "%lld is %s (expected 0 to %lld)", (long long)*v,
+                             *v < 0 ? "negative" : "absurd", (long long)max);
+    return TSL_OK;
+}
+
+static int cmp_block(const void *x, const void *y) {
+    const tsl_plan_block *a = x, *b = y;
+    if (a->tensor != b->tensor) return a->tensor < b->tensor ? -1 : 1;
+    if (a->op != b->op) return a->op < b->op ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Parses one block of the layout (object x at layout[k]) into *b. */
+static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_block *b) {
+    static const char *const tkeys[] = {"tensor", "residency", "offset"};
+    static const char *const wkeys[] = {"workspace", "run", "offset"};
+    char path[96], vb[80];
+    snprintf(path, sizeof path, "jobs[%d].layout[%zu]", jj, k);
+    if (!json_is_object(x))
+        return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(x),
+                             tsl__json_value_str(x, vb, sizeof vb));
+    int ws = json_object_get(x, "workspace") != NULL;
+    tsl_status st = check_keys(p->file, path, x, "", ws ? wkeys : tkeys, 3);
+    if (st != TSL_OK) return st;
+    const char *name = json_string_value(json_object_get(x, ws ? "workspace" : "tensor"));
+    snprintf(path, sizeof path, "jobs[%d].layout[%zu].%s", jj, k, ws ? "workspace" : "tensor");
+    if (!name)
+        return tsl__json_bad(p->file, path, "expected a name");
+    int32_t i = index_find(ws ? &p->oix : &p->tix, name);
+    if (i < 0)
+        return tsl__json_bad(p->file, path, "'%s' is no %s of job '%s'", name,
+                             ws ? "op" : "tensor", p->w->job);
+    size_t bytes = ws ? p->w->ops[i].workspace : p->w->tensors[i].bytes;
+    if (ws && !bytes)
+        return tsl__json_bad(p->file, path, "op '%s' has no workspace", name);
+    json_int_t seq, off;
+    snprintf(path, sizeof path, "jobs[%d].layout[%zu].%s", jj, k, ws ? "run" : "residency");
+    if ((st = get_count(p->file, path, json_object_get(x, ws ? "run" : "residency"),
+                        TSL__PLAN_MAX_EVENTS, &seq)))
+        return st;
+    snprintf(path, sizeof path, "jobs[%d].layout[%zu].offset", jj, k);
+    if ((st = get_count(p->file, path, json_object_get(x, "offset"), TSL__PLAN_MAX_BYTES, &off)))
+        return st;
+    *b = (tsl_plan_block){ws ? -1 : i, ws ? i : -1, (int32_t)seq, bytes, (size_t)off};
+    return TSL_OK;
+}
+
+/* Parses the layout of jobs[jj] (object o) into plan pl. */
+static tsl_status parse_layout(parser *p, int jj, json_t *o, tsl_plan *pl) {
+    char path[64], vb[80];
+    json_int_t fp, al;
+    tsl_status st;
+    snprintf(path, sizeof path, "jobs[%d].predicted_footprint_bytes", jj);
+    if ((st = get_count(p->file, path, json_object_get(o, "predicted_footprint_bytes"),
+                        TSL__PLAN_MAX_BYTES, &fp)))
+        return st;
+    snprintf(path, sizeof path, "jobs[%d].layout_alignment", jj);
+    if ((st = get_count(p->file, path, json_object_get(o, "layout_alignment"), (json_int_t)1 << 30,
+                        &al)))
+        return st;
+    if (al == 0 || (al & (al - 1)))
+        return tsl__json_bad(p->file, path, "%lld is not a power of two", (long long)al);
+    json_t *lay = json_object_get(o, "layout");
+    snprintf(path, sizeof path, "jobs[%d].layout", jj);
+    if (!json_is_array(lay))
+        return tsl__json_bad(p->file, path, "expected an array, got %s %s", tsl__json_type_name(lay),
+                             tsl__json_value_str(lay, vb, sizeof vb));
+    size_t n = json_array_size(lay);
+    if (n > TSL__PLAN_MAX_EVENTS)
+        return tsl__json_bad(p->file, path, "%zu blocks is absurd (limit %d)", n,
+                             TSL__PLAN_MAX_EVENTS);
+    tsl_plan_block *b = malloc((n ? n : 1) * sizeof *b);
+    if (!b) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
+    for (size_t k = 0; k < n; k++)
+        if ((st = parse_block(p, jj, k, json_array_get(lay, k), &b[k])) != TSL_OK) {
+            free(b);
+            return st;
+        }
+    qsort(b, n, sizeof *b, cmp_block);
+    for (size_t k = 1; k < n; k++)
+        if (!cmp_block(&b[k - 1], &b[k])) {
+            int ws = b[k].tensor < 0;
+            st = tsl__json_bad(p->file, path, "two blocks for %s '%s' %s %d",
+                               ws ? "workspace" : "tensor",
+                               ws ? p->w->ops[b[k].op].name : p->w->tensors[b[k].tensor].name,
+                               ws ? "run" : "residency", b[k].seq);
+            free(b);
+            return st;
+        }
+    pl->blocks = b;
+    pl->n_blocks = (int32_t)n;
+    pl->layout_align = (size_t)al;
+    pl->predicted_footprint = (size_t)fp;
     return TSL_OK;
 }
 
@@ -516,6 +636,28 @@ static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
                         "plan JSON: job '%s': predicted_period_us %g is negative, "
                         "not finite or absurd",
                         p->job, pr);
+    if (p->n_blocks < 0 || (p->n_blocks > 0 && !p->blocks) || p->n_blocks > TSL__PLAN_MAX_EVENTS ||
+        (p->n_blocks > 0 && (!p->layout_align || (p->layout_align & (p->layout_align - 1)) ||
+                             p->layout_align > ((size_t)1 << 30) ||
+                             p->predicted_footprint > (size_t)TSL__PLAN_MAX_BYTES)))
+        return tsl_fail(TSL_ERR_INVALID,
+                        "plan JSON: job '%s': a layout of %d blocks, alignment %zu, "
+                        "footprint %zu bytes",
+                        p->job, (int)p->n_blocks, p->layout_align, p->predicted_footprint);
+    for (int32_t k = 0; k < p->n_blocks; k++) {
+        const tsl_plan_block *b = &p->blocks[k];
+        int ok = b->tensor >= 0 ? b->tensor < w->n_tensors && b->op == -1 &&
+                                      b->bytes == w->tensors[b->tensor].bytes
+                                : b->op >= 0 && b->op < w->n_ops && w->ops[b->op].workspace &&
+                                      b->bytes == w->ops[b->op].workspace;
+        if (!ok || b->seq < 0 || b->offset > (size_t)TSL__PLAN_MAX_BYTES ||
+            (k > 0 && cmp_block(&p->blocks[k - 1], b) >= 0))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "plan JSON: job '%s': layout block %d (tensor %d, op %d, seq %d, "
+                            "%zu bytes at %zu) names no block of the workload, or is out of "
+                            "order",
+                            p->job, (int)k, b->tensor, b->op, b->seq, b->bytes, b->offset);
+    }
     char field[32], msg[256];
     for (int32_t k = 0; k < p->n_events; k++)
         if (!event_representable(w, &p->events[k], field, sizeof field, msg, sizeof msg))
@@ -571,12 +713,29 @@ tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_wo
         tsl__json_put_str(f, p->job);
         fprintf(f, ", \"predicted_peak_bytes\": %zu, \"predicted_period_us\": ", p->predicted_peak);
         tsl__json_put_real(f, p->predicted_period_us);
+        if (p->n_blocks > 0)
+            fprintf(f, ", \"predicted_footprint_bytes\": %zu, \"layout_alignment\": %zu",
+                    p->predicted_footprint, p->layout_align);
         fputs(",\n  \"events\": [", f);
         for (int32_t k = 0; k < p->n_events; k++) {
             fputs(k ? ",\n   " : "\n   ", f);
             put_event(f, w[i], &p->events[k]);
         }
-        fputs(p->n_events ? "\n  ]}" : "]}", f);
+        fputs(p->n_events ? "\n  ]" : "]", f);
+        if (p->n_blocks > 0) {
+            fputs(",\n  \"layout\": [", f);
+            for (int32_t k = 0; k < p->n_blocks; k++) {
+                const tsl_plan_block *b = &p->blocks[k];
+                fputs(k ? ",\n   {\"" : "\n   {\"", f);
+                fputs(b->tensor >= 0 ? "tensor\": " : "workspace\": ", f);
+                tsl__json_put_str(f, b->tensor >= 0 ? w[i]->tensors[b->tensor].name
+                                                    : w[i]->ops[b->op].name);
+                fprintf(f, ", \"%s\": %d, \"offset\": %zu}",
+                        b->tensor >= 0 ? "residency" : "run", b->seq, b->offset);
+            }
+            fputs("\n  ]", f);
+        }
+        fputc('}', f);
     }
     fputs(n ? "\n]}\n" : "]}\n", f);
     return tsl__out_commit(o);

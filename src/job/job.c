@@ -35,6 +35,13 @@ tsl_status tsl__job_plan(tsl_job *j, tsl_workload *w, tsl_plan **out, tsl_plan_r
     *out = NULL;
     tsl_plan *p = NULL;
     tsl_status st = tsl_plan_jobs(&w, 1, &j->dev, &j->o.plan, &p, rep);
+    /* a budget the policy cannot meet still gives its best plan: the job
+     * runs with it (the report says budget_met 0; the runtime evicts if the
+     * device cannot hold it) */
+    if (st == TSL_ERR_BUDGET) {
+        tsl_clear_error();
+        st = TSL_OK;
+    }
     if (st != TSL_OK) return st;
     tsl_violation *v = NULL;
     int nv = 0;
@@ -136,6 +143,9 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
     tsl_session_runtime_stats(j->s, &st->runtime);
     st->vanilla_peak = j->first.vanilla_peak[0];
     st->planned_peak = j->first.planned_peak[0];
+    st->vanilla_footprint = j->first.vanilla_footprint[0];
+    st->planned_footprint = j->first.planned_footprint[0];
+    st->budget_met = j->first.budget_met;
     st->swaps = j->first.swaps[0];
     st->recomputes = j->first.recomputes[0];
     st->planning_ms = j->first.planning_ms;

@@ -209,6 +209,33 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
                     const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
                     uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof);
 
+/* The blocks of one iteration's memory, as the sweep holds them (the
+ * layout's input, plan_layout.c): a tensor's residency (op = -1) or a
+ * workspace (tensor = -1), alive over the check points [start, end) of
+ * the sweep (end = -1: still alive when the iteration ends). A block freed
+ * before an allocation at one time point ends at that allocation's check
+ * point, so the two do not overlap. */
+typedef struct tsl__block {
+    int32_t tensor, op;
+    int64_t start, end;
+    size_t bytes;
+    uint8_t at_start;  /* resident from the iteration's start (a persistent tensor) */
+} tsl__block;
+typedef struct tsl__blocks {
+    tsl__block *b;     /* in order of allocation */
+    int32_t n, cap;
+    int32_t *open;     /* per tensor: its block while resident, else -1 (scratch) */
+    int64_t period;    /* check points of the iteration */
+    tsl_status status;
+} tsl__blocks;
+/* Plays the iteration's memory (as tsl__sweep_run) recording every block
+ * into *rec (free with tsl__blocks_free). resident: n_tensors bytes of
+ * scratch. TSL_ERR_OOM (rec is then empty). */
+tsl_status tsl__sweep_blocks(const tsl_workload *w, const tsl__activity *a,
+                             const tsl__timeline *tl, const tsl__effect *eff, int32_t n_eff,
+                             const uint8_t *absent0, uint8_t *resident, tsl__blocks *rec);
+void tsl__blocks_free(tsl__blocks *rec);
+
 /* Tensors resident at step `stop`, largest first (ties: lower index): writes
  * them to out (n_tensors entries) and returns how many (-1 if out of host
  * memory). */

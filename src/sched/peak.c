@@ -110,12 +110,40 @@ typedef struct sweep_state {
     int64_t stop;
     int stopped;
     tsl__profile *prof;
+    tsl__blocks *rec;  /* the blocks' lifetimes, or NULL */
 } sweep_state;
+
+/* ---- recording the blocks (tsl__sweep_blocks) ---- */
+
+/* Opens a block of `bytes` (tensor t, or op's workspace with t = -1) at the
+ * current step (the index of the next check point). Returns its index, or
+ * -1 (rec->status set) if out of host memory. */
+static int32_t rec_open(sweep_state *S, int32_t t, int32_t op, size_t bytes, int at_start) {
+    tsl__blocks *R = S->rec;
+    if (R->status != TSL_OK) return -1;
+    if (R->n == R->cap) {
+        int32_t cap = R->cap ? 2 * R->cap : 256;
+        tsl__block *nb = realloc(R->b, (size_t)cap * sizeof *nb);
+        if (!nb) {
+            R->status = tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", cap);
+            return -1;
+        }
+        R->b = nb;
+        R->cap = cap;
+    }
+    R->b[R->n] = (tsl__block){t, op, S->step, -1, bytes, (uint8_t)at_start};
+    return R->n++;
+}
+
+static inline void rec_close(sweep_state *S, int32_t k) {
+    if (k >= 0) S->rec->b[k].end = S->step;
+}
 
 static inline void add_t(sweep_state *S, int32_t t) {
     if (!S->res[t]) {
         S->res[t] = 1;
         S->load += S->w->tensors[t].bytes;
+        if (S->rec) S->rec->open[t] = rec_open(S, t, -1, S->w->tensors[t].bytes, S->step < 0);
     }
 }
 
@@ -123,7 +151,21 @@ static inline void drop_t(sweep_state *S, int32_t t) {
     if (S->res[t]) {
         S->res[t] = 0;
         S->load -= S->w->tensors[t].bytes;
+        if (S->rec) {
+            rec_close(S, S->rec->open[t]);
+            S->rec->open[t] = -1;
+        }
     }
+}
+
+/* A workspace of op held from now (returns its block, or -1), and its end. */
+static inline int32_t ws_hold(sweep_state *S, int32_t op, size_t ws) {
+    S->load += ws;
+    return S->rec && ws ? rec_open(S, -1, op, ws, 0) : -1;
+}
+static inline void ws_drop(sweep_state *S, int32_t k, size_t ws) {
+    S->load -= ws;
+    if (S->rec) rec_close(S, k);
 }
 
 /* After an allocation: a check point. */
@@ -163,17 +205,25 @@ static inline void effects_until(sweep_state *S, const tsl__effect *eff, int32_t
     }
 }
 
-void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
-                    const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
-                    uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof) {
+/* The sweep of tsl__sweep_run, recording the blocks into rec if non-NULL
+ * (the persistent tensors resident at time 0 are added at step -1, which
+ * marks them resident from the iteration's start; their blocks start at 0). */
+static void sweep(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
+                  const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
+                  uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof,
+                  tsl__blocks *rec) {
     int32_t nt = w->n_tensors, no = w->n_ops;
     sweep_state S = {.w = w, .res = resident, .stop = stop, .cur_op = -1, .cur_rc = -1,
-                     .prof = prof};
+                     .prof = prof, .rec = rec};
     if (prof) prof->n = 0;
+    S.step = -1;
     for (int32_t t = 0; t < nt; t++) {
         resident[t] = 0;
         if (a->persistent[t] && !absent0[t]) add_t(&S, t);
     }
+    S.step = 0;
+    if (rec)
+        for (int32_t k = 0; k < rec->n; k++) rec->b[k].start = 0;
     /* the data load: the first position of zero duration at time 0 (after
      * the completions there, before the events due then); unread data dies
      * right after it, as in the vanilla executor */
@@ -196,11 +246,11 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
             /* a recomputation re-runs its producer, workspace included */
             int32_t prod = w->tensors[tl->rc_tensor[r]].producer;
             size_t ws = prod >= 0 ? w->ops[prod].workspace : 0;
-            S.load += ws;
+            int32_t wb = ws_hold(&S, prod, ws);
             check(&S, rs);
             if (S.stopped) break;
             effects_until(&S, eff, n_eff, &k, re, TSL__EF_DONE);
-            S.load -= ws;
+            ws_drop(&S, wb, ws);
         }
         if (S.stopped) break;
         /* a position of zero duration runs in step 2 of its time point,
@@ -211,17 +261,47 @@ void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__ti
         S.cur_op = i;
         S.cur_rc = -1;
         for (int j = 0; j < op->n_out; j++) add_t(&S, op->out[j]);
-        S.load += op->workspace;
+        int32_t wb = ws_hold(&S, i, op->workspace);
         check(&S, tl->s[i]);
         if (S.stopped) break;
         effects_until(&S, eff, n_eff, &k, tl->e[i], TSL__EF_DONE);
-        S.load -= op->workspace;
+        ws_drop(&S, wb, op->workspace);
         if (S.stopped) break;
         for (int32_t f = a->free_off[i + 1]; f < a->free_off[i + 2]; f++)
             drop_t(&S, a->free_list[f]);
     }
     effects_until(&S, eff, n_eff, &k, INFINITY, TSL__EF_SWAP_IN); /* after the last op */
     *out = S.best;
+    if (rec) rec->period = S.step;
+}
+
+void tsl__sweep_run(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
+                    const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
+                    uint8_t *resident, int64_t stop, tsl__sweep *out, tsl__profile *prof) {
+    sweep(w, a, tl, eff, n_eff, absent0, resident, stop, out, prof, NULL);
+}
+
+tsl_status tsl__sweep_blocks(const tsl_workload *w, const tsl__activity *a,
+                             const tsl__timeline *tl, const tsl__effect *eff, int32_t n_eff,
+                             const uint8_t *absent0, uint8_t *resident, tsl__blocks *rec) {
+    memset(rec, 0, sizeof *rec);
+    rec->open = malloc(((size_t)w->n_tensors + 1) * sizeof *rec->open);
+    if (!rec->open) return tsl_fail(TSL_ERR_OOM, "layout: out of host memory");
+    for (int32_t t = 0; t < w->n_tensors; t++) rec->open[t] = -1;
+    tsl__sweep sw;
+    sweep(w, a, tl, eff, n_eff, absent0, resident, -1, &sw, NULL, rec);
+    if (rec->status != TSL_OK) {
+        tsl_status st = rec->status;
+        tsl__blocks_free(rec);
+        return st;
+    }
+    return TSL_OK;
+}
+
+void tsl__blocks_free(tsl__blocks *rec) {
+    free(rec->b);
+    free(rec->open);
+    memset(rec, 0, sizeof *rec);
 }
 
 typedef struct size_idx {

@@ -20,6 +20,7 @@ tsl_plan *tsl_plan_new(const char *job) {
 void tsl_plan_free(tsl_plan *p) {
     if (!p) return;
     free(p->events);
+    free(p->blocks);
     free(p);
 }
 

@@ -15,10 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "tensile/alloc.h"
 #include "tensile/policy.h"
 
 tsl_plan_opts tsl_plan_opts_default(void) {
-    tsl_plan_opts o = {NULL, NULL, 0};
+    tsl_plan_opts o = {NULL, NULL, 0, 0};
     return o;
 }
 
@@ -33,12 +34,14 @@ static tsl_status report_alloc(tsl_plan_report *r, int n) {
     memset(r, 0, sizeof *r);
     size_t z = (size_t)n;
     /* size_t arrays first, then doubles, then ints: each part stays aligned */
-    char *b = calloc(1, z * (4 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
+    char *b = calloc(1, z * (6 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
     if (!b) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for the report of %d jobs", n);
     r->n_jobs = n;
     r->vanilla_peak = (size_t *)b;
     r->planned_peak = r->vanilla_peak + z;
-    r->bytes_h2d = r->planned_peak + z;
+    r->vanilla_footprint = r->planned_peak + z;
+    r->planned_footprint = r->vanilla_footprint + z;
+    r->bytes_h2d = r->planned_footprint + z;
     r->bytes_d2h = r->bytes_h2d + z;
     r->stall_us = (double *)(r->bytes_d2h + z);
     r->swaps = (int *)(r->stall_us + z);
@@ -87,24 +90,42 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Sorts plan p of w, sets its predicted figures, and counts its events
- * into the report's entry j. */
-static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
-                         tsl_plan_report *r, int j) {
-    tsl_plan_sort(p);
+/* The empty plan's figures of w into the report's entry j: its peak load
+ * and its layout's extent. */
+static tsl_status vanilla_figures(const tsl_workload *w, const tsl_device_profile *dev,
+                                  size_t align, tsl_plan_report *r, int j) {
     tsl_peak_info pi;
     tsl_status st = tsl_peak_analysis(w, NULL, dev, &pi);
     if (st != TSL_OK) return st;
     r->vanilla_peak[j] = pi.peak;
     tsl_peak_info_free(&pi);
-    st = tsl_peak_analysis(w, p, dev, &pi);
+    tsl_plan *v = tsl_plan_new(w->job);
+    if (!v) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    st = tsl_plan_layout(w, v, dev, align);
+    r->vanilla_footprint[j] = v->predicted_footprint;
+    tsl_plan_free(v);
+    return st;
+}
+
+/* Sorts plan p of w, sets its predicted figures and its layout, and counts
+ * its events into the report's entry j. */
+static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                         size_t align, tsl_plan_report *r, int j) {
+    tsl_plan_sort(p);
+    tsl_peak_info pi;
+    tsl_status st = tsl_peak_analysis(w, p, dev, &pi);
     if (st != TSL_OK) return st;
     p->predicted_peak = pi.peak;
     p->predicted_period_us = pi.period_us;
     r->planned_peak[j] = pi.peak;
+    r->swaps[j] = r->recomputes[j] = 0;
+    r->bytes_d2h[j] = r->bytes_h2d[j] = 0;
     r->waits[j] = pi.n_waits;
     r->stall_us[j] = pi.stall_us;
     tsl_peak_info_free(&pi);
+    st = tsl_plan_layout(w, p, dev, align);
+    if (st != TSL_OK) return st;
+    r->planned_footprint[j] = p->predicted_footprint;
     for (int32_t k = 0; k < p->n_events; k++) {
         const tsl_event *e = &p->events[k];
         size_t b = w->tensors[e->tensor].bytes;
@@ -117,6 +138,83 @@ static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_pr
             r->recomputes[j]++;
     }
     return TSL_OK;
+}
+
+/* The plans' footprints, summed. */
+static size_t sum_footprints(tsl_plan *const *plans, int n) {
+    size_t s = 0;
+    for (int j = 0; j < n; j++) s += plans[j]->predicted_footprint;
+    return s;
+}
+
+/* Runs the policy for the budget b into fresh plans and finishes them. */
+static tsl_status plan_round(const tsl_policy *pol, tsl_workload *const *w, int n_jobs,
+                             const tsl_device_profile *dev, const void *values, size_t align,
+                             size_t b, tsl_plan **plans, tsl_plan_report *r) {
+    tsl_status st = TSL_OK;
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++)
+        if (!(plans[j] = tsl_plan_new(w[j]->job)))
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    tsl_plan_request rq = {w, n_jobs, dev, b, values};
+    r->iterations = 0;
+    if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = finish(w[j], plans[j], dev, align, r, j);
+    return st;
+}
+
+/* Rounds of planning allowed to bring the footprints under the budget. */
+#define FOOTPRINT_ROUNDS 4
+
+/* Plans for r->budget so that the footprints fit it where the policy can
+ * (see tsl_plan_jobs): while they do not, plans again for the budget
+ * lowered by the layouts' overhead (footprint minus load), keeping the
+ * round with the smallest footprint. plans[] hold the kept round's plans. */
+static tsl_status plan_to_footprint(const tsl_policy *pol, tsl_workload *const *w, int n_jobs,
+                                    const tsl_device_profile *dev, const void *values,
+                                    size_t align, tsl_plan **plans, tsl_plan_report *r) {
+    size_t b = r->budget;
+    tsl_status st = plan_round(pol, w, n_jobs, dev, values, align, b, plans, r);
+    tsl_plan **alt = NULL;
+    tsl_plan_report ar = {0};
+    for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
+        size_t fp = sum_footprints(plans, n_jobs), load = 0;
+        if (fp <= r->budget) break;
+        for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
+        size_t over = fp - load; /* what the layouts add to the load */
+        size_t nb = b > over + 1 ? b - over : 1;
+        if (nb >= b) nb = b - b / 8; /* no overhead to take off: ask for less */
+        if (nb == b || nb == 0) break;
+        b = nb;
+        if (!alt && !(alt = calloc((size_t)n_jobs, sizeof *alt))) {
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+            break;
+        }
+        if ((st = report_alloc(&ar, n_jobs)) != TSL_OK) break;
+        memcpy(ar.vanilla_peak, r->vanilla_peak, (size_t)n_jobs * sizeof *ar.vanilla_peak);
+        memcpy(ar.vanilla_footprint, r->vanilla_footprint,
+               (size_t)n_jobs * sizeof *ar.vanilla_footprint);
+        ar.budget = r->budget;
+        st = plan_round(pol, w, n_jobs, dev, values, align, b, alt, &ar);
+        int better = st == TSL_OK && sum_footprints(alt, n_jobs) < fp;
+        if (better) { /* keep the new round */
+            for (int j = 0; j < n_jobs; j++) {
+                tsl_plan *x = plans[j];
+                plans[j] = alt[j];
+                alt[j] = x;
+            }
+            tsl_plan_report x = *r;
+            *r = ar;
+            ar = x;
+        }
+        for (int j = 0; j < n_jobs; j++) {
+            tsl_plan_free(alt[j]);
+            alt[j] = NULL;
+        }
+        tsl_plan_report_free(&ar);
+        if (st != TSL_OK || !better) break;
+    }
+    free(alt);
+    return st;
 }
 
 /* Checks everything but the options; resolves the policy. */
@@ -166,14 +264,16 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     }
     tsl_plan_report r;
     st = report_alloc(&r, n_jobs);
+    r.budget = opts->budget ? opts->budget : dev->mem_bytes;
     for (int j = 0; j < n_jobs; j++) plans[j] = NULL;
+    size_t align = opts->layout_align ? opts->layout_align : TSL_ALLOC_ALIGN;
+    if (st == TSL_OK && (align & (align - 1)))
+        st = tsl_fail(TSL_ERR_INVALID, "planner: layout_align %zu is not a power of two", align);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
-        if (!(plans[j] = tsl_plan_new(w[j]->job)))
-            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
-    tsl_plan_request rq = {w, n_jobs, dev, opts->budget ? opts->budget : dev->mem_bytes,
-                           pol->opts_size ? values : NULL};
-    if (st == TSL_OK) st = pol->plan(&rq, plans, &r.iterations);
-    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = finish(w[j], plans[j], dev, &r, j);
+        st = vanilla_figures(w[j], dev, align, &r, j);
+    if (st == TSL_OK)
+        st = plan_to_footprint(pol, w, n_jobs, dev, pol->opts_size ? values : NULL, align, plans,
+                               &r);
     free(own);
     if (st != TSL_OK) {
         for (int j = 0; j < n_jobs; j++) {
@@ -184,7 +284,15 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
         return st;
     }
     r.planning_ms = now_ms() - t0;
+    size_t fp = 0;
+    for (int j = 0; j < n_jobs; j++) fp += r.planned_footprint[j];
+    r.budget_met = fp <= r.budget;
+    if (!r.budget_met)
+        st = tsl_fail(TSL_ERR_BUDGET,
+                      "planner: policy '%s' cannot meet the budget: the %d job%s' planned "
+                      "footprints sum to %zu bytes, more than the budget of %zu bytes",
+                      pol->name, n_jobs, n_jobs == 1 ? "" : "s", fp, r.budget);
     if (rep) *rep = r;
     else tsl_plan_report_free(&r);
-    return TSL_OK;
+    return st;
 }

@@ -129,6 +129,7 @@ static tsl_status run(const tsl_workload *const *w, const tsl_plan *const *p, in
         st = tsl__vf_build(j, l);
         if (st == TSL_OK) st = tsl__vf_tensors(j, l);
         if (st == TSL_OK) st = tsl__vf_memory(j, l);
+        if (st == TSL_OK) st = tsl__vf_layout(j, l);
         if (st == TSL_OK && r && !report_job(j, r, &cap))
             st = tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
     }

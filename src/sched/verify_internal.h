@@ -14,6 +14,7 @@
  *                      periodic rule for persistent tensors, reads, swap-out,
  *                      swap-in, release and recompute rules
  *   verify_memory.c    the load curve and its peak, period
+ *   verify_layout.c    the plan's layout: a block per stay, no overlap, extent
  *   verify_channels.c  one transfer at a time per channel, across jobs
  *   verify.c           the public entry points, the violation list and the
  *                      report of planned waits
@@ -190,6 +191,13 @@ tsl_status tsl__vf_tensors(tsl__vf_job *j, tsl__vf_list *l);
  * reports copies outlasting the iteration and a predicted_peak or
  * predicted_period_us that differs from them. TSL_ERR_OOM. */
 tsl_status tsl__vf_memory(tsl__vf_job *j, tsl__vf_list *l);
+
+/* verify_layout.c */
+/* After tsl__vf_memory: when the plan has a layout, reports a stay or
+ * workspace without its block (or with a malformed one), blocks naming
+ * nothing, two blocks alive at once that overlap in memory, and a
+ * predicted_footprint that is not the layout's extent. TSL_ERR_OOM. */
+tsl_status tsl__vf_layout(tsl__vf_job *j, tsl__vf_list *l);
 
 /* verify_channels.c */
 /* After tsl__vf_build of every job: reports each pair of transfers that

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""budget_runs.py - issue 9's acceptance runs: real `tensile run`s with the
+copy channels throttled and the default thread count, at a budget equal to
+the plan's predicted footprint plus 1 %.
+
+For each model: one run without a budget gives the plan's predicted
+footprint (scheduled.predicted_footprint_bytes); then REPS runs with
+--device-memory = that + 1 %. Each run trains vanilla and TENSILE side by
+side (tensile run), so every EOR is a ratio measured in one run. Printed:
+the machine, then per model the medians and spreads (min..max) of EOR,
+the measured footprint against the budget, evictions, passive swap-ins,
+the footprint MSR against the plan's, and whether the parameters were
+bitwise identical to vanilla's in every run.
+
+    bench/budget_runs.py [--tensile build/tensile] [--reps 5] [--gbps 2]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+CASES = [  # model, batch, image size (small shapes: batch 7-32, 32-48 px)
+    ("resnet18", 24, 40),
+    ("vgg11", 16, 32),
+    ("densenet121", 7, 48),
+]
+
+
+def run(tensile, model, batch, image, gbps, iters, budget=None):
+    cmd = [tensile, "run", "--model", model, "--batch", str(batch), "--image-size", str(image),
+           "--dataset", "synthetic", "--pcie-gbps", str(gbps), "--iterations", str(iters),
+           "--json", "--quiet"]
+    if budget:
+        cmd += ["--device-memory", str(budget)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode not in (0, 4):
+        sys.exit(f"budget_runs: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout.strip().splitlines()[-1]), cmd
+
+
+def spread(xs, fmt="{:.3f}"):
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}..{fmt.format(max(xs))})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tensile", default="build/tensile")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--gbps", type=float, default=2.0)
+    ap.add_argument("--iterations", type=int, default=8)
+    ap.add_argument("--models", default=",".join(c[0] for c in CASES))
+    a = ap.parse_args()
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"{platform.platform()}; tensile run with the default threads; channels at "
+          f"{a.gbps} GB/s; {a.iterations} iterations per run; {a.reps} runs per model")
+    want = set(a.models.split(","))
+    print()
+    print("| model | batch, px | budget (predicted footprint + 1 %) | measured footprint (max) | "
+          "footprint MSR (plan's) | MSR load | EOR median (min..max) | evictions | passive swap-ins "
+          "| displaced | identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, batch, image in CASES:
+        if model not in want:
+            continue
+        first, _ = run(a.tensile, model, batch, image, a.gbps, a.iterations)
+        pred = first["scheduled"]["predicted_footprint_bytes"]
+        budget = pred + pred // 100
+        eors, fps, msrs, msrl, ev, ps, disp, ident, pmsr = [], [], [], [], 0, 0, 0, True, None
+        for _ in range(a.reps):
+            r, cmd = run(a.tensile, model, batch, image, a.gbps, a.iterations, budget)
+            s = r["scheduled"]
+            eors.append(r["eor"])
+            fps.append(s["footprint_bytes"])
+            msrs.append(r["msr"])
+            msrl.append(r["msr_load"])
+            pmsr = r["predicted_msr"]
+            ev += s.get("evictions", 0)
+            ps += s.get("passive_swaps", 0)
+            disp += s.get("displaced", 0)
+            ident = ident and r["identical"]
+        mib = 1 << 20
+        print(f"| {model} | {batch}, {image} | {budget / mib:.2f} MiB | {max(fps) / mib:.2f} MiB "
+              f"({'<=' if max(fps) <= budget else '>'} budget) | {spread(msrs)} ({pmsr:.3f}) | "
+              f"{spread(msrl)} | {spread(eors)} | {ev} | {ps} | {disp} | {'yes' if ident else 'NO'} |")
+        sys.stdout.flush()
+    print()
+    print(f"command per run: {' '.join(cmd[:1])} run --model M --batch B --image-size S --dataset "
+          f"synthetic --pcie-gbps {a.gbps} --iterations {a.iterations} --device-memory BUDGET --json")
+
+
+if __name__ == "__main__":
+    main()
