@@ -609,3 +609,70 @@ Test(alloc, double_release_aborts, .signal = SIGABRT) {
     tsl_alloc_release(a, x);
     tsl_alloc_release(a, x);
 }
+
+/* ---- placement (tsl_alloc_alloc_at) ---------------------------------------------- */
+
+Test(alloc, placement_at_a_given_offset) {
+    tsl_alloc *a = tsl_alloc_new(16 * 256, 256);
+    cr_assert_eq(tsl_alloc_alloc_at(a, 4 * 256, 300), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_alloc_check(a), "%s", tsl_last_error());
+    tsl_alloc_stats st;
+    tsl_alloc_get_stats(a, &st);
+    cr_assert_eq(st.load, 300u);
+    cr_assert_eq(st.footprint, 6 * 256u, "two units from 1024");
+    cr_assert_eq(st.n_free_blocks, 2u, "below and above");
+    /* the start of a free block, the whole of one, the tail */
+    cr_assert_eq(tsl_alloc_alloc_at(a, 0, 256), TSL_OK);
+    cr_assert_eq(tsl_alloc_alloc_at(a, 256, 3 * 256), TSL_OK);
+    cr_assert_eq(tsl_alloc_alloc_at(a, 15 * 256, 1), TSL_OK);
+    cr_assert(tsl_alloc_check(a), "%s", tsl_last_error());
+    tsl_alloc_get_stats(a, &st);
+    cr_assert_eq(st.footprint, 16 * 256u);
+    /* held, partly held, past the capacity */
+    cr_assert_eq(tsl_alloc_alloc_at(a, 4 * 256, 1), TSL_ERR_BUSY);
+    cr_assert(strstr(tsl_last_error(), "still held"), "%s", tsl_last_error());
+    cr_assert_eq(tsl_alloc_alloc_at(a, 14 * 256, 512), TSL_ERR_BUSY, "runs into the tail block");
+    cr_assert_eq(tsl_alloc_alloc_at(a, 16 * 256, 1), TSL_ERR_OOM);
+    tsl_alloc_get_stats(a, &st);
+    cr_assert_eq(st.n_failed, 1u, "busy is not a failure; past the capacity is");
+    /* a freed place can be taken again, and the online allocator sees the gaps */
+    tsl_alloc_release(a, 4 * 256);
+    size_t off;
+    cr_assert_eq(tsl_alloc_alloc(a, 512, &off), TSL_OK);
+    cr_assert_eq(off, 4 * 256u, "best fit finds the freed pair of units");
+    cr_assert(tsl_alloc_check(a), "%s", tsl_last_error());
+    /* an injected fault fails one placement */
+    tsl_alloc_fail_at(a, 1);
+    cr_assert_eq(tsl_alloc_alloc_at(a, 6 * 256, 1), TSL_ERR_OOM);
+    cr_assert_eq(tsl_alloc_alloc_at(a, 6 * 256, 1), TSL_OK);
+    cr_assert(tsl_alloc_check(a), "%s", tsl_last_error());
+    tsl_alloc_destroy(a);
+}
+
+Test(alloc, placement_stress_with_the_validator) {
+    const int steps = getenv("TSL_TEST_QUICK") ? 4000 : 20000;
+    tsl_alloc *a = tsl_alloc_new(64 * 1024, 256);
+    size_t live[256];
+    int n = 0;
+    uint64_t s = 99;
+    for (int k = 0; k < steps; k++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int what = (int)((s >> 33) % 3);
+        size_t bytes = 1 + (size_t)((s >> 40) % 2048);
+        if (what == 0 && n < 256) {
+            size_t off = ((s >> 20) % 256) * 256;
+            tsl_status st = tsl_alloc_alloc_at(a, off, bytes);
+            cr_assert(st == TSL_OK || st == TSL_ERR_BUSY || st == TSL_ERR_OOM);
+            if (st == TSL_OK) live[n++] = off;
+        } else if (what == 1 && n < 256) {
+            size_t off;
+            if (tsl_alloc_alloc(a, bytes, &off) == TSL_OK) live[n++] = off;
+        } else if (n > 0) {
+            int i = (int)((s >> 24) % (uint64_t)n);
+            tsl_alloc_release(a, live[i]);
+            live[i] = live[--n];
+        }
+        cr_assert(tsl_alloc_check(a), "step %d: %s", k, tsl_last_error());
+    }
+    tsl_alloc_destroy(a);
+}

@@ -361,6 +361,87 @@ tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset) {
     return TSL_OK;
 }
 
+/* Makes sure two nodes can be taken without allocating. Returns 0 if the
+ * host is out of memory (nothing changed but the array's capacity). */
+static int node_reserve2(tsl_alloc *a) {
+    int spare = (a->recycled != NIL) + (a->recycled != NIL && a->b[a->recycled].next != NIL);
+    if (spare + (a->cap_b - a->n_b) >= 2) return 1;
+    if (a->cap_b > INT32_MAX / 2) return 0;
+    int32_t cap = a->cap_b ? 2 * a->cap_b : 64;
+    blk *nb = realloc(a->b, (size_t)cap * sizeof *nb);
+    if (!nb) return 0;
+    a->b = nb;
+    a->cap_b = cap;
+    return 1;
+}
+
+/* Contract: see tsl_alloc_alloc_at in alloc.h. The block holding `offset`
+ * is found by walking the address-ordered list (O(blocks)). On failure the
+ * blocks and the ledger are unchanged except n_failed (not for
+ * TSL_ERR_BUSY, which is not a failure: the caller waits). */
+tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes) {
+    TSL_ASSERT(a);
+    TSL_ASSERT(offset % a->align == 0); /* a layout made for another alignment is a bug */
+    size_t need = 0;
+    if (nbytes <= a->capacity) need = nbytes == 0 ? a->align : (nbytes + a->align - 1) & ~(a->align - 1);
+    if (a->fail_countdown && --a->fail_countdown == 0)
+        return fail_oom(a, nbytes, need, " (injected fault)");
+    if (need == 0 || offset > a->capacity - need)
+        return fail_oom(a, nbytes, need, " (a placement past the capacity)");
+    int32_t n = a->head;
+    while (n != NIL && a->b[n].off + a->b[n].size <= offset) n = a->b[n].next;
+    TSL_ASSERT(n != NIL); /* the blocks tile [0, capacity) */
+    if (a->b[n].live || a->b[n].off + a->b[n].size < offset + need)
+        return tsl_fail(TSL_ERR_BUSY,
+                        "device allocator: [%zu, %zu) is still held (the block at %zu is %s)",
+                        offset, offset + need, a->b[n].off, a->b[n].live ? "live" : "too short");
+    if (!node_reserve2(a) || !ht_reserve(a)) {
+        a->n_failed++;
+        return tsl_fail(TSL_ERR_OOM, "device allocator: host out of memory for the bookkeeping "
+                                     "of a placement of %zu bytes", nbytes);
+    }
+    tr_erase(a, n);
+    blk *b = a->b;
+    if (b[n].off < offset) { /* the part below stays free, as a node of its own */
+        int32_t l = node_take(a);
+        b = a->b;
+        b[l].off = b[n].off;
+        b[l].size = offset - b[n].off;
+        b[l].prev = b[n].prev;
+        b[l].next = n;
+        if (b[n].prev != NIL) b[b[n].prev].next = l;
+        else a->head = l;
+        b[n].prev = l;
+        b[n].off = offset;
+        b[n].size -= b[l].size;
+        tr_insert(a, l);
+    }
+    if (b[n].size > need) { /* the part above stays free */
+        int32_t r = node_take(a);
+        b = a->b;
+        b[r].off = b[n].off + need;
+        b[r].size = b[n].size - need;
+        b[r].prev = n;
+        b[r].next = b[n].next;
+        if (b[n].next != NIL) b[b[n].next].prev = r;
+        else a->tail = r;
+        b[n].next = r;
+        b[n].size = need;
+        tr_insert(a, r);
+    }
+    b[n].live = 1;
+    b[n].req = nbytes;
+    ht_insert(a, n);
+    a->live_bytes += need;
+    a->load += nbytes;
+    a->n_live++;
+    a->n_allocs++;
+    if (a->load > a->peak_load) a->peak_load = a->load;
+    size_t fp = footprint_of(a);
+    if (fp > a->peak_footprint) a->peak_footprint = fp;
+    return TSL_OK;
+}
+
 /* Unlinks node `victim` (free, out of the treap) that directly follows
  * `keep` in address order, and adds its size to `keep`. */
 static void absorb_next(tsl_alloc *a, int32_t keep, int32_t victim) {
