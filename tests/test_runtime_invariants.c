@@ -83,6 +83,7 @@ static void zcase_make(rtf_case *c, const char *model, int adam) {
 typedef struct run_out {
     uint64_t checksum;
     size_t peak[ITERS];        /* measured peak load per iteration */
+    size_t fp[ITERS];          /* measured peak footprint per iteration */
     double ms[ITERS];          /* iteration time (virtual clock: the iteration's virtual time) */
     int64_t stalls[ITERS];     /* stalls counted up to the end of each iteration */
     tsl_runtime_stats rs;
@@ -101,6 +102,7 @@ static void run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gb
         cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
                      c->model, what, k + 1, tsl_last_error());
         o->peak[k] = st.peak_load;
+        o->fp[k] = st.peak_footprint;
         o->ms[k] = st.ms;
         tsl_session_runtime_stats(s, &o->rs);
         o->stalls[k] = o->rs.stalls;
@@ -143,6 +145,21 @@ static void check_virtual(const rtf_case *c, const tsl_plan *p, const run_out *o
                          what, k + 1, o->peak[k], p->predicted_peak,
                          (long long)o->peak[k] - (long long)p->predicted_peak);
     }
+    /* the layout: every block at its place, so the device holds exactly
+     * the predicted footprint (the cold first iteration may hold less) */
+    cr_assert_gt(p->n_blocks, 0, "%s %s: the plan has no layout", c->model, what);
+    for (int k = 0; k < ITERS; k++) {
+        cr_assert_leq(o->fp[k], p->predicted_footprint,
+                      "%s %s: iteration %d footprint %zu exceeds the predicted %zu", c->model, what,
+                      k + 1, o->fp[k], p->predicted_footprint);
+        if (k >= first_steady)
+            cr_assert_eq(o->fp[k], p->predicted_footprint,
+                         "%s %s: iteration %d footprint %zu, predicted %zu (difference %lld)",
+                         c->model, what, k + 1, o->fp[k], p->predicted_footprint,
+                         (long long)o->fp[k] - (long long)p->predicted_footprint);
+    }
+    cr_assert_eq(o->rs.displaced, 0, "%s %s: %lld blocks displaced on the virtual clock", c->model,
+                 what, (long long)o->rs.displaced);
     /* (the cold first iteration of a plan releasing tensors across
      * iterations starts with them resident: strict mode may wait there) */
     int64_t cold = first_steady ? o->stalls[0] : 0;
@@ -220,6 +237,7 @@ static void check_model(const char *model, int adam) {
         pg_stats st;
         tsl_plan *p = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i * 7919 + 17, &po, &st);
         cr_assert_not_null(p, "%s: %s", model, tsl_last_error());
+        cr_assert_eq(tsl_plan_layout(c.w, p, &c.dev, 0), TSL_OK, "%s: %s", model, tsl_last_error());
         swaps += st.swaps;
         rcs += st.recomputes;
         events += p->n_events;
@@ -284,6 +302,7 @@ static void check_waits(const char *model, int adam, int n) {
         pg_stats st;
         tsl_plan *p = pg_random_plan(c.g, c.w, &c.dev, (uint64_t)i * 7919 + 17, &po, &st);
         cr_assert_not_null(p, "%s: %s", model, tsl_last_error());
+        cr_assert_eq(tsl_plan_layout(c.w, p, &c.dev, 0), TSL_OK, "%s: %s", model, tsl_last_error());
         tsl_peak_info pi;
         cr_assert_eq(tsl_peak_analysis(c.w, p, &c.dev, &pi), TSL_OK, "%s", tsl_last_error());
         waits += pi.n_waits;

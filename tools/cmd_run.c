@@ -492,6 +492,7 @@ static json_t *json_run(const run_result *r, int scheduled) {
         json_object_set_new(o, "recomputes", json_integer(s->recomputes));
         json_object_set_new(o, "passive_swaps", json_integer(s->passive_swaps));
         json_object_set_new(o, "evictions", json_integer(s->evictions));
+        json_object_set_new(o, "displaced", json_integer(s->displaced));
         json_object_set_new(o, "stall_ms", json_real(s->stall_ms));
         json_object_set_new(o, "replans", json_integer(r->js.replans));
         json_object_set_new(o, "swaps_in", json_integer(s->swaps_in));
@@ -802,10 +803,11 @@ int cmd_run(int argc, char **argv) {
                    fmt_bytes(pr.planned_peak, b4, sizeof b4), fmt_bytes(pr.vanilla_peak, b5, sizeof b5),
                    pr.planning_ms, dev.name, pr.budget_met ? "" : "; the budget is NOT met");
             printf("done: %lld swap-outs (%s), %lld swap-ins (%s), %lld recomputations, %lld passive "
-                   "swap-ins, %lld evictions, %lld stalls (%.2f ms), %lld replans%s%s\n",
+                   "swap-ins, %lld evictions, %lld displaced, %lld stalls (%.2f ms), %lld replans%s%s\n",
                    (long long)s->swaps_out, fmt_bytes(s->bytes_d2h, b1, sizeof b1), (long long)s->swaps_in,
                    fmt_bytes(s->bytes_h2d, b3, sizeof b3), (long long)s->recomputes,
-                   (long long)s->passive_swaps, (long long)s->evictions, (long long)s->stalls,
+                   (long long)s->passive_swaps, (long long)s->evictions,
+                   (long long)s->displaced, (long long)s->stalls,
                    s->stall_ms, (long long)sched.js.replans, sched.js.replans ? ": " : "",
                    sched.js.replans ? sched.js.last_replan_reason : "");
         }

@@ -117,6 +117,13 @@ struct tsl_backend_i {
      * free block is large enough. Immediate; see "Memory" above for when a
      * block may be freed. */
     tsl_status (*alloc)(tsl_backend *b, size_t nbytes, void **ptr);
+    /* Optional (NULL: the backend cannot place, and the runtime ignores
+     * plans' layouts): the block [offset, offset + nbytes rounded up to
+     * TSL_ALLOC_ALIGN) of the arena, as an offline layout planned it
+     * (tensile/layout.h; CUDA: the arena's base + offset).
+     * TSL_ERR_BUSY while any of it is held (wait and retry), TSL_ERR_OOM
+     * past the capacity. */
+    tsl_status (*alloc_at)(tsl_backend *b, size_t offset, size_t nbytes, void **ptr);
     void (*free)(tsl_backend *b, void *ptr);
     /* The arena's ledger (exact, tensile/alloc.h). */
     void (*mem_stats)(tsl_backend *b, tsl_alloc_stats *st);

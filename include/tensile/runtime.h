@@ -107,6 +107,8 @@ typedef struct tsl_runtime_stats {
     int64_t stalls;                /* times compute waited for a copy */
     double stall_ms;               /* total wait */
     int64_t plans_installed;       /* plans that took effect at a boundary */
+    int64_t displaced;             /* blocks allocated away from their planned place (the
+                                      place was held and waiting could not free it) */
     size_t bytes_h2d, bytes_d2h;
 } tsl_runtime_stats;
 

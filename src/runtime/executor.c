@@ -146,15 +146,37 @@ static int make_room(step *S) {
     return v >= 0 && tsl__rt_evict(rt, v);
 }
 
+/* A planned place is held (placement.c): waits for what holds it to go -
+ * a cold-start tensor dropped, the oldest kernel in flight retired, frees
+ * under way - and returns 1, or 0 when waiting cannot help. */
+static int wait_for_place(step *S) {
+    tsl__runtime *rt = S->rt;
+    if (tsl__rt_drop_cold(rt)) return 1;
+    if (rt->inflight.n > 0) {
+        tsl_status rc = retire_oldest(S, 1);
+        if (rc != TSL_OK && S->late == TSL_OK) S->late = rc;
+        return 1;
+    }
+    return tsl__rt_frees_pending(rt) && wait_step(S);
+}
+
 /* Allocates tensor t (t >= 0), or a raw block of n bytes into *blk (t <
- * 0): makes room and retries until it fits (see the head of the file). */
-static tsl_status acquire(step *S, int32_t t, size_t n, void **blk) {
+ * 0: the workspace of op ws_op, or scratch with ws_op -1): at its planned
+ * place under a layout, waiting while the place is held and going online
+ * when waiting cannot free it; makes room and retries until it fits (see
+ * the head of the file). */
+static tsl_status acquire(step *S, int32_t t, int32_t ws_op, size_t n, void **blk) {
     tsl__runtime *rt = S->rt;
     tsl_status rc = TSL_OK;
     int retried = 0;
     rt->compute_wants_mem = 1;
     for (;;) {
-        if (t >= 0 ? tsl__rt_try_alloc(rt, t) == TSL_OK : tsl__rt_try_alloc_raw(rt, n, blk)) break;
+        tsl_status a = t >= 0 ? tsl__rt_try_alloc(rt, t) : tsl__rt_try_alloc_raw(rt, ws_op, n, blk);
+        if (a == TSL_OK) break;
+        if (a == TSL_ERR_BUSY) {
+            if (!wait_for_place(S)) tsl__place_online(rt); /* displaced, counted */
+            continue;
+        }
         if (rt->async_err != TSL_OK) {
             rc = tsl__rt_async_error(rt);
             break;
@@ -214,7 +236,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
         int32_t e = no_plan ? -1 : tsl__se_pending_swap_in(rt, t);
         if (e >= 0 && rt->ev_state[e] == TSL__EV_WMEM) { /* take it over */
             rt->ev_state[e] = TSL__EV_RUN;
-            tsl_status rc = acquire(S, t, 0, NULL);
+            tsl_status rc = acquire(S, t, -1, 0, NULL);
             if (rc != TSL_OK) {
                 tsl__se_ev_done(rt, e);
                 return rc;
@@ -242,7 +264,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
                             "runtime: tensor '%s' read by op '%s' is neither on the device nor "
                             "on the host",
                             tsl_graph_tensor(rt->g, t)->name, tsl_graph_op(rt->g, rt->pos)->name);
-        tsl_status rc = acquire(S, t, 0, NULL); /* passive swap-in */
+        tsl_status rc = acquire(S, t, -1, 0, NULL); /* passive swap-in */
         if (rc != TSL_OK) return rc;
         if (tsl__se_copy(rt, t, 1, TSL__X_PASSIVE, -1, tsl_graph_tensor(rt->g, t)->nbytes) < 0) {
             tsl__rt_free_block(rt, t);
@@ -273,7 +295,7 @@ static int swap_out_behind(const tsl__runtime *rt, int32_t t) {
 static tsl_status prepare_output(step *S, int32_t t) {
     tsl__runtime *rt = S->rt;
     tsl__res *r = &rt->res[t];
-    if (!rt->s->ptr[t]) return acquire(S, t, 0, NULL);
+    if (!rt->s->ptr[t]) return acquire(S, t, -1, 0, NULL);
     r->dying = 0;
     r->cold = 0;
     if (rt->virtual_clock) return TSL_OK;
@@ -323,7 +345,7 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
             continue;
         }
         l->scratch_bytes[j] = tsl_graph_tensor(rt->g, o)->nbytes;
-        rc = acquire(S, -1, l->scratch_bytes[j], &l->scratch[j]);
+        rc = acquire(S, -1, -1, l->scratch_bytes[j], &l->scratch[j]);
         if (rc == TSL_ERR_OOM) rc = oom(rt, "recomputation scratch", tsl_graph_tensor(rt->g, o)->name,
                                          l->scratch_bytes[j]);
         if (rc != TSL_OK) break;
@@ -498,7 +520,7 @@ static tsl_status run_item(step *S, int32_t k) {
     memset(&L, 0, sizeof L);
     L.item = k;
     L.ws_bytes = skip ? 0 : pl->w->ops[it->op].workspace;
-    if (rc == TSL_OK) rc = acquire(S, -1, L.ws_bytes, &L.ws);
+    if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, &L.ws);
     if (S->hold) { /* the item's tensors are placed: swap-ins may allocate again */
         S->hold = 0;
         rt->compute_wants_mem = 0;
@@ -591,7 +613,9 @@ static tsl_status install(tsl__runtime *rt) {
         uint8_t *es = realloc(rt->ev_state, (size_t)rt->cur->p->n_events + 1);
         if (!es) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
         rt->ev_state = es;
+        memset(es, TSL__EV_IDLE, (size_t)rt->cur->p->n_events + 1); /* nothing due yet */
     }
+    if (tsl__place_on(rt)) return tsl__place_persistent(rt); /* at their places */
     return tsl__rt_restore_persistent(rt); /* cold start: all persistent resident */
 }
 
@@ -606,7 +630,7 @@ static tsl_status load_data(step *S, const float *x, const int32_t *y) {
     for (int k = 0; k < 2; k++) {
         tsl_tid t = data[k];
         if (!s->ptr[t]) {
-            tsl_status rc = acquire(S, t, 0, NULL);
+            tsl_status rc = acquire(S, t, -1, 0, NULL);
             if (rc != TSL_OK) return rc;
         }
         tsl_status rc = tsl_backend_upload(rt->b, s->ptr[t], src[k], tsl_graph_tensor(rt->g, t)->nbytes);
@@ -740,7 +764,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     rc = install(rt);
     if (rc == TSL_OK && rt->parked) { /* after an evaluation: the parked tensors come back, */
         rt->parked = 0;                /* under a plan what fits (the rest passively) */
-        rc = tsl__rt_restore_some(rt, NULL, rt->cur != NULL);
+        rc = tsl__rt_restore_some(rt, tsl__place_on(rt) ? rt->place_start : NULL, rt->cur != NULL);
     }
     if (rc != TSL_OK || !rt->cur) { /* no plan: the vanilla executor */
         pthread_mutex_unlock(&rt->mu);
@@ -779,6 +803,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     step S = {.rt = rt, .s = s, .y = y, .st = st};
     tsl__rt_note_mem(rt);
     if (rt->virtual_clock) item_times(rt);
+    tsl__place_begin(rt);
     if (rc == TSL_OK) rc = load_data(&S, x, y);
     if (rc == TSL_OK) rc = plan_step(&S);
     tsl_status fin = retire_all(&S); /* every kernel of the iteration completes */

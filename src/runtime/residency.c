@@ -63,10 +63,13 @@ tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t) {
     size_t n = bytes_of(rt, t);
     if (over_limit(rt, n)) return TSL_ERR_OOM;
     void *p = NULL;
-    if (rt->b->iface->alloc(rt->b, n, &p) != TSL_OK) {
+    tsl_status st = tsl__place_tensor(rt, t, n, &p);
+    if (st == TSL_ERR_BUSY) return st;
+    if (st != TSL_OK && rt->b->iface->alloc(rt->b, n, &p) != TSL_OK) {
         tsl_clear_error();
         return TSL_ERR_OOM;
     }
+    tsl__place_allocated(rt, t, -1);
     rt->s->ptr[t] = p;
     tsl__res *r = &rt->res[t];
     r->readable = 0;
@@ -77,18 +80,21 @@ tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t) {
     return TSL_OK;
 }
 
-int tsl__rt_try_alloc_raw(tsl__runtime *rt, size_t n, void **p) {
+tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, void **p) {
     *p = NULL;
-    if (n == 0) return 1;
-    if (over_limit(rt, n)) return 0;
-    if (rt->b->iface->alloc(rt->b, n, p) != TSL_OK) {
+    if (n == 0) return TSL_OK;
+    if (over_limit(rt, n)) return TSL_ERR_OOM;
+    tsl_status st = tsl__place_ws(rt, op, n, p);
+    if (st == TSL_ERR_BUSY) return st;
+    if (st != TSL_OK && rt->b->iface->alloc(rt->b, n, p) != TSL_OK) {
         tsl_clear_error();
         *p = NULL;
-        return 0;
+        return TSL_ERR_OOM;
     }
+    tsl__place_allocated(rt, -1, op);
     rt->used += n;
     tsl__rt_note_mem(rt);
-    return 1;
+    return TSL_OK;
 }
 
 void tsl__rt_free_raw(tsl__runtime *rt, void *p, size_t n) {

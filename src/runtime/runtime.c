@@ -54,6 +54,17 @@ static tsl_plan *plan_copy(const tsl_plan *p) {
         }
     c->predicted_peak = p->predicted_peak;
     c->predicted_period_us = p->predicted_period_us;
+    if (p->n_blocks > 0) { /* the layout */
+        c->blocks = malloc((size_t)p->n_blocks * sizeof *c->blocks);
+        if (!c->blocks) {
+            tsl_plan_free(c);
+            return NULL;
+        }
+        memcpy(c->blocks, p->blocks, (size_t)p->n_blocks * sizeof *c->blocks);
+        c->n_blocks = p->n_blocks;
+        c->layout_align = p->layout_align;
+        c->predicted_footprint = p->predicted_footprint;
+    }
     return c;
 }
 
@@ -254,6 +265,7 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     st = rt->w0 ? TSL_OK : tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
     if (st == TSL_OK) st = tsl__res_init(rt);
     if (st == TSL_OK) st = tsl__evict_init(rt);
+    if (st == TSL_OK) st = tsl__place_init(rt);
     if (st == TSL_OK) st = tsl__lat_init(rt);
     if (st == TSL_OK && !rt->virtual_clock) st = tsl__se_start(rt);
     if (st != TSL_OK) {
@@ -269,6 +281,7 @@ void tsl__rt_free(tsl__runtime *rt) {
     tsl__se_stop(rt);
     tsl__res_free(rt);
     tsl__evict_free(rt);
+    tsl__place_free(rt);
     tsl__rt_plan_free(rt->cur);
     tsl__rt_plan_free(rt->pending);
     tsl_workload_free(rt->w0);
@@ -414,12 +427,18 @@ static const uint8_t *eval_reads(tsl__runtime *rt) {
 
 tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_effort) {
     tsl_session *s = rt->s;
+    /* under a layout, those the plan keeps resident at the start first, at
+     * their places (placement.c); then the rest online */
+    for (int pass = tsl__place_on(rt) ? 0 : 1; pass < 2; pass++)
     for (int32_t t = 0; t < rt->nt; t++) {
         const tsl_tensor *tt = tsl_graph_tensor(rt->g, t);
         if (!tsl_kind_is_persistent(tt->kind) || s->ptr[t] || (only && !only[t])) continue;
+        if (pass == 0 && !rt->place_start[t]) continue;
         tsl__res *r = &rt->res[t];
         TSL_ASSERT(tsl__rt_host_valid(rt, t)); /* never freed without a host copy */
-        tsl_status st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
+        tsl_status st = pass == 0 ? tsl__place_start_ptr(rt, t, tt->nbytes, &s->ptr[t])
+                                  : TSL_ERR_UNSUPPORTED;
+        if (st != TSL_OK) st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
         if (st != TSL_OK) /* an injected fault fails one allocation only */
             st = rt->b->iface->alloc(rt->b, tt->nbytes, &s->ptr[t]);
         if (st != TSL_OK) {
@@ -447,7 +466,7 @@ tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) { return tsl__rt_restore
 
 /* Parks persistent t on the host: a host copy if it has none that is
  * current, then its device block freed (at a boundary: nothing in flight). */
-static tsl_status park(tsl__runtime *rt, int32_t t) {
+tsl_status tsl__rt_park(tsl__runtime *rt, int32_t t) {
     tsl__res *r = &rt->res[t];
     if (!tsl__rt_host_valid(rt, t)) {
         void *h = tsl__rt_host_buf(rt, t);
@@ -469,7 +488,7 @@ tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt) {
     tsl_status st = need ? TSL_OK : tsl_fail(TSL_ERR_OOM, "evaluation: out of host memory");
     for (int32_t t = 0; t < rt->nt && st == TSL_OK; t++)
         if (tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind) && rt->s->ptr[t] && !need[t]) {
-            st = park(rt, t);
+            st = tsl__rt_park(rt, t);
             rt->parked = 1;
         }
     if (st == TSL_OK) st = tsl__rt_restore_some(rt, need, 0);

@@ -215,6 +215,11 @@ typedef struct tsl__runtime {
     /* latency tracking */
     double *ewma;
 
+    /* the layout (placement.c) */
+    int32_t *place_seq;        /* per tensor, then per op: allocations this iteration */
+    uint8_t *place_start;      /* per tensor: the plan keeps it resident at the start */
+    int place_online;          /* the next allocation goes online (a held place) */
+
     tsl_runtime_stats st;
     int64_t defrags;           /* items retried after moving their tensors out (tests) */
     tsl_status async_err;      /* first error met by a Swap Executor thread */
@@ -250,16 +255,47 @@ int tsl__rt_drop_cold(tsl__runtime *rt);
 /* Frees the runtime (threads joined, host copies freed). NULL is fine. */
 void tsl__rt_free(tsl__runtime *rt);
 
+/* Parks persistent t on the host (a current host copy, the block freed;
+ * at a boundary). */
+tsl_status tsl__rt_park(tsl__runtime *rt, int32_t t);
+
+/* ---- placement.c: following the plan's layout ---------------------------------- */
+tsl_status tsl__place_init(tsl__runtime *rt);
+void tsl__place_free(tsl__runtime *rt);
+/* 1 if allocations follow the installed plan's layout. */
+int tsl__place_on(const tsl__runtime *rt);
+/* Resets the block counters at an iteration's start. */
+void tsl__place_begin(tsl__runtime *rt);
+/* Allocates tensor t's next residency (n bytes), or op's next workspace,
+ * at its planned offset: TSL_OK (*p set), TSL_ERR_BUSY (the place is held:
+ * wait, or go online), TSL_ERR_OOM, or TSL_ERR_UNSUPPORTED (no layout, no
+ * such block, or online requested: allocate online). */
+tsl_status tsl__place_tensor(tsl__runtime *rt, int32_t t, size_t n, void **p);
+tsl_status tsl__place_ws(tsl__runtime *rt, int32_t op, size_t n, void **p);
+/* After any allocation of tensor t (t >= 0) or of op's workspace: the
+ * counter advances; an online allocation asked for counts as displaced. */
+void tsl__place_allocated(tsl__runtime *rt, int32_t t, int32_t ws_op);
+/* The next allocation goes online (its place cannot be had by waiting). */
+void tsl__place_online(tsl__runtime *rt);
+/* At a plan's installation: the persistent tensors parked and brought
+ * back at their places (tsl__rt_restore_some). */
+tsl_status tsl__place_persistent(tsl__runtime *rt);
+/* Persistent t's block at the iteration's start, if the plan keeps it
+ * resident there: as tsl__place_tensor. */
+tsl_status tsl__place_start_ptr(tsl__runtime *rt, int32_t t, size_t n, void **p);
+
 /* ---- residency.c ------------------------------------------------------------- */
 tsl_status tsl__res_init(tsl__runtime *rt);
 void tsl__res_free(tsl__runtime *rt);
-/* Allocates tensor t's device block if the strict limit and the arena allow;
- * TSL_OK or TSL_ERR_OOM (no message kept). */
+/* Allocates tensor t's device block if the strict limit and the arena
+ * allow, at its planned place under a layout (placement.c); TSL_OK,
+ * TSL_ERR_BUSY (its place is held) or TSL_ERR_OOM (no message kept). */
 tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t);
-/* A raw device block of n bytes (a kernel's workspace, recomputation
- * scratch) if the strict limit and the arena allow: 1 (*p set; NULL for
- * n 0) or 0. Counted in `used` until tsl__rt_free_raw. */
-int tsl__rt_try_alloc_raw(tsl__runtime *rt, size_t n, void **p);
+/* A raw device block of n bytes (op's workspace, at its planned place
+ * under a layout; op -1: recomputation scratch) if the strict limit and
+ * the arena allow: TSL_OK (*p set; NULL for n 0), TSL_ERR_BUSY or
+ * TSL_ERR_OOM. Counted in `used` until tsl__rt_free_raw. */
+tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, void **p);
 void tsl__rt_free_raw(tsl__runtime *rt, void *p, size_t n);
 /* Device time of a completed event, µs from the iteration's start. */
 double tsl__rt_event_us(tsl__runtime *rt, tsl_dev_event *ev);

@@ -63,6 +63,16 @@ static tsl_status cpu_alloc(tsl_backend *b, size_t nbytes, void **ptr) {
     return TSL_OK;
 }
 
+static tsl_status cpu_alloc_at(tsl_backend *b, size_t offset, size_t nbytes, void **ptr) {
+    cpu_ctx *c = b->context;
+    pthread_mutex_lock(&c->alloc_mu);
+    tsl_status st = tsl_alloc_alloc_at(c->alloc, offset, nbytes);
+    pthread_mutex_unlock(&c->alloc_mu);
+    if (st != TSL_OK) return st;
+    *ptr = c->base + offset;
+    return TSL_OK;
+}
+
 static void cpu_free(tsl_backend *b, void *ptr) {
     cpu_ctx *c = b->context;
     TSL_ASSERT((uint8_t *)ptr >= c->base && (uint8_t *)ptr < c->base + c->capacity);
@@ -272,6 +282,7 @@ static const struct tsl_backend_i cpu_iface = {
     .name = cpu_name,
     .caps = cpu_caps,
     .alloc = cpu_alloc,
+    .alloc_at = cpu_alloc_at,
     .free = cpu_free,
     .mem_stats = cpu_mem_stats,
     .reset_peaks = cpu_reset_peaks,
