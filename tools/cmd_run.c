@@ -82,7 +82,8 @@ static const char help[] =
     "                       `tensile calibrate` wrote it, else rough CPU figures)\n"
     "  --optimizer O        sgd (momentum 0.9, default) or adam\n"
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
-    "  --threads T          CPU threads (default: all online CPUs)\n"
+    "  --threads T          kernel threads of both runs (default: the online CPUs,\n"
+    "                       less one for the copy channels with --policy tensile)\n"
     "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
     "  --train-examples N   use only the first N training examples (at most 2^31)\n"
     "  --test-examples N    use only the first N test examples (at most 2^31)\n"
@@ -114,6 +115,7 @@ typedef struct run_opts {
     const char *model, *trace, *profile;
     int dataset; /* 0 fashion-mnist, 1 synthetic */
     int batch, image, policy, optimizer, threads, json, quiet, eval, epochs;
+    int threads_default; /* no --threads given */
     int64_t iterations, train_n, test_n;
     size_t budget;       /* 0: none */
     double budget_pct;   /* > 0: percent of vanilla's peak load */
@@ -159,13 +161,26 @@ static double median(double *v, int64_t n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The default kernel thread count: every online CPU, less one when the
+ * runtime's copy channels run beside the kernels (--policy tensile), so
+ * that the channels have a core of their own, as a GPU's copy engines do:
+ * a kernel thread preempted by a copy stalls the kernel's other threads,
+ * which wait for it (OpenMP), and the kernels then take several times
+ * their time (docs/RESULTS.md, "Threads"). At least one. Both runs of
+ * `tensile run` use the same count, so EOR compares like with like. */
+static int default_threads(int policy) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1) cpus = 1;
+    if (policy && cpus > 1) cpus--;
+    return cpus > 1024 ? 1024 : (int)cpus;
+}
+
 static void parse(int argc, char **argv, run_opts *t) {
     tsl_args a = {.cmd = "run", .argc = argc, .argv = argv};
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
     static const char *const policies[] = {"vanilla", "tensile", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    *t = (run_opts){.batch = 64, .policy = 1, .threads = cpus > 0 ? (int)cpus : 1, .lr = -1,
+    *t = (run_opts){.batch = 64, .policy = 1, .threads = 0, .lr = -1,
                     .seed = 42, .iterations = 20, .tensile = tsl_tensile_opts_default()};
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
@@ -223,6 +238,10 @@ static void parse(int argc, char **argv, run_opts *t) {
         args_die(&a, "--trace records the runtime's run: it needs --policy tensile");
     if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
+    if (!t->threads) {
+        t->threads = default_threads(t->policy);
+        t->threads_default = 1;
+    }
 }
 
 /* Loads the data; returns 0 with *rc the exit status on failure. */
@@ -608,6 +627,17 @@ int cmd_run(int argc, char **argv) {
                 t.pcie_gbps > 0 ? "throttled" : "unthrottled");
     if (t.pcie_gbps > 0 && (!t.json || !t.quiet))
         fprintf(stderr, "tensile run: each copy channel at %g GB/s\n", t.pcie_gbps);
+    if (!t.json || !t.quiet) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        fprintf(stderr, "tensile run: threads: %d kernel thread%s (oneDNN, OpenBLAS)%s, %s on %ld "
+                        "online CPU%s (%s)\n",
+                t.threads, t.threads == 1 ? "" : "s", t.policy ? " for both runs" : "",
+                t.policy ? "the 2 copy channels (host to device, device to host) on threads "
+                           "of their own, mostly asleep"
+                         : "no copy channels (vanilla)",
+                cpus, cpus == 1 ? "" : "s", t.threads_default ? "the default; --threads to change"
+                                                              : "--threads");
+    }
 
     /* vanilla, in the budget if there is one: its first iterations alone
      * (the latency table), the rest side by side with the policy's run */
