@@ -191,15 +191,19 @@ int main(int argc, char **argv) {
     /* 1. MSR against the simulator, EOR */
     printf("### Measured against predicted, %dx%d, batch %d, %d iterations per run, %d runs, "
            "swap-in slack %g\n\n", image, image, batch, iters, reps, slack);
-    printf("| model | vanilla peak | tensile peak | MSR measured | MSR simulated | diff | "
+    printf("MSR on the footprint (what the device holds), measured against the plan's "
+           "predicted footprint; MSR on the peak load beside it, measured and simulated\n\n");
+    printf("| model | vanilla footprint | tensile footprint | MSR measured | MSR planned | diff | "
+           "MSR load measured / simulated | "
            "iteration vanilla / tensile | EOR measured | EOR simulated | swap-outs/iter | "
            "stall ms/iter | replans | identical | targets |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int all_ok = 1, failed = 0;
     char list[256];
     snprintf(list, sizeof list, "%s", models);
     for (char *save = NULL, *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
         double msr[MAXR], smsr[MAXR], eor[MAXR], seor[MAXR], stall[MAXR], vms[MAXR], tms[MAXR];
+        double lmsr[MAXR], lsmsr[MAXR];
         double vpk = 0, tpk = 0, swaps = 0, replans = 0;
         int identical = 1, n = 0;
         for (int r = 0; r < reps; r++) {
@@ -218,14 +222,16 @@ int main(int argc, char **argv) {
                 continue;
             }
             msr[n] = jnum(o, "msr");
-            smsr[n] = jnum(o, "simulated_msr");
+            smsr[n] = jnum(o, "predicted_msr");
+            lmsr[n] = jnum(o, "msr_load");
+            lsmsr[n] = jnum(o, "simulated_msr");
             eor[n] = jnum(o, "eor");
             seor[n] = jnum(o, "predicted_eor");
             stall[n] = jnum(o, "scheduled.stall_ms") / iters;
             vms[n] = jnum(o, "vanilla.iter_ms");
             tms[n] = jnum(o, "scheduled.iter_ms");
-            vpk = jnum(o, "vanilla.peak_load_bytes");
-            tpk = jnum(o, "scheduled.peak_load_bytes");
+            vpk = jnum(o, "vanilla.footprint_bytes");
+            tpk = jnum(o, "scheduled.footprint_bytes");
             swaps = jnum(o, "scheduled.swaps") / iters;
             replans += jnum(o, "scheduled.replans");
             identical &= jnum(o, "identical") == 1;
@@ -238,11 +244,14 @@ int main(int argc, char **argv) {
         double me = med(eor, n, &lo[2], &hi[2]), se = med(seor, n, &lo[3], &hi[3]);
         double st = med(stall, n, &lo[4], &hi[4]);
         double vm = med(vms, n, &lo[5], &hi[5]), tm = med(tms, n, &lo[6], &hi[6]);
+        double l1, l2, lm = med(lmsr, n, &l1, &l2), ls = med(lsmsr, n, &l1, &l2);
         int ok = fabs(mm - ms) <= 0.02 && me <= 1.10 && identical;
         all_ok &= ok;
-        printf("| %s | %.1f MiB | %.1f MiB | %.3f (%.3f..%.3f) | %.3f | %.3f | %.1f / %.1f ms | "
+        printf("| %s | %.1f MiB | %.1f MiB | %.3f (%.3f..%.3f) | %.3f | %.3f | %.3f / %.3f | "
+               "%.1f / %.1f ms | "
                "%.3f (%.3f..%.3f) | %.3f | %.1f | %.1f (%.1f..%.1f) | %.1f | %s | %s |\n",
-               m, vpk / 1048576.0, tpk / 1048576.0, mm, lo[0], hi[0], ms, fabs(mm - ms), vm, tm, me,
+               m, vpk / 1048576.0, tpk / 1048576.0, mm, lo[0], hi[0], ms, fabs(mm - ms), lm, ls,
+               vm, tm, me,
                lo[2], hi[2], se, swaps, st, lo[4], hi[4], replans / n, identical ? "yes" : "NO",
                ok ? "met" : "missed");
         fflush(stdout);

@@ -24,7 +24,7 @@ check "its peak is above 1 PiB: ${out:0:300}" "$(python3 -c "import json,sys; d=
 
 # -- plans above the budget or the device: exit 3 with the sizes, nothing written
 expect_exit 3 "a plan above --budget" t plan --model cnn --batch 16 --budget 1MiB
-check "the message names the budget and the planned peak: $out" "$(all_of "the plans do not fit" "more than --budget 1.0 MiB (1048576 bytes)")"
+check "the message names the budget and the planned footprints: $out" "$(all_of "the budget is not met" "footprints summing to" "more than --budget 1.0 MiB (1048576 bytes)")"
 check "the report is still printed" "$(has "cnn:16 ")"
 expect_exit 3 "a plan above the device, --out not written" t plan --model resnet50 --batch 256 --profile rtx2080ti --out "$tmp/p.json"
 check "the message names the profile's memory: $out" "$(all_of "of profile 'rtx2080ti' (its mem_bytes)" "--out not written")"

@@ -187,7 +187,6 @@ Test(planner, resnet50_batch16) {
             rep.iterations, rep.planning_ms);
     cr_assert_gt(msr, 0.15, "MSR %.3f fell (0.178 when written)", msr);
     cr_assert_eq(p->predicted_period_us, w->period_us, "no recomputation, nothing waits");
-    cr_assert_lt(rep.planning_ms, 500.0);
     tsl_plan_report_free(&rep);
     tsl_plan_free(p);
     tsl_workload_free(w);

@@ -82,6 +82,8 @@ static const char help[] =
     "                       `tensile calibrate` wrote it, else rough CPU figures)\n"
     "  --optimizer O        sgd (momentum 0.9, default) or adam\n"
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
+    "  --online-placement   ignore the plan's layout: every block from the online\n"
+    "                       best-fit allocator, as before layouts (for comparison)\n"
     "  --threads T          kernel threads of both runs (default: the online CPUs,\n"
     "                       less one for the copy channels with --policy tensile)\n"
     "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
@@ -116,6 +118,7 @@ typedef struct run_opts {
     int dataset; /* 0 fashion-mnist, 1 synthetic */
     int batch, image, policy, optimizer, threads, json, quiet, eval, epochs;
     int threads_default; /* no --threads given */
+    int online_placement; /* --online-placement: ignore the plan's layout */
     int64_t iterations, train_n, test_n;
     size_t budget;       /* 0: none */
     double budget_pct;   /* > 0: percent of vanilla's peak load */
@@ -227,6 +230,7 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--test-examples")) t->test_n = args_int(&a, o, 1, TOOL_MAX_EXAMPLES);
         else if (!strcmp(o, "--trace")) t->trace = args_value(&a, o);
         else if (!strcmp(o, "--quiet")) t->quiet = 1;
+        else if (!strcmp(o, "--online-placement")) t->online_placement = 1;
         else if (!strcmp(o, "--json")) t->json = 1;
         else args_die(&a, "unknown option '%s'", o);
     }
@@ -478,6 +482,7 @@ static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.plan.policy = tsl_policy_find("tensile");
     jo.plan.budget = budget;
     jo.plan.opts = &t->tensile;
+    jo.runtime.online_placement = t->online_placement;
     if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
         if (!refused) fprintf(stderr, "tensile run: %s\n", r->error);

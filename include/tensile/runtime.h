@@ -95,6 +95,9 @@ typedef struct tsl_runtime_opts {
     void *evict_user;
     tsl_boundary_fn on_boundary; /* NULL: none */
     void *boundary_user;
+    int online_placement;      /* 1: ignore plans' layouts, every block from the online
+                                  best-fit allocator (for comparison; default 0: blocks at
+                                  their planned places, footprint = predicted footprint) */
 } tsl_runtime_opts;
 
 tsl_runtime_opts tsl_runtime_opts_default(void);

@@ -156,8 +156,8 @@ enum { ORD_BREADTH, ORD_SIZE, ORD_LIFE, ORD_AREA, ORD_START, N_ORDERS };
  * LAYOUT_MAX_RUNS placements in all, fewer when n^2 per placement would
  * pass LAYOUT_WORK conflict checks. */
 #define SQUEAKY_ROUNDS 12
-#define LAYOUT_MAX_RUNS 240
-#define LAYOUT_WORK ((int64_t)300 * 1000 * 1000)
+#define LAYOUT_MAX_RUNS 64
+#define LAYOUT_WORK ((int64_t)120 * 1000 * 1000)
 
 static size_t aligned_peak(const tsl_layout_block *b, int32_t n, int64_t period, size_t al);
 
@@ -262,13 +262,19 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
     int64_t nn = (int64_t)n * n, runs = LAYOUT_WORK / (nn > 0 ? nn : 1);
     if (runs > LAYOUT_MAX_RUNS) runs = LAYOUT_MAX_RUNS;
     if (runs < N_ORDERS) runs = N_ORDERS;
-    int rounds = runs / N_ORDERS < SQUEAKY_ROUNDS ? (int)(runs / N_ORDERS) : SQUEAKY_ROUNDS;
+    /* greedy by breadth, the best order on real models, gets its rounds
+     * first; the other orders share what is left, one round at least */
+    int64_t first = runs - (N_ORDERS - 1) < SQUEAKY_ROUNDS ? runs - (N_ORDERS - 1) : SQUEAKY_ROUNDS;
+    int64_t rounds = (runs - first) / (N_ORDERS - 1);
+    if (rounds > SQUEAKY_ROUNDS) rounds = SQUEAKY_ROUNDS;
+    if (rounds < 1) rounds = 1;
     size_t best = SIZE_MAX;
     for (int how = 0; runs > 0 && best > floor_; how++) {
         make_order(b, n, period, al, how, breadth, kv, ord);
         /* squeaky wheel: the blocks that end above the lower bound go first
          * in the next round, in their order, the others after them */
-        for (int round = 0; round < rounds && runs > 0 && best > floor_; round++, runs--) {
+        int64_t r_how = how == ORD_BREADTH ? first : rounds;
+        for (int64_t round = 0; round < r_how && runs > 0 && best > floor_; round++, runs--) {
             size_t e = place_all(pb, n, ord, by_off, off);
             if (e < best) {
                 best = e;

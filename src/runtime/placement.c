@@ -33,7 +33,8 @@
 #include "runtime/runtime_internal.h"
 
 int tsl__place_on(const tsl__runtime *rt) {
-    return rt->cur && rt->cur->p->n_blocks > 0 && rt->b->iface->alloc_at && rt->place_seq;
+    return rt->cur && rt->cur->p->n_blocks > 0 && rt->b->iface->alloc_at && rt->place_seq &&
+           !rt->o.online_placement;
 }
 
 tsl_status tsl__place_init(tsl__runtime *rt) {
