@@ -183,3 +183,241 @@ Test(layout, bad_input_is_named) {
     cr_assert(strstr(tsl_last_error(), "is absurd"), "%s", tsl_last_error());
     cr_assert_eq(tsl_layout_peak(b, 2, 8), 0u, "bad input: 0 with the message");
 }
+
+/* ---- more hand cases, the training shape, every message ------------------------------ */
+
+/* Alive at step x (half-open lifetimes; wrapping ones in two pieces). */
+static int alive_at(const tsl_layout_block *b, int64_t x) {
+    return b->wrap ? (x >= b->start || x < b->end) : (x >= b->start && x < b->end);
+}
+
+/* The peak by brute force over the steps: requested bytes (al 1) or
+ * rounded up to al (0 bytes taking one unit). */
+static size_t brute_peak(const tsl_layout_block *b, int32_t n, int64_t P, size_t al) {
+    size_t peak = 0;
+    for (int64_t x = 0; x < P; x++) {
+        size_t load = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (alive_at(&b[i], x))
+                load += al == 1 ? b[i].bytes : (b[i].bytes ? (b[i].bytes + al - 1) / al * al : al);
+        if (load > peak) peak = load;
+    }
+    return peak;
+}
+
+Test(layout, wrapping_blocks_with_a_known_optimum) {
+    /* a wraps over [6, 8) and [0, 2); c lives in its tail piece, d in its
+     * head piece: a conflicts with both across the boundary, c and d with
+     * neither each other nor m, which lives mid-iteration and may share
+     * a's memory. The peak (a + c at step 0, a + d at step 7) is reachable. */
+    tsl_layout_block b[4] = {
+        {4096, 6, 2, 1}, /* a */
+        {2048, 0, 1, 0}, /* c */
+        {2048, 7, 8, 0}, /* d */
+        {4096, 2, 6, 0}, /* m */
+    };
+    size_t off[4], extent;
+    cr_assert_eq(tsl_layout_solve(b, 4, 8, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_layout_check(b, 4, 8, 256, off), "%s", tsl_last_error());
+    cr_assert(brute_ok(b, 4, 8, off));
+    cr_assert_eq(tsl_layout_peak(b, 4, 8), 6144u);
+    cr_assert_eq(extent, 6144u, "extent %zu: the peak is reachable", extent);
+    cr_assert(off[1] >= off[0] + 4096 || off[0] >= off[1] + 2048, "c beside a (tail piece)");
+    cr_assert(off[2] >= off[0] + 4096 || off[0] >= off[2] + 2048, "d beside a (head piece)");
+    /* the check sees the conflict across the boundary both ways */
+    size_t bad[4] = {0, 0, 4096, 0};
+    cr_assert(!tsl_layout_check(b, 4, 8, 256, bad), "c on a's [0, 2) piece");
+    cr_assert(strstr(tsl_last_error(), "block 1") && strstr(tsl_last_error(), "block 0"), "%s",
+              tsl_last_error());
+    size_t bad2[4] = {0, 4096, 0, 0};
+    cr_assert(!tsl_layout_check(b, 4, 8, 256, bad2), "d on a's [6, 8) piece");
+    size_t good[4] = {0, 4096, 4096, 0};
+    cr_assert(tsl_layout_check(b, 4, 8, 256, good), "m on a's memory, c and d on the same");
+
+    /* start == end wrapping: alive the whole iteration, conflicts with all */
+    tsl_layout_block w[2] = {{1024, 3, 3, 1}, {1024, 5, 6, 0}};
+    cr_assert_eq(tsl_layout_solve(w, 2, 8, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(extent, 2048u);
+    cr_assert_eq(tsl_layout_peak(w, 2, 8), 2048u);
+    /* start == period: only the [0, end) piece; a block from end on shares it */
+    tsl_layout_block h[2] = {{1024, 8, 4, 1}, {1024, 4, 8, 0}};
+    cr_assert_eq(tsl_layout_solve(h, 2, 8, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(extent, 1024u);
+    cr_assert(tsl_layout_check(h, 2, 8, 256, off), "%s", tsl_last_error());
+}
+
+Test(layout, chains_and_nests_reach_the_peak) {
+    /* a chain: each block lives [k, k+2), so only neighbours conflict; two
+     * slots of the largest size would do, the peak is the largest adjacent
+     * pair */
+    tsl_layout_block c[6] = {{4096, 0, 2, 0}, {1024, 1, 3, 0}, {4096, 2, 4, 0},
+                             {1024, 3, 5, 0}, {4096, 4, 6, 0}, {1024, 5, 7, 0}};
+    size_t off[6], extent;
+    cr_assert_eq(tsl_layout_solve(c, 6, 7, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_layout_check(c, 6, 7, 256, off), "%s", tsl_last_error());
+    cr_assert_eq(extent, 5120u, "extent %zu", extent);
+    /* blocks freed at the step the next is allocated never conflict: one
+     * slot for a sequence */
+    tsl_layout_block s[4] = {{4096, 0, 1, 0}, {4096, 1, 2, 0}, {4096, 2, 3, 0}, {4096, 3, 4, 0}};
+    cr_assert_eq(tsl_layout_solve(s, 4, 4, 256, off, &extent), TSL_OK);
+    cr_assert_eq(extent, 4096u);
+    /* mixed sizes: b and a share memory, d fits above a below c; the peak
+     * (b + c at step 2) is reachable */
+    tsl_layout_block t[4] = {{2048, 0, 2, 0}, {3072, 2, 4, 0}, {1024, 1, 3, 0}, {1024, 0, 1, 0}};
+    cr_assert_eq(tsl_layout_solve(t, 4, 4, 256, off, &extent), TSL_OK);
+    cr_assert(tsl_layout_check(t, 4, 4, 256, off), "%s", tsl_last_error());
+    cr_assert_eq(extent, brute_peak(t, 4, 4, 256), "extent %zu", extent);
+}
+
+Test(layout, alignment_zero_and_large) {
+    tsl_layout_block b[3] = {{1, 0, 2, 0}, {0, 1, 3, 0}, {4097, 0, 3, 0}};
+    size_t off[3], extent;
+    cr_assert_eq(tsl_layout_solve(b, 3, 3, 0, off, &extent), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < 3; i++) cr_assert_eq(off[i] % TSL_ALLOC_ALIGN, 0u, "alignment 0: 256");
+    cr_assert_eq(extent, 256 + 256 + 4352u, "extent %zu", extent);
+    cr_assert(tsl_layout_check(b, 3, 3, 0, off), "%s", tsl_last_error());
+    cr_assert_eq(tsl_layout_solve(b, 3, 3, 4096, off, &extent), TSL_OK);
+    for (int i = 0; i < 3; i++) cr_assert_eq(off[i] % 4096, 0u);
+    cr_assert_eq(extent, 4096 + 4096 + 8192u, "1 and 0 bytes take a unit, 4097 two");
+    cr_assert(tsl_layout_check(b, 3, 3, 4096, off), "%s", tsl_last_error());
+    cr_assert_eq(tsl_layout_peak(b, 3, 3), 4098u, "the peak counts requested bytes");
+    /* zero bytes take one unit in the check too: two conflicting empty
+     * blocks may not share an offset */
+    tsl_layout_block z[2] = {{0, 0, 2, 0}, {0, 1, 3, 0}};
+    size_t same[2] = {512, 512}, apart[2] = {512, 768};
+    cr_assert(!tsl_layout_check(z, 2, 3, 256, same), "0-byte blocks at one offset");
+    cr_assert(tsl_layout_check(z, 2, 3, 256, apart), "%s", tsl_last_error());
+    size_t twice[3] = {0, 4096, 4096};
+    cr_assert(!tsl_layout_check(b, 3, 3, 4096, twice), "blocks 1 and 2 share [4096, 8192)");
+    cr_assert(strstr(tsl_last_error(), "block 2 [4096, 12288)") &&
+                  strstr(tsl_last_error(), "block 1 [4096, 8192)"),
+              "%s", tsl_last_error());
+}
+
+/* A training-like instance of about n blocks (layers: outputs kept until
+ * their backward, nested; one-step workspaces; the chain of input
+ * gradients; parameters, some swapped out and wrapping the boundary;
+ * weight gradients until their update). Sizes log-uniform 256 B .. 64 MiB.
+ * Returns the period. */
+static int64_t training_like(uint64_t *s, tsl_layout_block *b, int32_t cap, int32_t *n) {
+    int32_t L = cap / 8;
+    int64_t P = 3 * (int64_t)L;
+    int32_t m = 0;
+    for (int32_t l = 0; l < L; l++) {
+        int64_t f = l, bw = 2 * (int64_t)L - 1 - l, opt = 2 * (int64_t)L + l;
+        size_t act = (size_t)256 << (rng_next(s) % 18); /* 256 B .. 64 MiB */
+        act += rng_next(s) % act;
+        b[m++] = (tsl_layout_block){act, f, bw + 1 + (int64_t)(rng_next(s) % 2), 0};
+        if (rng_next(s) % 2) b[m++] = (tsl_layout_block){(size_t)(rng_next(s) % (1u << 24)), f, f + 1, 0};
+        b[m++] = (tsl_layout_block){act / 2 + 1, bw, bw + 2, 0};
+        if (rng_next(s) % 2) b[m++] = (tsl_layout_block){(size_t)(rng_next(s) % (1u << 24)), bw, bw + 1, 0};
+        if (rng_next(s) % 3) {
+            size_t w = 256 + (size_t)(rng_next(s) % (1u << 22));
+            if (rng_next(s) % 4 == 0) {
+                b[m++] = (tsl_layout_block){w, opt, f + 1, 1};
+                b[m++] = (tsl_layout_block){w, bw - 1 > f + 1 ? bw - 1 : f + 1, opt, 0};
+            } else {
+                b[m++] = (tsl_layout_block){w, 0, P, 0};
+            }
+            b[m++] = (tsl_layout_block){w, bw, opt + 1, 0};
+        }
+    }
+    cr_assert_leq(m, cap);
+    *n = m;
+    return P;
+}
+
+/* Training-like instances: each layout passes the check (and brute force
+ * on the small ones), extent >= aligned peak >= peak (both by brute force,
+ * the peak equal to tsl_layout_peak), deterministic, and close to the
+ * aligned peak (the worst and the mean ratio are bounded). */
+Test(layout, training_like_instances) {
+    const int cases = getenv("TSL_TEST_QUICK") ? 100 : 600;
+    double worst = 1, sum = 0;
+    int32_t cap = 8 * 64;
+    tsl_layout_block *b = malloc((size_t)cap * sizeof *b);
+    size_t *off = malloc((size_t)cap * sizeof *off), *off2 = malloc((size_t)cap * sizeof *off2);
+    for (int c = 0; c < cases; c++) {
+        uint64_t s = 77000 + (uint64_t)c;
+        int32_t n;
+        int64_t P = training_like(&s, b, 8 * (2 + (int32_t)(rng_next(&s) % 63)), &n);
+        size_t ext, ext2;
+        cr_assert_eq(tsl_layout_solve(b, n, P, 256, off, &ext), TSL_OK, "case %d: %s", c,
+                     tsl_last_error());
+        cr_assert(tsl_layout_check(b, n, P, 256, off), "case %d: %s", c, tsl_last_error());
+        if (n <= 60) cr_assert(brute_ok(b, n, P, off), "case %d: brute force finds an overlap", c);
+        size_t peak = brute_peak(b, n, P, 1), apeak = brute_peak(b, n, P, 256);
+        cr_assert_eq(tsl_layout_peak(b, n, P), peak, "case %d", c);
+        cr_assert_geq(apeak, peak, "case %d", c);
+        cr_assert_geq(ext, apeak, "case %d: extent %zu below the aligned peak %zu", c, ext, apeak);
+        double r = (double)ext / (double)apeak;
+        if (r > worst) worst = r;
+        sum += r;
+        cr_assert_eq(tsl_layout_solve(b, n, P, 256, off2, &ext2), TSL_OK);
+        cr_assert(ext2 == ext && memcmp(off, off2, (size_t)n * sizeof *off) == 0,
+                  "case %d: not deterministic", c);
+    }
+    cr_assert_leq(sum / cases, 1.01, "mean extent / aligned peak %.4f", sum / cases);
+    cr_assert_leq(worst, 1.10, "worst extent / aligned peak %.4f", worst);
+    free(b);
+    free(off);
+    free(off2);
+}
+
+/* Every message of bad input names the function, the block and the field. */
+Test(layout, every_bad_input_message) {
+    size_t off[2], ext;
+    tsl_layout_block b[2] = {{256, 0, 4, 0}, {256, 2, 5, 0}};
+#define BAD(call, text)                                                                       \
+    do {                                                                                      \
+        tsl_clear_error();                                                                    \
+        cr_assert_eq(call, TSL_ERR_INVALID, "%s", #call);                                     \
+        cr_assert(strstr(tsl_last_error(), text), "%s: message '%s', expected '%s'", #call,   \
+                  tsl_last_error(), text);                                                    \
+    } while (0)
+    BAD(tsl_layout_solve(b, -1, 8, 256, off, &ext), "layout: -1 blocks");
+    BAD(tsl_layout_solve(NULL, 2, 8, 256, off, &ext), "layout: 2 blocks but no block array");
+    BAD(tsl_layout_solve(b, 2, -3, 256, off, &ext), "period -3 is negative");
+    BAD(tsl_layout_solve(b, 2, 8, 3, off, &ext), "alignment 3 is not a power of two");
+    BAD(tsl_layout_solve(b, 2, 8, 256, NULL, &ext), "offset or extent is NULL");
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, NULL), "offset or extent is NULL");
+    b[0].start = -1;
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, &ext), "block 0: lifetime [-1, 4) outside [0, 8]");
+    b[0].start = 0;
+    b[1].end = 9;
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, &ext), "block 1: lifetime [2, 9) outside [0, 8]");
+    b[1] = (tsl_layout_block){256, 2, 5, 1};
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, &ext), "block 1: wrap 1 but lifetime [2, 5)");
+    b[1] = (tsl_layout_block){256, 3, 3, 0}; /* empty, or whole with wrap set */
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, &ext), "block 1: empty lifetime [3, 3)");
+    b[1] = (tsl_layout_block){SIZE_MAX / 2 + 1, 2, 5, 0};
+    BAD(tsl_layout_solve(b, 2, 8, 256, off, &ext), "block 1: 9223372036854775808 bytes");
+    /* the peak: 0, with the same messages */
+    tsl_clear_error();
+    cr_assert_eq(tsl_layout_peak(b, 2, 8), 0u);
+    cr_assert(strstr(tsl_last_error(), "layout peak: block 1:"), "%s", tsl_last_error());
+    tsl_clear_error();
+    cr_assert_eq(tsl_layout_peak(b, -2, 8), 0u);
+    cr_assert(strstr(tsl_last_error(), "layout peak: -2 blocks"), "%s", tsl_last_error());
+    /* the check: 0, with a message */
+    b[1] = (tsl_layout_block){256, 2, 5, 0};
+    off[0] = 0;
+    off[1] = 256;
+    cr_assert(tsl_layout_check(b, 2, 8, 256, off));
+    tsl_clear_error();
+    cr_assert(!tsl_layout_check(b, 2, 8, 256, NULL));
+    cr_assert(strstr(tsl_last_error(), "layout check: offsets are NULL"), "%s", tsl_last_error());
+    off[1] = 300;
+    cr_assert(!tsl_layout_check(b, 2, 8, 256, off));
+    cr_assert(strstr(tsl_last_error(), "layout check: block 1: offset 300 is not a multiple of 256"),
+              "%s", tsl_last_error());
+    off[1] = SIZE_MAX - 255; /* a multiple of 256 whose end passes SIZE_MAX */
+    cr_assert(!tsl_layout_check(b, 2, 8, 256, off));
+    cr_assert(strstr(tsl_last_error(), "overflows"), "%s", tsl_last_error());
+    off[1] = 256;
+    b[0].wrap = 1;
+    cr_assert(!tsl_layout_check(b, 2, 8, 256, off));
+    cr_assert(strstr(tsl_last_error(), "layout check: block 0: wrap 1 but lifetime [0, 4)"), "%s",
+              tsl_last_error());
+#undef BAD
+}

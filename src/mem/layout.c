@@ -13,13 +13,12 @@
  * best fit, and the smallest extent wins (ties: the earlier order). All is
  * deterministic: every tie is broken by the block's index.
  *
- * Finding the placed blocks that conflict with a block: the steps are cut
- * into buckets of equal width; a placed block is listed in every bucket
- * its lifetime touches, and a query visits the buckets of its own
- * lifetime, skipping blocks already seen (a stamp per block) and keeping
- * those whose lifetime really intersects. Long-lived blocks sit in every
- * bucket, but they are few in a training iteration (parameters, optimizer
- * states); most blocks live a few steps.
+ * One placement keeps the placed blocks sorted by offset and scans them
+ * once per block, skipping those whose lifetimes do not intersect its own,
+ * so the gaps come out in order: quadratic in the blocks. The placements
+ * tried are bounded by a budget of conflict checks (LAYOUT_WORK), so a
+ * large instance gets fewer orders and rounds (very large ones: greedy by
+ * breadth once).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,7 +52,8 @@ static size_t aligned(size_t n, size_t al) { return n ? (n + al - 1) / al * al :
 static tsl_status check_args(const tsl_layout_block *b, int32_t n, int64_t period, size_t al,
                              const char *who) {
     if (n < 0 || (n > 0 && !b))
-        return tsl_fail(TSL_ERR_INVALID, "%s: %d blocks at %p", who, (int)n, (const void *)b);
+        return tsl_fail(TSL_ERR_INVALID, "%s: %d blocks %s", who, (int)n,
+                        n < 0 ? "(a negative count)" : "but no block array");
     if (period < 0)
         return tsl_fail(TSL_ERR_INVALID, "%s: period %lld is negative", who, (long long)period);
     if (al & (al - 1))
@@ -64,6 +64,9 @@ static tsl_status check_args(const tsl_layout_block *b, int32_t n, int64_t perio
             return tsl_fail(TSL_ERR_INVALID,
                             "%s: block %d: lifetime [%lld, %lld) outside [0, %lld]", who, (int)i,
                             (long long)x->start, (long long)x->end, (long long)period);
+        if (!x->wrap && x->start == x->end)
+            return tsl_fail(TSL_ERR_INVALID, "%s: block %d: empty lifetime [%lld, %lld)", who,
+                            (int)i, (long long)x->start, (long long)x->end);
         if ((x->wrap != 0) != (x->start >= x->end))
             return tsl_fail(TSL_ERR_INVALID,
                             "%s: block %d: wrap %d but lifetime [%lld, %lld) (a block wraps "
@@ -72,6 +75,17 @@ static tsl_status check_args(const tsl_layout_block *b, int32_t n, int64_t perio
         if (x->bytes > SIZE_MAX / 2)
             return tsl_fail(TSL_ERR_INVALID, "%s: block %d: %zu bytes is absurd", who, (int)i,
                             x->bytes);
+    }
+    /* every extent and load is at most the aligned sizes' sum: it must fit
+     * (a signed 64-bit sum, for the peak) */
+    size_t sum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t a = aligned(b[i].bytes, al ? al : 1);
+        if (a > (size_t)INT64_MAX - sum)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "%s: the blocks' sizes add up past %lld bytes (at block %d)", who,
+                            (long long)INT64_MAX, (int)i);
+        sum += a;
     }
     return TSL_OK;
 }
@@ -215,7 +229,7 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
     int32_t *by_off = malloc((size_t)n * sizeof *by_off);
     size_t *off = malloc((size_t)n * sizeof *off);
     size_t floor_ = aligned_peak(b, n, period, al);
-    if (!pb || !kv || !ord || !next || !by_off || !off || !floor_) {
+    if (!pb || !kv || !ord || !next || !by_off || !off || floor_ == SIZE_MAX) {
         free(pb);
         free(kv);
         free(ord);
@@ -261,10 +275,11 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
      * large instances; at least the named orders once */
     int64_t nn = (int64_t)n * n, runs = LAYOUT_WORK / (nn > 0 ? nn : 1);
     if (runs > LAYOUT_MAX_RUNS) runs = LAYOUT_MAX_RUNS;
-    if (runs < N_ORDERS) runs = N_ORDERS;
+    if (runs < 1) runs = 1; /* very many blocks: greedy by breadth once */
     /* greedy by breadth, the best order on real models, gets its rounds
      * first; the other orders share what is left, one round at least */
     int64_t first = runs - (N_ORDERS - 1) < SQUEAKY_ROUNDS ? runs - (N_ORDERS - 1) : SQUEAKY_ROUNDS;
+    if (first < 1) first = 1;
     int64_t rounds = (runs - first) / (N_ORDERS - 1);
     if (rounds > SQUEAKY_ROUNDS) rounds = SQUEAKY_ROUNDS;
     if (rounds < 1) rounds = 1;
@@ -319,7 +334,7 @@ static size_t aligned_peak(const tsl_layout_block *b, int32_t n, int64_t period,
     delta *d = malloc(((size_t)n * 4 + 1) * sizeof *d);
     if (!d) {
         tsl_fail(TSL_ERR_OOM, "layout peak: out of host memory");
-        return 0;
+        return SIZE_MAX;
     }
     size_t m = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -343,7 +358,8 @@ static size_t aligned_peak(const tsl_layout_block *b, int32_t n, int64_t period,
 
 size_t tsl_layout_peak(const tsl_layout_block *b, int32_t n, int64_t period) {
     if (check_args(b, n, period, TSL_ALLOC_ALIGN, "layout peak") != TSL_OK) return 0;
-    return aligned_peak(b, n, period, 1);
+    size_t p = aligned_peak(b, n, period, 1);
+    return p == SIZE_MAX ? 0 : p;
 }
 
 typedef struct seg {
