@@ -3,10 +3,12 @@
 copy channels throttled and the default thread count, at a budget equal to
 the plan's predicted footprint plus 1 %.
 
-For each model: one run without a budget gives the plan's predicted
-footprint (scheduled.predicted_footprint_bytes); then REPS runs with
---device-memory = that + 1 %. Each run trains vanilla and TENSILE side by
-side (tensile run), so every EOR is a ratio measured in one run. Printed:
+Each run plans from the latencies it measures, so its plan is its own:
+`--device-memory plan+1%` sizes the device to that run's plan (planned
+once with no budget, then planned again - the same plan, planning is
+deterministic - within its predicted footprint + 1 %). Each run trains
+vanilla and TENSILE side by side (tensile run), so every EOR is a ratio
+measured in one run. Printed:
 the machine, then per model the medians and spreads (min..max) of EOR,
 the measured footprint against the budget, evictions, passive swap-ins,
 the footprint MSR against the plan's, and whether the parameters were
@@ -58,37 +60,40 @@ def main():
           f"{a.gbps} GB/s; {a.iterations} iterations per run; {a.reps} runs per model")
     want = set(a.models.split(","))
     print()
-    print("| model | batch, px | budget (predicted footprint + 1 %) | measured footprint (max) | "
-          "footprint MSR (plan's) | MSR load | EOR median (min..max) | evictions | passive swap-ins "
-          "| displaced | identical |")
+    print("| model | batch, px | budget: the run's predicted footprint + 1 % | measured footprint | "
+          "footprint MSR (the plan's) | MSR load | EOR median (min..max) | evictions | passive "
+          "swap-ins | displaced | identical |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for model, batch, image in CASES:
         if model not in want:
             continue
-        first, _ = run(a.tensile, model, batch, image, a.gbps, a.iterations)
-        pred = first["scheduled"]["predicted_footprint_bytes"]
-        budget = pred + pred // 100
-        eors, fps, msrs, msrl, ev, ps, disp, ident, pmsr = [], [], [], [], 0, 0, 0, True, None
+        eors, fps, msrs, msrl, ev, ps, disp, ident, pmsr = [], [], [], [], 0, 0, 0, True, []
+        over, budgets = 0, []
         for _ in range(a.reps):
-            r, cmd = run(a.tensile, model, batch, image, a.gbps, a.iterations, budget)
+            r, cmd = run(a.tensile, model, batch, image, a.gbps, a.iterations, "plan+1%")
             s = r["scheduled"]
+            budget = r["device_memory_bytes"]
+            budgets.append(budget)
+            over += s["footprint_bytes"] > budget
             eors.append(r["eor"])
             fps.append(s["footprint_bytes"])
             msrs.append(r["msr"])
             msrl.append(r["msr_load"])
-            pmsr = r["predicted_msr"]
+            pmsr.append(r["predicted_msr"])
             ev += s.get("evictions", 0)
             ps += s.get("passive_swaps", 0)
             disp += s.get("displaced", 0)
             ident = ident and r["identical"]
         mib = 1 << 20
-        print(f"| {model} | {batch}, {image} | {budget / mib:.2f} MiB | {max(fps) / mib:.2f} MiB "
-              f"({'<=' if max(fps) <= budget else '>'} budget) | {spread(msrs)} ({pmsr:.3f}) | "
+        diff = max(abs(x - y) for x, y in zip(msrs, pmsr))
+        print(f"| {model} | {batch}, {image} | {spread([b / mib for b in budgets], '{:.2f}')} MiB | "
+              f"{spread([f / mib for f in fps], '{:.2f}')} MiB ({a.reps - over} of {a.reps} runs "
+              f"<= budget) | {spread(msrs)} ({spread(pmsr)}; max diff {diff:.3f}) | "
               f"{spread(msrl)} | {spread(eors)} | {ev} | {ps} | {disp} | {'yes' if ident else 'NO'} |")
         sys.stdout.flush()
     print()
     print(f"command per run: {' '.join(cmd[:1])} run --model M --batch B --image-size S --dataset "
-          f"synthetic --pcie-gbps {a.gbps} --iterations {a.iterations} --device-memory BUDGET --json")
+          f"synthetic --pcie-gbps {a.gbps} --iterations {a.iterations} --device-memory plan+1% --json")
 
 
 if __name__ == "__main__":

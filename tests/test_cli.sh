@@ -95,6 +95,15 @@ ok=all(k in d for k in top) and all(k in d['vanilla'] and k in d['scheduled'] fo
 ok=ok and d['vanilla']['refused'] and d['identical'] and d['vanilla']['param_checksum']==d['scheduled']['param_checksum']
 ok=ok and d['scheduled']['peak_load_bytes'] <= d['device_memory_bytes'] < d['vanilla']['peak_load_bytes']
 print(1 if ok else 0)" "$json")"
+json=$("$bin" run --model cnn --batch 64 --iterations 3 --device-memory plan+1% --json --quiet 2>/dev/null); rc=$?
+check "run in plan+1% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "plan+1%: the device is the plan's footprint plus 1 % (256-byte units), the run fits it, results identical" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); s=d['scheduled']; pf=s['predicted_footprint_bytes']
+want=-(-int(pf*1.01)//256)*256
+print(1 if d['device_memory_bytes']==want and s['footprint_bytes']<=want and d['budget_met'] and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
+expect_exit 2 "plan budget with the vanilla policy" "$bin" run --model cnn --policy vanilla --device-memory plan
+expect_exit 2 "plan budget, bad suffix" "$bin" run --model cnn --device-memory plan-3%
+check "plan suffix message: $out" "$(grep -q -- "after 'plan' comes nothing or +P%" <<<"$out" && echo 1 || echo 0)"
 check "run --trace wrote a Chrome trace" "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(1 if d else 0)" "$tmp/run_trace.json" 2>/dev/null || echo 0)"
 
 checks_done

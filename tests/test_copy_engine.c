@@ -7,7 +7,8 @@
  * each channel is FIFO and serial (a transfer starts after the previous one
  * ended); the two channels overlap in time (duplex); throttling makes a
  * transfer last at least n / G ns (the lower bound is asserted, measured
- * rates are printed, no upper bound); event_query before and after;
+ * rates are printed, no upper bound); a throttled channel sleeps (its CPU
+ * time far below its wall time); event_query before and after;
  * synchronize drains; destroying the backend drains; 10k small copies while the
  * channels run; submitters and waiters on several threads; the arena
  * allocator used from two threads stays consistent and never hands out
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "helpers.h"
@@ -350,6 +353,73 @@ Test(copy_engine, throttling_lower_bound_and_rates) {
     }
     cr_assert_eq(first_diff(d, h, n), (size_t)-1);
     b->iface->free(b, d);
+    b->iface->host_free(b, h);
+    tsl_backend_free(b);
+}
+
+/* A throttled channel sleeps until its next chunk is due, as a GPU's copy
+ * engine leaves the cores to the kernels: over a long throttled copy in each
+ * direction at once (8 MiB of memcpy in about 0.2 s of wall time) the
+ * process's CPU time stays far below the wall time. Not a timing assertion
+ * of speed: a sleeping channel costs its memcpy alone (a few ms, however
+ * loaded the machine, since waiting for a core costs no CPU time), while a
+ * channel that spun would take about the wall time each, or, on a machine
+ * so loaded that the two spinning channels got less than a quarter of one
+ * core between them (more than 14 other busy threads on 2 cores), still
+ * more than a few ms. The test thread itself sleeps in event_sync. */
+static double cpu_ms_of(const struct rusage *r) {
+    return ((double)(r->ru_utime.tv_sec + r->ru_stime.tv_sec)) * 1e3 +
+           ((double)(r->ru_utime.tv_usec + r->ru_stime.tv_usec)) * 1e-3;
+}
+
+/* OpenBLAS's server threads, started (or restarted after Criterion's fork)
+ * with the process, spin for a while before they sleep: they would be
+ * counted in the process's CPU time. Waits (at most 3 s) until a 50 ms
+ * window costs the process less than 1 ms of CPU time. */
+static void settle_library_threads(void) {
+    for (int k = 0; k < 60; k++) {
+        struct rusage a, z;
+        cr_assert_eq(getrusage(RUSAGE_SELF, &a), 0);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        cr_assert_eq(getrusage(RUSAGE_SELF, &z), 0);
+        if (cpu_ms_of(&z) - cpu_ms_of(&a) < 1.0) return;
+    }
+}
+
+Test(copy_engine, throttled_channels_sleep) {
+    size_t n = 4 * MiB;
+    double gbps = 0.02, min_ms = (double)n / gbps * 1e-6; /* 210 ms */
+    tsl_backend *b = new_backend(2 * n + MiB);
+    uint8_t *h = host_alloc(b, n), *hb = host_alloc(b, n);
+    uint8_t *d = dev_alloc(b, n), *d2 = dev_alloc(b, n);
+    fill_random(h, n, 61);
+    fill_random(d2, n, 62);
+    memset(hb, 0, n); /* every page touched before: no page faults in the copies */
+    memset(d, 0, n);
+    set_gbps(b, gbps);
+    settle_library_threads();
+    struct rusage r0, r1;
+    cr_assert_eq(getrusage(RUSAGE_SELF, &r0), 0);
+    double t0 = tsl_backend_now_ms();
+    xcopy *up = submit(b, TSL_STREAM_H2D, d, h, n);
+    xcopy *down = submit(b, TSL_STREAM_D2H, hb, d2, n);
+    double up_ms = wait_release(b, up, NULL, NULL);
+    double down_ms = wait_release(b, down, NULL, NULL);
+    double wall_ms = tsl_backend_now_ms() - t0;
+    cr_assert_eq(getrusage(RUSAGE_SELF, &r1), 0);
+    double cpu_ms = cpu_ms_of(&r1) - cpu_ms_of(&r0);
+    printf("throttled channels, %zu MiB each way at %g GB/s: %.1f ms of wall time, %.2f ms of CPU "
+           "time (%.1f %%)\n", n / MiB, gbps, wall_ms, cpu_ms, 100.0 * cpu_ms / wall_ms);
+    cr_assert_geq(up_ms, min_ms, "H2D took %.3f ms < %.3f ms", up_ms, min_ms);
+    cr_assert_geq(down_ms, min_ms, "D2H took %.3f ms < %.3f ms", down_ms, min_ms);
+    cr_assert_lt(cpu_ms, wall_ms / 4, "the throttled channels took %.2f ms of CPU time in %.2f ms: "
+                 "they spin instead of sleeping", cpu_ms, wall_ms);
+    cr_assert_eq(first_diff(d, h, n), (size_t)-1);
+    cr_assert_eq(first_diff(hb, d2, n), (size_t)-1);
+    b->iface->free(b, d2);
+    b->iface->free(b, d);
+    b->iface->host_free(b, hb);
     b->iface->host_free(b, h);
     tsl_backend_free(b);
 }

@@ -67,8 +67,11 @@ static const char help[] =
     "  --policy P           tensile (default): plan swaps and recomputations, run\n"
     "                       the plan; vanilla: the vanilla executor alone\n"
     "  --device-memory SIZE the device budget, e.g. 24MiB, or P% of vanilla's peak\n"
-    "                       load (dry run), e.g. 60%; default: room for vanilla.\n"
-    "                       Vanilla is run in it and refused if it does not fit\n"
+    "                       load (dry run), e.g. 60%, or plan[+P%]: the footprint\n"
+    "                       of the plan made with no budget (plus P %), a device\n"
+    "                       sized to the plan; default: room for vanilla.\n"
+    "                       Vanilla is run in a SIZE or P% budget and refused\n"
+    "                       if it does not fit\n"
     "  --pcie-gbps G        throttle each copy channel to G GB/s, at least 0.001\n"
     "                       (default 0: unthrottled, the profile's copy bandwidth\n"
     "                       is planned with); a run the plan predicts to last over\n"
@@ -122,6 +125,8 @@ typedef struct run_opts {
     int64_t iterations, train_n, test_n;
     size_t budget;       /* 0: none */
     double budget_pct;   /* > 0: percent of vanilla's peak load */
+    int budget_plan;      /* --device-memory plan[+P%]: the plan's predicted footprint */
+    double budget_plan_pct; /* ... plus this percentage */
     double pcie_gbps, lr;
     tsl_tensile_opts tensile; /* the policy's options (--swap-in-slack) */
     uint64_t seed;
@@ -198,15 +203,25 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--device-memory")) {
             const char *v = args_value(&a, o);
             size_t len = strlen(v);
-            if (len > 1 && v[len - 1] == '%') {
+            if (!strncmp(v, "plan", 4)) { /* plan, plan+P%: the plan's own footprint */
+                t->budget_plan = 1;
+                t->budget_plan_pct = 0;
+                if (v[4] && (v[4] != '+' || args_parse_percent(v + 5, &t->budget_plan_pct) != 0))
+                    args_die(&a, "--device-memory: '%s': after 'plan' comes nothing or +P%% "
+                                 "(e.g. plan+1%%)", v);
+                t->budget = 0;
+                t->budget_pct = 0;
+            } else if (len > 1 && v[len - 1] == '%') {
                 if (args_parse_percent(v, &t->budget_pct) != 0)
                     args_die(&a, "--device-memory: '%s' is not a percentage in (0, 1000]%%", v);
                 t->budget = 0;
+                t->budget_plan = 0;
             } else {
                 if (args_parse_size(v, &t->budget) != 0 || t->budget == 0)
                     args_die(&a, "--device-memory: '%s' is not a positive size (e.g. 24MiB, 1.5G) "
                                  "or a percentage of vanilla's peak load (e.g. 60%%)", v);
                 t->budget_pct = 0;
+                t->budget_plan = 0;
             }
         } else if (!strcmp(o, "--pcie-gbps")) {
             t->pcie_gbps = args_double(&a, o, 0, 1e4);
@@ -240,6 +255,9 @@ static void parse(int argc, char **argv, run_opts *t) {
         args_die(&a, "--image-size applies to --dataset synthetic only (Fashion-MNIST is 28x28)");
     if (t->trace && t->policy == 0)
         args_die(&a, "--trace records the runtime's run: it needs --policy tensile");
+    if (t->budget_plan && t->policy == 0)
+        args_die(&a, "--device-memory plan sizes the device to TENSILE's plan: it needs --policy "
+                     "tensile");
     if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
     if (!t->threads) {
@@ -692,8 +710,25 @@ int cmd_run(int argc, char **argv) {
     memset(&dev, 0, sizeof dev);
     int tok = 1;
     if (t.policy == 1) {
-        if (tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK ||
-            !open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
+        if (tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK) {
+            rc = 1;
+            goto out;
+        }
+        if (t.budget_plan) { /* the device sized to the plan: planned once with no budget, */
+            if (!open_tensile(&e, &T, roomy, 0, lat_us, n_iter, &sched, &pr, &dev)) { /* probe */
+                rc = 1;
+                goto out;
+            }
+            runner_close(&T); /* planning is deterministic: the same latencies, the same plan */
+            double want = (double)pr.planned_footprint * (1.0 + t.budget_plan_pct / 100.0);
+            budget = ((size_t)want + TSL_ALLOC_ALIGN - 1) / TSL_ALLOC_ALIGN * TSL_ALLOC_ALIGN;
+            if (!t.json || !t.quiet)
+                fprintf(stderr, "tensile run: device memory: the plan's footprint %s + %g %% = %s\n",
+                        fmt_bytes(pr.planned_footprint, b1, sizeof b1), t.budget_plan_pct,
+                        fmt_bytes(budget, b2, sizeof b2));
+            memset(&sched, 0, sizeof sched);
+        }
+        if (!open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
             rc = 1;
             goto out;
         }

@@ -88,8 +88,9 @@ void tsl_alloc_get_stats(const tsl_alloc *a, tsl_alloc_stats *st);
 /* Sets the peaks to the current values (start of a measured iteration). */
 void tsl_alloc_reset_peaks(tsl_alloc *a);
 
-/* Fault injection: the k-th call of tsl_alloc_alloc from now (1-based)
- * fails with TSL_ERR_OOM as if the arena were full; 0 disables. */
+/* Fault injection: the k-th call of tsl_alloc_alloc or tsl_alloc_alloc_at
+ * from now (1-based) fails with TSL_ERR_OOM as if the arena were full (a
+ * placement: even where its place is held); 0 disables. */
 void tsl_alloc_fail_at(tsl_alloc *a, uint64_t k);
 
 /* Expensive consistency check (tests, debug): blocks tile [0, capacity)

@@ -44,7 +44,7 @@
  * met while running enqueued work (a kernel's failure) is sticky: it is
  * returned by the next event_sync or synchronize, with its message.
  *
- * Thread safety: alloc, free, mem_stats, reset_peaks, fail_alloc_at,
+ * Thread safety: alloc, alloc_at, free, mem_stats, reset_peaks, fail_alloc_at,
  * host_alloc, host_free and every event call may be made from any thread
  * (the Swap Executor allocates and copies from its own threads); enqueueing
  * on the compute stream is done from one thread at a time.
@@ -120,9 +120,15 @@ struct tsl_backend_i {
     /* Optional (NULL: the backend cannot place, and the runtime ignores
      * plans' layouts): the block [offset, offset + nbytes rounded up to
      * TSL_ALLOC_ALIGN) of the arena, as an offline layout planned it
-     * (tensile/layout.h; CUDA: the arena's base + offset).
-     * TSL_ERR_BUSY while any of it is held (wait and retry), TSL_ERR_OOM
-     * past the capacity. */
+     * (tensile/layout.h, tsl_alloc_alloc_at). offset is a multiple of
+     * TSL_ALLOC_ALIGN. *ptr is the arena's base + offset (CUDA: the
+     * cudaMalloc'd arena's pointer + offset), the same base for every
+     * block, alloc's included: the runtime finds where any block of the
+     * arena lies as its pointer less that base. TSL_ERR_BUSY while any of
+     * the range is held by a live block (nothing counted as failed: wait
+     * for it to go and retry), TSL_ERR_OOM past the capacity or on an
+     * injected fault (fail_alloc_at counts placements too). Freed with
+     * free like any block. */
     tsl_status (*alloc_at)(tsl_backend *b, size_t offset, size_t nbytes, void **ptr);
     void (*free)(tsl_backend *b, void *ptr);
     /* The arena's ledger (exact, tensile/alloc.h). */

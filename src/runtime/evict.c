@@ -97,14 +97,17 @@ static int farthest_next_use(void *user, int32_t pos, const tsl_evict_candidate 
     return best;
 }
 
+int tsl__rt_movable(const tsl__runtime *rt, int32_t t) {
+    const tsl__res *r = &rt->res[t];
+    return rt->s->ptr[t] && !r->busy && !r->dying && r->readable && r->in_x < 0 && r->out_n == 0;
+}
+
 /* The tensors eviction may move, into rt->cand (with `no_copy`, only those
  * that need no copy: dead, or host copy valid); returns how many. */
 static int candidates(tsl__runtime *rt, int no_copy) {
     int n = 0;
     for (int32_t t = 0; t < rt->nt; t++) {
-        const tsl__res *r = &rt->res[t];
-        if (!rt->s->ptr[t] || r->busy || r->dying || !r->readable || r->in_x >= 0 || r->out_n > 0)
-            continue;
+        if (!tsl__rt_movable(rt, t)) continue;
         size_t bytes = tsl_graph_tensor(rt->g, t)->nbytes;
         if (bytes == 0) continue; /* frees nothing */
         int32_t nu = tsl__rt_next_use(rt, t, rt->pos);

@@ -2,13 +2,18 @@
  * executor.c - the Executor (paper III-D): one training iteration that
  * follows the installed plan.
  *
- * At the boundary a plan set since the last step is installed (the first
- * iteration of a plan starts with every persistent tensor resident: cold
- * start). Persistent tensors the plan releases across iterations that are
- * resident at an iteration's start (cold start, or after an evaluation) are
- * marked cold and given a host copy: they are dropped first when memory
- * runs short, and in strict mode before the iteration starts if the load
- * is above the limit, so that the limit holds from the first iteration.
+ * At the boundary a plan set since the last step is installed. Under a
+ * plan whose layout is followed (placement.c) every iteration starts with
+ * the persistent tensors as the plan has them at time 0: those it keeps
+ * resident at their residency-0 places (moved there on the device, or
+ * through the host), the others parked on the host for the plan's
+ * swap-ins - no cold start. Otherwise the first iteration of a plan starts
+ * with every persistent tensor resident (cold start): those the plan
+ * releases across iterations that are resident at an iteration's start
+ * (cold start, or after an evaluation) are marked cold and given a host
+ * copy: they are dropped first when memory runs short, and in strict mode
+ * before the iteration starts if the load is above the limit, so that the
+ * limit holds from the first iteration.
  *
  * Then the data is loaded (the INPUT and LABEL tensors' generating access,
  * op -1) and, for each item of the executed sequence (the ops, with the
@@ -18,14 +23,19 @@
  *     (stall); a planned swap-in not issued yet is issued now (real time)
  *     or waited for (virtual clock); one waiting for memory is taken over;
  *     a missing input with no swap-in coming is swapped in passively;
- *  2. its outputs are allocated, and its workspace block; when memory
- *     runs out (the arena, or in strict mode the limit) the executor makes
- *     room (make_room, the one eviction loop): it drops a cold-start tensor
- *     the plan has absent (free: its host copy is valid), retires the
- *     oldest kernel in flight (its frees), waits for frees already under
- *     way (releases waiting for their swap-outs, evictions being copied),
- *     then evicts the tensor the eviction policy chooses (by default the
- *     one used farthest in the future), and retries. If nothing is left
+ *  2. its outputs are allocated, and its workspace block - under a layout
+ *     each at its planned place; a place still held makes compute wait
+ *     (wait_for_place: kernels in flight retired, a holder's copy waited
+ *     for, a movable holder evicted, frees under way waited for) and only
+ *     a holder that cannot go (used by this item) sends the block online,
+ *     counted as displaced; when memory runs out (the arena, or in strict
+ *     mode the limit) the executor makes room (make_room, the one eviction
+ *     loop): it drops a cold-start tensor the plan has absent (free: its
+ *     host copy is valid), retires the oldest kernel in flight (its
+ *     frees), waits for frees already under way (releases waiting for
+ *     their swap-outs, evictions being copied), then evicts the tensor the
+ *     eviction policy chooses (by default the one used farthest in the
+ *     future), and retries. If nothing is left
  *     to evict but the arena's free bytes would hold the request (it is
  *     fragmented), everything that can move is moved out and the item is
  *     retried once; an allocation that still fails ends the step with
@@ -146,35 +156,48 @@ static int make_room(step *S) {
     return v >= 0 && tsl__rt_evict(rt, v);
 }
 
-/* A planned place is held (placement.c): waits for what holds it to go -
- * a cold-start tensor dropped, the oldest kernel in flight retired, frees
- * under way - and returns 1, or 0 when waiting cannot help. */
-static int wait_for_place(step *S) {
+/* The planned place of the allocation (t, ws_op, how) is held
+ * (placement.c): waits for its holder to go or moves it - the oldest
+ * kernel in flight retired (its blocks, the releases after it, its pins),
+ * a holder being copied waited for, a movable holder evicted, frees under
+ * way waited for (where the holder is not known: a cold-start tensor
+ * dropped) - and returns 1, or 0 when nothing can free the place (the
+ * holder is used by the running item): the block then goes online. */
+static int wait_for_place(step *S, int32_t t, int32_t ws_op, int how) {
     tsl__runtime *rt = S->rt;
-    if (tsl__rt_drop_cold(rt)) return 1;
+    rt->place_waits++;
     if (rt->inflight.n > 0) {
         tsl_status rc = retire_oldest(S, 1);
         if (rc != TSL_OK && S->late == TSL_OK) S->late = rc;
         return 1;
     }
-    return tsl__rt_frees_pending(rt) && wait_step(S);
+    int32_t h = tsl__place_holder(rt, t, ws_op, how);
+    if (h >= 0) {
+        const tsl__res *r = &rt->res[h];
+        if (r->dying || r->in_x >= 0 || r->out_n > 0) return wait_step(S); /* its copy ends */
+        if (tsl__rt_movable(rt, h)) return tsl__rt_evict(rt, h);
+    }
+    if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;
+    return h < 0 && tsl__rt_drop_cold(rt);
 }
 
 /* Allocates tensor t (t >= 0), or a raw block of n bytes into *blk (t <
  * 0: the workspace of op ws_op, or scratch with ws_op -1): at its planned
- * place under a layout, waiting while the place is held and going online
- * when waiting cannot free it; makes room and retries until it fits (see
- * the head of the file). */
-static tsl_status acquire(step *S, int32_t t, int32_t ws_op, size_t n, void **blk) {
+ * place under a layout (`how`: TSL__A_PASSIVE for an allocation that is not
+ * the plan's), waiting while the place is held and going online when
+ * nothing can free it; makes room and retries until it fits (see the head
+ * of the file). */
+static tsl_status acquire(step *S, int32_t t, int32_t ws_op, size_t n, int how, void **blk) {
     tsl__runtime *rt = S->rt;
     tsl_status rc = TSL_OK;
     int retried = 0;
     rt->compute_wants_mem = 1;
     for (;;) {
-        tsl_status a = t >= 0 ? tsl__rt_try_alloc(rt, t) : tsl__rt_try_alloc_raw(rt, ws_op, n, blk);
+        tsl_status a = t >= 0 ? tsl__rt_try_alloc(rt, t, how)
+                              : tsl__rt_try_alloc_raw(rt, ws_op, n, how, blk);
         if (a == TSL_OK) break;
         if (a == TSL_ERR_BUSY) {
-            if (!wait_for_place(S)) tsl__place_online(rt); /* displaced, counted */
+            if (!wait_for_place(S, t, ws_op, how)) how |= TSL__A_ONLINE; /* displaced */
             continue;
         }
         if (rt->async_err != TSL_OK) {
@@ -236,7 +259,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
         int32_t e = no_plan ? -1 : tsl__se_pending_swap_in(rt, t);
         if (e >= 0 && rt->ev_state[e] == TSL__EV_WMEM) { /* take it over */
             rt->ev_state[e] = TSL__EV_RUN;
-            tsl_status rc = acquire(S, t, -1, 0, NULL);
+            tsl_status rc = acquire(S, t, -1, 0, 0, NULL);
             if (rc != TSL_OK) {
                 tsl__se_ev_done(rt, e);
                 return rc;
@@ -264,7 +287,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
                             "runtime: tensor '%s' read by op '%s' is neither on the device nor "
                             "on the host",
                             tsl_graph_tensor(rt->g, t)->name, tsl_graph_op(rt->g, rt->pos)->name);
-        tsl_status rc = acquire(S, t, -1, 0, NULL); /* passive swap-in */
+        tsl_status rc = acquire(S, t, -1, 0, TSL__A_PASSIVE, NULL); /* passive swap-in */
         if (rc != TSL_OK) return rc;
         if (tsl__se_copy(rt, t, 1, TSL__X_PASSIVE, -1, tsl_graph_tensor(rt->g, t)->nbytes) < 0) {
             tsl__rt_free_block(rt, t);
@@ -295,7 +318,7 @@ static int swap_out_behind(const tsl__runtime *rt, int32_t t) {
 static tsl_status prepare_output(step *S, int32_t t) {
     tsl__runtime *rt = S->rt;
     tsl__res *r = &rt->res[t];
-    if (!rt->s->ptr[t]) return acquire(S, t, -1, 0, NULL);
+    if (!rt->s->ptr[t]) return acquire(S, t, -1, 0, 0, NULL);
     r->dying = 0;
     r->cold = 0;
     if (rt->virtual_clock) return TSL_OK;
@@ -345,7 +368,7 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
             continue;
         }
         l->scratch_bytes[j] = tsl_graph_tensor(rt->g, o)->nbytes;
-        rc = acquire(S, -1, -1, l->scratch_bytes[j], &l->scratch[j]);
+        rc = acquire(S, -1, -1, l->scratch_bytes[j], 0, &l->scratch[j]);
         if (rc == TSL_ERR_OOM) rc = oom(rt, "recomputation scratch", tsl_graph_tensor(rt->g, o)->name,
                                          l->scratch_bytes[j]);
         if (rc != TSL_OK) break;
@@ -520,7 +543,11 @@ static tsl_status run_item(step *S, int32_t k) {
     memset(&L, 0, sizeof L);
     L.item = k;
     L.ws_bytes = skip ? 0 : pl->w->ops[it->op].workspace;
-    if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, &L.ws);
+    if (skip) { /* the plan's recomputation and its workspace, not needed: counted */
+        tsl__place_skip(rt, it->tensor, -1);
+        if (pl->w->ops[it->op].workspace > 0) tsl__place_skip(rt, -1, it->op);
+    }
+    if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, 0, &L.ws);
     if (S->hold) { /* the item's tensors are placed: swap-ins may allocate again */
         S->hold = 0;
         rt->compute_wants_mem = 0;
@@ -615,7 +642,8 @@ static tsl_status install(tsl__runtime *rt) {
         rt->ev_state = es;
         memset(es, TSL__EV_IDLE, (size_t)rt->cur->p->n_events + 1); /* nothing due yet */
     }
-    if (tsl__place_on(rt)) return tsl__place_persistent(rt); /* at their places */
+    tsl__place_install(rt);
+    if (tsl__place_on(rt)) return TSL_OK; /* placed at the iteration's start (settle) */
     return tsl__rt_restore_persistent(rt); /* cold start: all persistent resident */
 }
 
@@ -630,7 +658,7 @@ static tsl_status load_data(step *S, const float *x, const int32_t *y) {
     for (int k = 0; k < 2; k++) {
         tsl_tid t = data[k];
         if (!s->ptr[t]) {
-            tsl_status rc = acquire(S, t, -1, 0, NULL);
+            tsl_status rc = acquire(S, t, -1, 0, 0, NULL);
             if (rc != TSL_OK) return rc;
         }
         tsl_status rc = tsl_backend_upload(rt->b, s->ptr[t], src[k], tsl_graph_tensor(rt->g, t)->nbytes);
@@ -715,8 +743,10 @@ static tsl_status defrag(step *S, int32_t k) {
         if (t < 0) continue;
         tsl__res *r = &rt->res[t];
         if (!rt->s->ptr[t] || r->dying || r->in_x >= 0 || r->out_n > 0) continue;
-        if (!r->readable) tsl__rt_free_block(rt, t); /* allocated, not written yet */
-        else if (!tsl__rt_evict(rt, t))
+        if (!r->readable) { /* allocated, not written yet: allocated again on the retry */
+            tsl__rt_free_block(rt, t);
+            tsl__place_undo(rt, t);
+        } else if (!tsl__rt_evict(rt, t))
             rc = tsl_fail(TSL_ERR_OOM, "runtime: cannot move '%s' out of the device",
                           tsl_graph_tensor(rt->g, t)->name);
     }
@@ -762,9 +792,12 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     if (rc != TSL_OK) return rc;
     pthread_mutex_lock(&rt->mu);
     rc = install(rt);
-    if (rc == TSL_OK && rt->parked) { /* after an evaluation: the parked tensors come back, */
-        rt->parked = 0;                /* under a plan what fits (the rest passively) */
-        rc = tsl__rt_restore_some(rt, tsl__place_on(rt) ? rt->place_start : NULL, rt->cur != NULL);
+    if (rc == TSL_OK && tsl__place_on(rt)) { /* the persistent tensors as the plan has them */
+        rt->parked = 0;                       /* at time 0, at their places */
+        rc = tsl__place_settle(rt);
+    } else if (rc == TSL_OK && rt->parked) { /* after an evaluation: the parked tensors come */
+        rt->parked = 0;                       /* back, under a plan what fits (the rest passively) */
+        rc = tsl__rt_restore_some(rt, NULL, rt->cur != NULL);
     }
     if (rc != TSL_OK || !rt->cur) { /* no plan: the vanilla executor */
         pthread_mutex_unlock(&rt->mu);

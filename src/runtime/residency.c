@@ -14,7 +14,9 @@
  * In strict mode (a plan followed and opts.strict) no allocation or
  * reservation may take `used` past the limit, min(predicted peak, arena
  * capacity); as every device allocation goes through here (or is reserved
- * here first), the ledger's load never passes the limit either.
+ * here first), the ledger's load never passes the limit either. Under a
+ * plan's layout each block is allocated at its planned place
+ * (placement.c), else by the online allocator.
  *
  * All functions run with rt->mu held (or single-threaded: the virtual
  * clock, attach, free).
@@ -57,19 +59,30 @@ void tsl__rt_note_mem(tsl__runtime *rt) {
 }
 
 /* Allocation failures are expected here (the caller waits or evicts), so
- * the allocator's message is dropped. */
-tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t) {
+ * the allocator's message is dropped. Under a layout the block goes to its
+ * planned place (placement.c): TSL_ERR_BUSY while the place is held; a
+ * place refused otherwise (an injected fault) is left for the online
+ * allocator, counted as displaced. */
+static tsl_status alloc_block(tsl__runtime *rt, int32_t t, int32_t op, size_t n, int how, void **p) {
+    tsl_status st = tsl__place_at(rt, t, op, n, how, p);
+    if (st == TSL_ERR_BUSY) return st;
+    int displaced = (how & TSL__A_ONLINE) || (st != TSL_OK && st != TSL_ERR_UNSUPPORTED);
+    if (st != TSL_OK && rt->b->iface->alloc(rt->b, n, p) != TSL_OK) {
+        tsl_clear_error();
+        *p = NULL;
+        return TSL_ERR_OOM;
+    }
+    tsl__place_allocated(rt, t, op, how, displaced);
+    return TSL_OK;
+}
+
+tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t, int how) {
     TSL_ASSERT(rt->s->ptr[t] == NULL);
     size_t n = bytes_of(rt, t);
     if (over_limit(rt, n)) return TSL_ERR_OOM;
     void *p = NULL;
-    tsl_status st = tsl__place_tensor(rt, t, n, &p);
-    if (st == TSL_ERR_BUSY) return st;
-    if (st != TSL_OK && rt->b->iface->alloc(rt->b, n, &p) != TSL_OK) {
-        tsl_clear_error();
-        return TSL_ERR_OOM;
-    }
-    tsl__place_allocated(rt, t, -1);
+    tsl_status st = alloc_block(rt, t, -1, n, how, &p);
+    if (st != TSL_OK) return st;
     rt->s->ptr[t] = p;
     tsl__res *r = &rt->res[t];
     r->readable = 0;
@@ -80,18 +93,12 @@ tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t) {
     return TSL_OK;
 }
 
-tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, void **p) {
+tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, int how, void **p) {
     *p = NULL;
     if (n == 0) return TSL_OK;
     if (over_limit(rt, n)) return TSL_ERR_OOM;
-    tsl_status st = tsl__place_ws(rt, op, n, p);
-    if (st == TSL_ERR_BUSY) return st;
-    if (st != TSL_OK && rt->b->iface->alloc(rt->b, n, p) != TSL_OK) {
-        tsl_clear_error();
-        *p = NULL;
-        return TSL_ERR_OOM;
-    }
-    tsl__place_allocated(rt, -1, op);
+    tsl_status st = alloc_block(rt, -1, op, n, how, p);
+    if (st != TSL_OK) return st;
     rt->used += n;
     tsl__rt_note_mem(rt);
     return TSL_OK;

@@ -216,9 +216,16 @@ typedef struct tsl__runtime {
     double *ewma;
 
     /* the layout (placement.c) */
-    int32_t *place_seq;        /* per tensor, then per op: allocations this iteration */
+    int place_ok;              /* the installed plan's layout fits this arena */
+    int32_t *place_seq;        /* per tensor, then per op: the plan's allocations met this
+                                  iteration (the next block's seq) */
     uint8_t *place_start;      /* per tensor: the plan keeps it resident at the start */
-    int place_online;          /* the next allocation goes online (a held place) */
+    uint8_t *place_gone;       /* per tensor: the plan released its current residency */
+    uintptr_t place_base;      /* the arena's base (alloc_at's pointer less its offset);
+                                  0 until a first placement */
+    size_t place_align;        /* the arena's alignment */
+    int64_t place_waits;       /* allocations that found their place held (tests) */
+    int64_t place_moves;       /* persistent tensors moved on the device to their places */
 
     tsl_runtime_stats st;
     int64_t defrags;           /* items retried after moving their tensors out (tests) */
@@ -260,42 +267,68 @@ void tsl__rt_free(tsl__runtime *rt);
 tsl_status tsl__rt_park(tsl__runtime *rt, int32_t t);
 
 /* ---- placement.c: following the plan's layout ---------------------------------- */
+/* How an allocation finds its place (tsl__rt_try_alloc, tsl__place_at). */
+enum {
+    TSL__A_PASSIVE = 1, /* not one of the plan's allocations (a passive swap-in, an
+                           eviction's return): the place of the residency the plan has
+                           the tensor in now; the counters do not advance */
+    TSL__A_ONLINE = 2,  /* its place cannot be had: the online allocator (displaced) */
+};
 tsl_status tsl__place_init(tsl__runtime *rt);
 void tsl__place_free(tsl__runtime *rt);
+/* At a plan's installation (rt->cur set, or NULL): whether its layout is
+ * followed (it has one, fits the arena, the backend can place) and which
+ * persistent tensors it keeps resident at the start. */
+void tsl__place_install(tsl__runtime *rt);
 /* 1 if allocations follow the installed plan's layout. */
 int tsl__place_on(const tsl__runtime *rt);
+/* At an iteration's start (nothing in flight): the persistent tensors as
+ * the plan has them at time 0 - those it keeps resident at their
+ * residency-0 places (moved there on the device, else parked and brought
+ * back), the others parked on the host. */
+tsl_status tsl__place_settle(tsl__runtime *rt);
 /* Resets the block counters at an iteration's start. */
 void tsl__place_begin(tsl__runtime *rt);
-/* Allocates tensor t's next residency (n bytes), or op's next workspace,
- * at its planned offset: TSL_OK (*p set), TSL_ERR_BUSY (the place is held:
- * wait, or go online), TSL_ERR_OOM, or TSL_ERR_UNSUPPORTED (no layout, no
- * such block, or online requested: allocate online). */
-tsl_status tsl__place_tensor(tsl__runtime *rt, int32_t t, size_t n, void **p);
-tsl_status tsl__place_ws(tsl__runtime *rt, int32_t op, size_t n, void **p);
-/* After any allocation of tensor t (t >= 0) or of op's workspace: the
- * counter advances; an online allocation asked for counts as displaced. */
-void tsl__place_allocated(tsl__runtime *rt, int32_t t, int32_t ws_op);
-/* The next allocation goes online (its place cannot be had by waiting). */
-void tsl__place_online(tsl__runtime *rt);
-/* At a plan's installation: the persistent tensors parked and brought
- * back at their places (tsl__rt_restore_some). */
-tsl_status tsl__place_persistent(tsl__runtime *rt);
+/* Allocates tensor t's block (t >= 0; n bytes) or op's next workspace (t
+ * < 0, op >= 0) at its planned place, `how` as above: TSL_OK (*p set),
+ * TSL_ERR_BUSY (the place is held), TSL_ERR_OOM (refused: a fault), or
+ * TSL_ERR_UNSUPPORTED (no layout, no such block, or online asked for: the
+ * caller allocates online). */
+tsl_status tsl__place_at(tsl__runtime *rt, int32_t t, int32_t op, size_t n, int how, void **p);
+/* After an allocation of tensor t (t >= 0) or of op's workspace made with
+ * `how`: the plan's counter advances (not for a passive one); `displaced`
+ * (it had a place and went online) is counted. */
+void tsl__place_allocated(tsl__runtime *rt, int32_t t, int32_t op, int how, int displaced);
+/* One of the plan's allocations of t (or of op's workspace) that is not
+ * made (t still resident: a swap-in with nothing to do, a recomputation
+ * skipped): its counter advances all the same. */
+void tsl__place_skip(tsl__runtime *rt, int32_t t, int32_t op);
+/* The allocation of t just freed again before it was written (a
+ * defragmentation): its counter goes back. */
+void tsl__place_undo(tsl__runtime *rt, int32_t t);
+/* The plan released t's current residency (a RELEASE event met). */
+void tsl__place_released(tsl__runtime *rt, int32_t t);
+/* A resident tensor whose block overlaps the place of the allocation
+ * (t, op, how) - the one most easily moved - or -1 (none, or where blocks
+ * lie is not known yet). */
+int32_t tsl__place_holder(const tsl__runtime *rt, int32_t t, int32_t op, int how);
 /* Persistent t's block at the iteration's start, if the plan keeps it
- * resident there: as tsl__place_tensor. */
+ * resident there: as tsl__place_at. */
 tsl_status tsl__place_start_ptr(tsl__runtime *rt, int32_t t, size_t n, void **p);
 
 /* ---- residency.c ------------------------------------------------------------- */
 tsl_status tsl__res_init(tsl__runtime *rt);
 void tsl__res_free(tsl__runtime *rt);
 /* Allocates tensor t's device block if the strict limit and the arena
- * allow, at its planned place under a layout (placement.c); TSL_OK,
+ * allow, at its planned place under a layout (placement.c; `how`:
+ * TSL__A_* flags, 0 for one of the plan's allocations); TSL_OK,
  * TSL_ERR_BUSY (its place is held) or TSL_ERR_OOM (no message kept). */
-tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t);
+tsl_status tsl__rt_try_alloc(tsl__runtime *rt, int32_t t, int how);
 /* A raw device block of n bytes (op's workspace, at its planned place
- * under a layout; op -1: recomputation scratch) if the strict limit and
- * the arena allow: TSL_OK (*p set; NULL for n 0), TSL_ERR_BUSY or
- * TSL_ERR_OOM. Counted in `used` until tsl__rt_free_raw. */
-tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, void **p);
+ * under a layout; op -1: recomputation scratch, online) if the strict
+ * limit and the arena allow: TSL_OK (*p set; NULL for n 0), TSL_ERR_BUSY
+ * or TSL_ERR_OOM. Counted in `used` until tsl__rt_free_raw. */
+tsl_status tsl__rt_try_alloc_raw(tsl__runtime *rt, int32_t op, size_t n, int how, void **p);
 void tsl__rt_free_raw(tsl__runtime *rt, void *p, size_t n);
 /* Device time of a completed event, µs from the iteration's start. */
 double tsl__rt_event_us(tsl__runtime *rt, tsl_dev_event *ev);
@@ -323,6 +356,9 @@ void tsl__evict_free(tsl__runtime *rt);
 int32_t tsl__rt_next_use(const tsl__runtime *rt, int32_t t, int32_t pos);
 /* 1 if t is transient and no op after `pos` reads or writes it. */
 int tsl__rt_dead(const tsl__runtime *rt, int32_t t, int32_t pos);
+/* 1 if eviction may move resident t now: not used by the running item or
+ * a kernel in flight, not being copied, not dying, its value in place. */
+int tsl__rt_movable(const tsl__runtime *rt, int32_t t);
 /* The resident tensor to evict, chosen by opts.evict (default: farthest
  * next use) among the movable ones, or -1. */
 int32_t tsl__rt_pick_victim(tsl__runtime *rt);

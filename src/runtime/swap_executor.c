@@ -15,9 +15,11 @@
  *  - RELEASE frees t once its swap-outs ended. A release whose tensor's
  *    value would be lost (no valid host copy, no recomputation of t in the
  *    plan, t still read later) keeps t instead: results never change.
- *  - SWAP_IN allocates t and copies it in. A resident t makes it a no-op
- *    (cold start; a release still waiting is cancelled). Without memory it
- *    waits (WMEM) and is retried after every free; the executor takes it
+ *  - SWAP_IN allocates t (under a layout at its planned place,
+ *    placement.c) and copies it in. A resident t makes it a no-op (cold
+ *    start; a release still waiting is cancelled; the plan's residency
+ *    counts all the same). Without memory, or with its place still held,
+ *    it waits (WMEM) and is retried after every free; the executor takes it
  *    over when its op comes.
  *
  * Real time: a queue thread pops due events (a min-heap on due time, then
@@ -359,11 +361,15 @@ void tsl__se_swap_out(tsl__runtime *rt, int32_t e) {
 void tsl__se_release(tsl__runtime *rt, int32_t e) {
     const tsl__rt_plan *pl = rt->cur;
     int32_t t = pl->p->events[e].tensor;
-    if (!rt->s->ptr[t]) return tsl__se_ev_done(rt, e);
+    if (!rt->s->ptr[t]) {
+        tsl__place_released(rt, t);
+        return tsl__se_ev_done(rt, e);
+    }
     if (swap_out_pending(rt, t, pl->ev_plan[e])) {
         set_state(rt, e, TSL__EV_WAIT);
         return;
     }
+    tsl__place_released(rt, t); /* the plan's residency ends, freed or kept */
     int persistent = tsl_kind_is_persistent(tsl_graph_tensor(rt->g, t)->kind);
     int recoverable = tsl__rt_host_valid(rt, t) || (pl->recomputed[t] && !persistent) ||
                       tsl__rt_dead(rt, t, rt->pos);
@@ -381,19 +387,25 @@ void tsl__se_swap_in(tsl__runtime *rt, int32_t e) {
         tsl__se_cancel_releases(rt, t);
         r->dying = 0;
         r->cold = 0;
+        tsl__place_skip(rt, t, -1); /* the plan's residency starts all the same */
         return tsl__se_ev_done(rt, e);
     }
     if (swap_out_pending(rt, t, pl->ev_plan[e])) {
         set_state(rt, e, TSL__EV_WAIT);
         return;
     }
-    if (!tsl__rt_host_valid(rt, t)) return tsl__se_ev_done(rt, e); /* nothing to bring back */
+    if (!tsl__rt_host_valid(rt, t)) { /* nothing to bring back */
+        tsl__place_skip(rt, t, -1);
+        return tsl__se_ev_done(rt, e);
+    }
     for (;;) {
         if (rt->compute_wants_mem) {
             set_state(rt, e, TSL__EV_WMEM);
             return;
         }
-        if (tsl__rt_try_alloc(rt, t) == TSL_OK) break;
+        /* (its place held, TSL_ERR_BUSY: it waits for memory like a full
+         * arena, retried after every free) */
+        if (tsl__rt_try_alloc(rt, t, 0) == TSL_OK) break;
         if (!tsl__rt_drop_cold(rt)) { /* cold start: drop what the plan has absent */
             set_state(rt, e, TSL__EV_WMEM);
             return;
