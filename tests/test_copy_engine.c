@@ -450,9 +450,9 @@ Test(copy_engine, event_done_before_and_after) {
     cr_assert_eq(xdone(b, ev), 1);
     xwait(b, ev); /* waiting again returns at once */
     cr_assert_eq(xdone(b, ev), 1);
-    double s, e;
-    xtimes(b, ev, &s, &e);
-    cr_assert_geq(e - s, min_ms, "transfer lasted %.3f ms < %.3f ms", e - s, min_ms);
+    double ms; /* the events' own clock: the host placement (xtimes) widens by its anchor */
+    cr_assert_eq(b->iface->event_elapsed_ms(b, ev->start, ev->end, &ms), TSL_OK);
+    cr_assert_geq(ms, min_ms, "transfer lasted %.3f ms < %.3f ms", ms, min_ms);
     cr_assert_eq(first_diff(h, d, n), (size_t)-1);
     xrelease(b, ev);
     xrelease(b, NULL);

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +27,9 @@ struct tsl__out {
 
 #define N_SLOTS 16
 static char pending[N_SLOTS][PATH_MAX];
-static volatile sig_atomic_t pending_used[N_SLOTS];
+/* set (release) after its path is written, read (acquire) by the signal
+ * handler: a lock-free atomic int is safe in a handler */
+static atomic_int pending_used[N_SLOTS];
 static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Registers tmp; returns its slot, or -1 when every slot is taken (the file
@@ -36,10 +39,9 @@ static int register_tmp(const char *tmp) {
     int slot = -1;
     pthread_mutex_lock(&pending_mu);
     for (int i = 0; i < N_SLOTS && slot < 0; i++)
-        if (!pending_used[i]) {
+        if (!atomic_load_explicit(&pending_used[i], memory_order_relaxed)) {
             strcpy(pending[i], tmp);
-            __atomic_thread_fence(__ATOMIC_SEQ_CST);
-            pending_used[i] = 1;
+            atomic_store_explicit(&pending_used[i], 1, memory_order_release);
             slot = i;
         }
     pthread_mutex_unlock(&pending_mu);
@@ -49,13 +51,13 @@ static int register_tmp(const char *tmp) {
 static void unregister_tmp(int slot) {
     if (slot < 0) return;
     pthread_mutex_lock(&pending_mu);
-    pending_used[slot] = 0;
+    atomic_store_explicit(&pending_used[slot], 0, memory_order_release);
     pthread_mutex_unlock(&pending_mu);
 }
 
 void tsl__out_remove_pending(void) {
     for (int i = 0; i < N_SLOTS; i++)
-        if (pending_used[i]) unlink(pending[i]);
+        if (atomic_load_explicit(&pending_used[i], memory_order_acquire)) unlink(pending[i]);
 }
 
 /* ---- opening ----------------------------------------------------------------------- */

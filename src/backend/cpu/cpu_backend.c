@@ -359,6 +359,7 @@ tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend *
     c->capacity = capacity;
     c->alloc = tsl_alloc_new(capacity, TSL_ALLOC_ALIGN);
     c->o = *o;
+    c->o.nthreads = tsl_cpu_usable_threads(o->nthreads); /* what OpenMP can give */
     if (!c->alloc) {
         munmap(base, capacity);
         free(c);
@@ -366,7 +367,7 @@ tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend *
         return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
     }
     tsl__streams_opts so = {.async_compute = o->async_compute,
-                            .kernel_delay_us = o->kernel_delay_us, .nthreads = o->nthreads};
+                            .kernel_delay_us = o->kernel_delay_us, .nthreads = c->o.nthreads};
     st = tsl__streams_new(&so, &c->streams);
     if (st != TSL_OK) {
         tsl_alloc_destroy(c->alloc);
@@ -377,7 +378,7 @@ tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend *
     }
     tsl__streams_set_gbps(c->streams, o->pcie_gbps);
     pthread_mutex_init(&c->alloc_mu, NULL);
-    tsl_cpu_set_threads(o->nthreads);
+    tsl_cpu_set_threads(c->o.nthreads);
     b->iface = &cpu_iface;
     b->context = c;
     *out = b;

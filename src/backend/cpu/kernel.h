@@ -76,4 +76,10 @@ void tsl__fast_register_blas(tsl_fast_kernel table[TSL_OP_COUNT]);
 
 /* Sets the threads used by OpenMP (oneDNN, reference loops) and OpenBLAS. */
 void tsl_cpu_set_threads(int nthreads);
+/* The kernel threads the backend can really have when `nthreads` are asked
+ * for: at most OpenMP's thread limit (OMP_THREAD_LIMIT). A oneDNN
+ * primitive is made for the threads it is told of; run with fewer, some
+ * (convolutions with per-thread scratch) read scratch no thread wrote, and
+ * their results depend on whatever the workspace held before. */
+int tsl_cpu_usable_threads(int nthreads);
 #endif
