@@ -62,13 +62,13 @@ def main():
     print()
     print("| model | batch, px | budget: the run's predicted footprint + 1 % | measured footprint | "
           "footprint MSR (the plan's) | MSR load | EOR median (min..max) | evictions | passive "
-          "swap-ins | displaced | identical |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "swap-ins | displaced | kernel time / vanilla's | stalls ms/iter | identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model, batch, image in CASES:
         if model not in want:
             continue
         eors, fps, msrs, msrl, ev, ps, disp, ident, pmsr = [], [], [], [], 0, 0, 0, True, []
-        over, budgets = 0, []
+        over, budgets, kern, stall = 0, [], [], []
         for _ in range(a.reps):
             r, cmd = run(a.tensile, model, batch, image, a.gbps, a.iterations, "plan+1%")
             s = r["scheduled"]
@@ -76,6 +76,8 @@ def main():
             budgets.append(budget)
             over += s["footprint_bytes"] > budget
             eors.append(r["eor"])
+            kern.append(s["kernel_ms"] / r["vanilla"]["kernel_ms"])
+            stall.append(s["stall_ms"] / a.iterations)
             fps.append(s["footprint_bytes"])
             msrs.append(r["msr"])
             msrl.append(r["msr_load"])
@@ -89,7 +91,8 @@ def main():
         print(f"| {model} | {batch}, {image} | {spread([b / mib for b in budgets], '{:.2f}')} MiB | "
               f"{spread([f / mib for f in fps], '{:.2f}')} MiB ({a.reps - over} of {a.reps} runs "
               f"<= budget) | {spread(msrs)} ({spread(pmsr)}; max diff {diff:.3f}) | "
-              f"{spread(msrl)} | {spread(eors)} | {ev} | {ps} | {disp} | {'yes' if ident else 'NO'} |")
+              f"{spread(msrl)} | {spread(eors)} | {ev} | {ps} | {disp} | {spread(kern)} | "
+              f"{spread(stall, '{:.1f}')} | {'yes' if ident else 'NO'} |")
         sys.stdout.flush()
     print()
     print(f"command per run: {' '.join(cmd[:1])} run --model M --batch B --image-size S --dataset "

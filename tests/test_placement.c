@@ -36,24 +36,28 @@
 
 #include "helpers.h"
 #include "rt_fixture.h"
+#include "plan_gen.h"
 #include "runtime/runtime_internal.h"
 #include "tensile/backend_cpu.h"
+#include "tensile/policy.h"
 #include "tensile/runtime.h"
 
 #define ITERS RTF_ITERS
 
-static void make_case(rtf_case *c, const char *model) {
+static void make_case_with(rtf_case *c, const char *model, int adam) {
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
     cfg.batch = 2;
     cfg.n_classes = 10;
     if (strcmp(model, "cnn") != 0) cfg.image_size = 32;
-    rtf_make(c, model, &cfg, 0);
+    rtf_make(c, model, &cfg, adam);
     for (int k = 0; k < ITERS; k++) {
         th_fill_f32(c->x[k], c->nx, 500 + (uint64_t)k, -1, 1);
         for (size_t i = 0; i < c->ny; i++) c->y[k][i] = (int32_t)((i * 3 + (size_t)k) % 10);
     }
     rtf_reference(c);
 }
+
+static void make_case(rtf_case *c, const char *model) { make_case_with(c, model, 0); }
 
 /* TENSILE half way from the persistent bytes to vanilla's peak. */
 static tsl_plan *half_plan(const rtf_case *c) {
@@ -354,6 +358,78 @@ Test(placement, real_time_throttled, .timeout = 300) {
         for (int i = 0; i < ITERS; i++)
             cr_assert_leq(o.fp[i], p->predicted_footprint, "iteration %d footprint %zu > %zu with "
                           "nothing displaced", i + 1, o.fp[i], p->predicted_footprint);
+    tsl_plan_free(p);
+    rtf_free(&c);
+}
+
+/* ---- a device smaller than the persistent tensors ------------------------------------------------ */
+
+/* A plan that swaps parameters and optimizer states across iterations
+ * needs less memory than they take together. A job's session opens on a
+ * device of exactly the plan's footprint: what does not fit waits on the
+ * host (session opts.persistent_on_host), the vanilla pass refuses with
+ * the out-of-memory message, and once the runtime adopts those copies and
+ * follows the plan every iteration holds the predicted footprint, with
+ * vanilla's results. */
+Test(placement, a_device_smaller_than_the_persistent_tensors, .timeout = 300) {
+    /* (in cnn one layer's weight, gradient and momentum outweigh all the
+     * rest: no plan goes below its persistent bytes; resnet18's are spread
+     * over many layers, and Adam's two states per weight leave while the
+     * gradients are made) */
+    if (th_quick()) cr_skip_test("resnet18 runs in the release build (TSL_TEST_QUICK is set)");
+    rtf_case c;
+    make_case_with(&c, "resnet18", 1);
+    /* copies fast enough (x100 the fixture's) for the optimizer's states
+     * to leave and come back within an iteration */
+    tsl_device_profile dev = c.dev;
+    dev.h2d_bw *= 100;
+    dev.d2h_bw *= 100;
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.budget = c.persistent * 3 / 4;
+    tsl_plan *p = NULL;
+    tsl_workload *w = c.w;
+    cr_assert(TH_PLANNED(tsl_plan_jobs(&w, 1, &dev, &po, &p, NULL)), "%s", tsl_last_error());
+    char why[400];
+    cr_assert(pg_finish_and_verify(c.w, p, &dev, why, sizeof why), "plan invalid: %s", why);
+    cr_assert_lt(p->predicted_footprint, c.persistent,
+                 "the plan's footprint %zu (load %zu, %d events) is not below the persistent "
+                 "tensors' %zu bytes (vanilla %zu)", p->predicted_footprint, p->predicted_peak,
+                 p->n_events, c.persistent, c.ref_peak);
+    tsl_session_opts so = th_session_opts();
+    so.device_memory = p->predicted_footprint;
+    so.nthreads = 2;
+    tsl_session *s = NULL;
+    cr_assert_eq(tsl_session_new(c.g, &so, &s), TSL_ERR_OOM, "without persistent_on_host");
+    so.persistent_on_host = 1;
+    cr_assert_eq(tsl_session_new(c.g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    { /* the initial values, on the host or not, are those of a roomy device */
+        tsl_session_opts ro_ = so;
+        ro_.device_memory = 2 * c.persistent;
+        ro_.persistent_on_host = 0;
+        tsl_session *roomy = NULL;
+        cr_assert_eq(tsl_session_new(c.g, &ro_, &roomy), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(tsl_session_param_checksum(s), tsl_session_param_checksum(roomy));
+        tsl_session_free(roomy);
+    }
+    tsl_step_stats st;
+    cr_assert_eq(tsl_session_step(s, c.x[0], c.y[0], &st), TSL_ERR_OOM);
+    cr_assert(strstr(tsl_last_error(), "wait on the host for a runtime's plan"), "%s",
+              tsl_last_error());
+    tsl_runtime_opts ro = tsl_runtime_opts_default();
+    ro.virtual_clock = 1;
+    ro.profile = dev;
+    cr_assert_eq(tsl_session_attach_runtime(s, &ro, c.w), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_session_set_plan(s, p), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < ITERS; i++) {
+        cr_assert_eq(tsl_session_step(s, c.x[i], c.y[i], &st), TSL_OK, "step %d: %s", i + 1,
+                     tsl_last_error());
+        cr_assert_eq(st.peak_footprint, p->predicted_footprint, "iteration %d: footprint %zu, "
+                     "predicted %zu", i + 1, st.peak_footprint, p->predicted_footprint);
+    }
+    cr_assert_eq(tsl_session_param_checksum(s), c.ref, "parameters differ from vanilla's");
+    printf("resnet18 device of %zu bytes for %zu persistent bytes: footprint as predicted, "
+           "vanilla's results\n", p->predicted_footprint, c.persistent);
+    tsl_session_free(s);
     tsl_plan_free(p);
     rtf_free(&c);
 }

@@ -54,6 +54,11 @@ static void on_signal(int sig) {
 }
 
 static void install_handlers(const char *cmd) {
+    /* Not a terminal: one buffer larger than any help text or report, so
+     * that a write that fails does so at the final flush, where its errno
+     * is still known (a failure inside stdio's own flushes loses it) */
+    static char stdout_buf[1 << 16]; /* (glibc ignores the size without a buffer) */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
     snprintf(command_buf, sizeof command_buf, "tensile %s", cmd);
     command = command_buf;
     atexit(check_stdout_at_exit);

@@ -44,6 +44,12 @@ typedef struct tsl_session_opts {
     double pcie_gbps;       /* copy stream throttle, GB/s (0: none)      */
     int async_compute;      /* kernels on a compute thread (default 0)   */
     double kernel_delay_us; /* with async_compute: late kernels (tests)  */
+    /* 1: a persistent tensor that does not fit the device when the session
+     * opens keeps its initial value on the host, for a runtime to adopt as
+     * its host copy (tsl_session_attach_runtime; a plan that swaps it
+     * across iterations brings it in); stepping without a runtime then
+     * fails with the out-of-memory message. 0 (default): opening fails. */
+    int persistent_on_host;
 } tsl_session_opts;
 
 tsl_session_opts tsl_session_opts_default(void);
@@ -93,6 +99,12 @@ tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src);
 
 /* FNV-1a 64 over the bytes of every PARAM in id order. */
 uint64_t tsl_session_param_checksum(tsl_session *s);
+
+/* The persistent tensors that did not fit the device when the session
+ * opened and wait on the host for a runtime (opts.persistent_on_host; 0
+ * once a runtime has adopted them), and the first one's out-of-memory
+ * message in *why when it is not NULL (else untouched). */
+int tsl_session_n_on_host(const tsl_session *s, const char **why);
 
 /* Steps run so far (the next step is number steps+1). */
 int64_t tsl_session_steps(const tsl_session *s);

@@ -70,7 +70,9 @@ tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **o
     snprintf(j->name, sizeof j->name, "%s", o.name ? o.name : tsl_graph_name(g));
     j->ewma = malloc(sizeof *j->ewma * ((size_t)tsl_graph_n_ops(g) + 1));
     if (!j->ewma) st = tsl_fail(TSL_ERR_OOM, "job: out of host memory");
-    /* the device */
+    /* the device: a runtime follows, so persistent tensors that do not fit
+     * wait on the host for the plan to bring them in */
+    o.session.persistent_on_host = 1;
     if (st == TSL_OK)
         st = o.backend ? tsl_session_new_on(g, o.backend, &o.session, &j->s)
                        : tsl_session_new(g, &o.session, &j->s);
@@ -102,6 +104,14 @@ tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **o
         if (j->o.plan.budget == 0) j->o.plan.budget = capacity;
         st = tsl__job_plan(j, j->w, &j->plan, &j->first);
     }
+    /* persistent tensors that did not fit at opening: only a plan that
+     * fits the device brings them in */
+    const char *why = NULL;
+    if (st == TSL_OK && tsl_session_n_on_host(j->s, &why) && !j->first.budget_met)
+        st = tsl_fail(TSL_ERR_OOM,
+                      "job '%s': %s; and the plan does not fit either: its footprint is %zu bytes "
+                      "on a device of %zu",
+                      j->name, why, j->plan->predicted_footprint, capacity);
     /* the runtime, the plan, the replanner */
     if (st == TSL_OK) {
         tsl_runtime_opts ro = o.runtime;

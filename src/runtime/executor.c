@@ -644,7 +644,9 @@ static tsl_status install(tsl__runtime *rt) {
     }
     tsl__place_install(rt);
     if (tsl__place_on(rt)) return TSL_OK; /* placed at the iteration's start (settle) */
-    return tsl__rt_restore_persistent(rt); /* cold start: all persistent resident */
+    /* cold start: all persistent resident; under a plan what fits (those
+     * that never fitted come in passively) */
+    return tsl__rt_restore_some(rt, NULL, rt->cur != NULL);
 }
 
 /* Loads the batch: INPUT and LABEL allocated and filled, the unread ones

@@ -228,6 +228,36 @@ static double wall_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* The persistent tensors that did not fit when the session opened
+ * (session opts.persistent_on_host): their initial values become the
+ * runtime's host copies - parked, as if swapped out before the first
+ * iteration; a plan brings them in (placement.c's settle, its swap-ins, or
+ * passively). All or nothing: on failure the session keeps them. */
+static tsl_status adopt_initial(tsl__runtime *rt) {
+    tsl_session *s = rt->s;
+    if (!s->n_init_host) return TSL_OK;
+    for (int32_t t = 0; t < rt->nt; t++) {
+        if (!s->init_host[t]) continue;
+        void *h = tsl__rt_host_buf(rt, t);
+        if (!h) return tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory for '%s'",
+                                tsl_graph_tensor(rt->g, t)->name);
+        memcpy(h, s->init_host[t], tsl_graph_tensor(rt->g, t)->nbytes);
+        rt->res[t].host_ok = 1;
+        rt->res[t].host_gen = rt->res[t].gen;
+    }
+    return TSL_OK;
+}
+
+/* After adopt_initial took effect: the session's own copies go. */
+static void release_initial(tsl_session *s) {
+    if (!s->n_init_host) return;
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(s->g); t++) {
+        free(s->init_host[t]);
+        s->init_host[t] = NULL;
+    }
+    s->n_init_host = 0;
+}
+
 tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
                                       const tsl_workload *w) {
     if (!s) return tsl_fail(TSL_ERR_INVALID, "attach runtime: the session is NULL");
@@ -267,12 +297,14 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     if (st == TSL_OK) st = tsl__evict_init(rt);
     if (st == TSL_OK) st = tsl__place_init(rt);
     if (st == TSL_OK) st = tsl__lat_init(rt);
+    if (st == TSL_OK) st = adopt_initial(rt);
     if (st == TSL_OK && !rt->virtual_clock) st = tsl__se_start(rt);
     if (st != TSL_OK) {
         tsl__rt_free(rt);
         return st;
     }
     s->rt = rt;
+    release_initial(s);
     return TSL_OK;
 }
 
@@ -462,7 +494,6 @@ tsl_status tsl__rt_restore_some(tsl__runtime *rt, const uint8_t *only, int best_
     return TSL_OK;
 }
 
-tsl_status tsl__rt_restore_persistent(tsl__runtime *rt) { return tsl__rt_restore_some(rt, NULL, 0); }
 
 /* Parks persistent t on the host: a host copy if it has none that is
  * current, then its device block freed (at a boundary: nothing in flight). */

@@ -241,10 +241,6 @@ typedef struct tsl__runtime {
 tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
                             const tsl_device_profile *dev, tsl__rt_plan **out);
 void tsl__rt_plan_free(tsl__rt_plan *pl);
-/* Brings every absent persistent tensor back from its host copy
- * (synchronously; at an iteration boundary, rt->mu held). TSL_ERR_OOM if
- * the arena cannot hold them. */
-tsl_status tsl__rt_restore_persistent(tsl__runtime *rt);
 /* Brings back the absent persistent tensors t with only[t] (NULL: all);
  * best_effort: one that does not fit stays on the host (the executor swaps
  * it in at its access) instead of failing with TSL_ERR_OOM. */

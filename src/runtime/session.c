@@ -69,11 +69,20 @@ static tsl_status session_open(const tsl_graph *g, tsl_backend *b, int owns_b,
         s->host_probs = malloc(tsl_graph_tensor(g, s->probs)->nbytes);
         if (!s->host_probs) st = tsl_fail(TSL_ERR_OOM, "session: out of host memory");
     }
-    /* Persistent tensors: allocated once, in id order, then initialised. */
+    if (st == TSL_OK && s->o.persistent_on_host && !(s->init_host = calloc((size_t)nt + 1, sizeof *s->init_host)))
+        st = tsl_fail(TSL_ERR_OOM, "session: out of host memory");
+    /* Persistent tensors: allocated once, in id order, then initialised;
+     * with opts.persistent_on_host one that does not fit stays on the host */
     for (tsl_tid t = 0; t < nt && st == TSL_OK; t++) {
         const tsl_tensor *tt = tsl_graph_tensor(g, t);
         if (!tsl_kind_is_persistent(tt->kind)) continue;
         st = tsl__step_place(s, t, -2);
+        int on_host = st == TSL_ERR_OOM && s->init_host;
+        if (on_host) {
+            if (!s->n_init_host++) snprintf(s->init_oom, sizeof s->init_oom, "%s", tsl_last_error());
+            tsl_clear_error();
+            st = TSL_OK;
+        }
         if (st != TSL_OK) break;
         float *host = malloc(tt->nbytes ? tt->nbytes : 1);
         if (!host) {
@@ -81,6 +90,10 @@ static tsl_status session_open(const tsl_graph *g, tsl_backend *b, int owns_b,
             break;
         }
         tsl__init_tensor(g, t, s->o.seed, host);
+        if (on_host) {
+            s->init_host[t] = host;
+            continue;
+        }
         st = tsl_backend_upload(s->b, s->ptr[t], host, tt->nbytes);
         free(host);
     }
@@ -126,6 +139,9 @@ void tsl_session_free(tsl_session *s) {
             if (s->ptr[t]) s->b->iface->free(s->b, s->ptr[t]);
         if (s->owns_b) tsl_backend_free(s->b);
     }
+    if (s->init_host)
+        for (tsl_tid t = 0; t < tsl_graph_n_tensors(s->g); t++) free(s->init_host[t]);
+    free(s->init_host);
     tsl__inflight_free(&s->inflight);
     tsl__liveness_free(&s->live_train);
     tsl__liveness_free(&s->live_eval);
@@ -161,11 +177,29 @@ tsl_status tsl_session_eval_partial(tsl_session *s, const float *x, const int32_
     return run_eval(s, x, y, n_valid, st);
 }
 
+void *tsl__session_host_copy(tsl_session *s, tsl_tid t, int write) {
+    if (s->init_host && t >= 0 && t < tsl_graph_n_tensors(s->g) && s->init_host[t])
+        return s->init_host[t];
+    return tsl__rt_persistent_host(s, t, write);
+}
+
+int tsl_session_n_on_host(const tsl_session *s, const char **why) {
+    if (!s) return 0;
+    if (why && s->n_init_host) *why = s->init_oom;
+    return s->n_init_host;
+}
+
+tsl_status tsl__session_all_placed(const tsl_session *s) {
+    if (!s->n_init_host) return TSL_OK;
+    return tsl_fail(TSL_ERR_OOM, "%s (%d persistent tensors wait on the host for a runtime's plan)",
+                    s->init_oom, s->n_init_host);
+}
+
 static tsl_status check_resident(tsl_session *s, tsl_tid t) {
     if (t < 0 || t >= tsl_graph_n_tensors(s->g))
         return tsl_fail(TSL_ERR_INVALID, "tensor id %d out of range", t);
     const tsl_tensor *tt = tsl_graph_tensor(s->g, t);
-    if (!tsl_kind_is_persistent(tt->kind) || (!s->ptr[t] && !tsl__rt_persistent_host(s, t, 0)))
+    if (!tsl_kind_is_persistent(tt->kind) || (!s->ptr[t] && !tsl__session_host_copy(s, t, 0)))
         return tsl_fail(TSL_ERR_INVALID,
                         "tensor '%s' (%s) is not resident between steps: only parameters, "
                         "buffers and optimizer states can be read or written",
@@ -178,7 +212,7 @@ tsl_status tsl_session_read(tsl_session *s, tsl_tid t, void *dst) {
     if (st != TSL_OK) return st;
     size_t n = tsl_graph_tensor(s->g, t)->nbytes;
     if (!s->ptr[t]) { /* swapped out across iterations: its host copy */
-        memcpy(dst, tsl__rt_persistent_host(s, t, 0), n);
+        memcpy(dst, tsl__session_host_copy(s, t, 0), n);
         return TSL_OK;
     }
     return tsl_backend_download(s->b, dst, s->ptr[t], n);
@@ -188,7 +222,7 @@ tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src) {
     tsl_status st = check_resident(s, t);
     if (st != TSL_OK) return st;
     size_t n = tsl_graph_tensor(s->g, t)->nbytes;
-    void *host = tsl__rt_persistent_host(s, t, 1); /* absent: its host copy; else drops it */
+    void *host = tsl__session_host_copy(s, t, 1); /* absent: its host copy; else drops it */
     if (!s->ptr[t]) {
         memcpy(host, src, n);
         return TSL_OK;
@@ -202,7 +236,7 @@ uint64_t tsl_session_param_checksum(tsl_session *s) {
         const tsl_tensor *tt = tsl_graph_tensor(s->g, t);
         if (tt->kind != TSL_KIND_PARAM) continue;
         const uint8_t *p = s->ptr[t];
-        const uint8_t *host = p ? NULL : tsl__rt_persistent_host(s, t, 0);
+        const uint8_t *host = p ? NULL : tsl__session_host_copy(s, t, 0);
         TSL_ASSERT(p || host);
         uint8_t buf[1 << 16];
         for (size_t off = 0; off < tt->nbytes; off += sizeof buf) {

@@ -40,7 +40,22 @@ struct tsl_session {
     int64_t steps;
     tsl__inflight inflight;     /* the vanilla pass's launched kernels */
     struct tsl__runtime *rt;    /* attached runtime (runtime_internal.h), NULL: vanilla */
+    /* persistent tensors that did not fit when the session opened
+     * (opts.persistent_on_host): their initial values, until a runtime
+     * adopts them as its host copies */
+    void **init_host;           /* per tensor, NULL: none */
+    int n_init_host;
+    char init_oom[512];         /* the first one's out-of-memory message */
 };
+
+/* The host copy of persistent t when it is not on the device (its initial
+ * value kept at opening, else the runtime's copy; `write`: about to be
+ * overwritten), or NULL (see tsl__rt_persistent_host). */
+void *tsl__session_host_copy(tsl_session *s, tsl_tid t, int write);
+/* TSL_OK, or TSL_ERR_OOM with the opening's message while persistent
+ * tensors wait on the host for a runtime (the vanilla pass needs them all
+ * on the device). */
+tsl_status tsl__session_all_placed(const tsl_session *s);
 
 /* ---- vanilla.c ----------------------------------------------------------------- */
 /* One vanilla pass over ops [0, end) (training step or evaluation): outputs

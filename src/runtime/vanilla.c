@@ -153,6 +153,7 @@ tsl_status tsl__vanilla_pass(tsl_session *s, const float *x, const int32_t *y, i
     tsl_step_stats local;
     if (!st) st = &local;
     tsl_status rc = tsl__step_begin(s, st);
+    if (rc == TSL_OK) rc = tsl__session_all_placed(s);
     if (rc != TSL_OK) return rc;
     vpass V = {.s = s, .lv = training ? &s->live_train : &s->live_eval, .y = y,
                .n_valid = n_valid, .st = st};
