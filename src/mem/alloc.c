@@ -7,12 +7,14 @@
  *     its int32 index; recycled nodes are chained through `next`;
  *   - the blocks tile [0, capacity) and form a doubly linked list in address
  *     order (prev/next), which makes coalescing O(1);
- *   - free blocks are also kept in a treap ordered by (size, offset), so best
- *     fit (smallest size >= request, lowest offset on ties) is a lower-bound
- *     search and the largest free block is the rightmost node;
+ *   - free blocks are also kept in two treaps sharing their priorities: one
+ *     ordered by (size, offset), so best fit (smallest size >= request,
+ *     lowest offset on ties) is a lower-bound search and the largest free
+ *     block is the rightmost node; one by offset, so a placement at a given
+ *     offset finds the free block below it in O(log n);
  *   - live blocks are found by offset in an open-addressing hash table
  *     (linear probing, backward-shift deletion).
- * alloc and release are O(log n) expected; tsl_alloc_get_stats is
+ * alloc, alloc_at and release are O(log n) expected; tsl_alloc_get_stats is
  * O(log n). Treap priorities come from a splitmix64 counter, so the
  * structure (and every offset handed out) is deterministic.
  *
@@ -33,8 +35,8 @@ typedef struct blk {
     size_t off, size;    /* [off, off+size); size is a multiple of the alignment */
     size_t req;          /* live blocks: the requested size */
     int32_t prev, next;  /* address order; NIL at the ends (next: recycle chain) */
-    int32_t left, right; /* treap children (free blocks only) */
-    uint32_t prio;       /* treap heap priority (free blocks only) */
+    int32_t kid[2][2];   /* treap children, [BY_SIZE or BY_OFF][left, right] (free blocks) */
+    uint32_t prio;       /* treap heap priority, one for both treaps (free blocks only) */
     uint8_t live;
 } blk;
 
@@ -44,7 +46,7 @@ struct tsl_alloc {
     int32_t n_b, cap_b;     /* nodes ever used, nodes allocated */
     int32_t recycled;       /* head of the chain of unused nodes */
     int32_t head, tail;     /* address-ordered block list */
-    int32_t root;           /* treap of free blocks */
+    int32_t root[2];        /* treaps of free blocks: [BY_SIZE], [BY_OFF] */
     int32_t *ht;            /* live blocks by offset: node index or NIL */
     size_t ht_mask;         /* table size - 1 (a power of two minus one) */
     unsigned ht_bits;
@@ -89,7 +91,8 @@ static int32_t node_take(tsl_alloc *a) {
         n = a->n_b++;
     }
     memset(&a->b[n], 0, sizeof a->b[n]);
-    a->b[n].prev = a->b[n].next = a->b[n].left = a->b[n].right = NIL;
+    a->b[n].prev = a->b[n].next = NIL;
+    for (int k = 0; k < 4; k++) a->b[n].kid[k / 2][k % 2] = NIL;
     return n;
 }
 
@@ -98,81 +101,116 @@ static void node_put(tsl_alloc *a, int32_t n) {
     a->recycled = n;
 }
 
-/* ---- treap of free blocks, ordered by (size, offset) ----------------------- */
+/* ---- treaps of free blocks: by (size, offset) and by offset ------------------ */
 
-static int key_less(const blk *x, const blk *y) {
+enum { BY_SIZE = 0, BY_OFF = 1 };
+
+static int key_less(int T, const blk *x, const blk *y) {
+    if (T == BY_OFF) return x->off < y->off;
     return x->size < y->size || (x->size == y->size && x->off < y->off);
 }
 
-/* Splits treap t into keys < k (*l) and keys > k (*r); k is not in t. */
-static void tr_split(blk *b, int32_t t, const blk *k, int32_t *l, int32_t *r) {
+#define L(n) b[n].kid[T][0]
+#define R(n) b[n].kid[T][1]
+
+/* Splits treap t (order T) into keys < k (*l) and keys > k (*r); k is not
+ * in t. */
+static void tr_split(blk *b, int T, int32_t t, const blk *k, int32_t *l, int32_t *r) {
     if (t == NIL) {
         *l = *r = NIL;
-    } else if (key_less(&b[t], k)) {
-        tr_split(b, b[t].right, k, &b[t].right, r);
+    } else if (key_less(T, &b[t], k)) {
+        tr_split(b, T, R(t), k, &R(t), r);
         *l = t;
     } else {
-        tr_split(b, b[t].left, k, l, &b[t].left);
+        tr_split(b, T, L(t), k, l, &L(t));
         *r = t;
     }
 }
 
-/* Merges two treaps where every key of l is below every key of r. */
-static int32_t tr_merge(blk *b, int32_t l, int32_t r) {
+/* Merges two treaps of order T where every key of l is below every key of r. */
+static int32_t tr_merge(blk *b, int T, int32_t l, int32_t r) {
     if (l == NIL) return r;
     if (r == NIL) return l;
     if (b[l].prio > b[r].prio) {
-        b[l].right = tr_merge(b, b[l].right, r);
+        R(l) = tr_merge(b, T, R(l), r);
         return l;
     }
-    b[r].left = tr_merge(b, l, b[r].left);
+    L(r) = tr_merge(b, T, l, L(r));
     return r;
 }
 
-/* Inserts free node n (its size and offset set) with a fresh priority. */
-static void tr_insert(tsl_alloc *a, int32_t n) {
+static void tr_insert_in(tsl_alloc *a, int T, int32_t n) {
     blk *b = a->b;
-    b[n].prio = (uint32_t)(splitmix64(&a->rng) >> 32);
-    int32_t *link = &a->root;
+    int32_t *link = &a->root[T];
     while (*link != NIL && b[*link].prio >= b[n].prio)
-        link = key_less(&b[n], &b[*link]) ? &b[*link].left : &b[*link].right;
-    tr_split(b, *link, &b[n], &b[n].left, &b[n].right);
+        link = key_less(T, &b[n], &b[*link]) ? &L(*link) : &R(*link);
+    tr_split(b, T, *link, &b[n], &L(n), &R(n));
     *link = n;
+}
+
+static void tr_erase_in(tsl_alloc *a, int T, int32_t n) {
+    blk *b = a->b;
+    int32_t *link = &a->root[T];
+    while (*link != n) {
+        TSL_ASSERT(*link != NIL);
+        link = key_less(T, &b[n], &b[*link]) ? &L(*link) : &R(*link);
+    }
+    *link = tr_merge(b, T, L(n), R(n));
+    L(n) = R(n) = NIL;
+}
+
+#undef L
+#undef R
+
+/* Inserts free node n (its size and offset set) in both treaps, with a
+ * fresh priority. */
+static void tr_insert(tsl_alloc *a, int32_t n) {
+    a->b[n].prio = (uint32_t)(splitmix64(&a->rng) >> 32);
+    tr_insert_in(a, BY_SIZE, n);
+    tr_insert_in(a, BY_OFF, n);
     a->n_free_blocks++;
 }
 
-/* Removes free node n from the treap (TSL_ASSERT if it is not there). */
+/* Removes free node n from both treaps (TSL_ASSERT if it is not there). */
 static void tr_erase(tsl_alloc *a, int32_t n) {
-    blk *b = a->b;
-    int32_t *link = &a->root;
-    while (*link != n) {
-        TSL_ASSERT(*link != NIL);
-        link = key_less(&b[n], &b[*link]) ? &b[*link].left : &b[*link].right;
-    }
-    *link = tr_merge(b, b[n].left, b[n].right);
-    b[n].left = b[n].right = NIL;
+    tr_erase_in(a, BY_SIZE, n);
+    tr_erase_in(a, BY_OFF, n);
     a->n_free_blocks--;
+}
+
+/* The free block with the largest offset <= off, or NIL. */
+static int32_t tr_floor_off(const tsl_alloc *a, size_t off) {
+    int32_t t = a->root[BY_OFF], best = NIL;
+    while (t != NIL) {
+        if (a->b[t].off <= off) {
+            best = t;
+            t = a->b[t].kid[BY_OFF][1];
+        } else {
+            t = a->b[t].kid[BY_OFF][0];
+        }
+    }
+    return best;
 }
 
 /* The smallest free block of size >= need, lowest offset among equals;
  * NIL if none. */
 static int32_t tr_best_fit(const tsl_alloc *a, size_t need) {
-    int32_t t = a->root, best = NIL;
+    int32_t t = a->root[BY_SIZE], best = NIL;
     while (t != NIL) {
         if (a->b[t].size >= need) {
             best = t;
-            t = a->b[t].left;
+            t = a->b[t].kid[BY_SIZE][0];
         } else {
-            t = a->b[t].right;
+            t = a->b[t].kid[BY_SIZE][1];
         }
     }
     return best;
 }
 
 static size_t tr_largest(const tsl_alloc *a) {
-    int32_t t = a->root;
+    int32_t t = a->root[BY_SIZE];
     if (t == NIL) return 0;
-    while (a->b[t].right != NIL) t = a->b[t].right;
+    while (a->b[t].kid[BY_SIZE][1] != NIL) t = a->b[t].kid[BY_SIZE][1];
     return a->b[t].size;
 }
 
@@ -257,7 +295,7 @@ tsl_alloc *tsl_alloc_new(size_t capacity, size_t alignment) {
     if (!a) return NULL;
     a->align = alignment;
     a->capacity = capacity & ~(alignment - 1);
-    a->recycled = a->head = a->tail = a->root = NIL;
+    a->recycled = a->head = a->tail = a->root[BY_SIZE] = a->root[BY_OFF] = NIL;
     a->rng = 0x7E45117Eull;
     a->ht_bits = 6;
     a->ht_mask = ((size_t)1 << a->ht_bits) - 1;
@@ -388,13 +426,16 @@ tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes) {
         return fail_oom(a, nbytes, need, " (injected fault)");
     if (need == 0 || offset > a->capacity - need)
         return fail_oom(a, nbytes, need, " (a placement past the capacity)");
-    int32_t n = a->head;
-    while (n != NIL && a->b[n].off + a->b[n].size <= offset) n = a->b[n].next;
-    TSL_ASSERT(n != NIL); /* the blocks tile [0, capacity) */
-    if (a->b[n].live || a->b[n].off + a->b[n].size < offset + need)
-        return tsl_fail(TSL_ERR_BUSY,
-                        "device allocator: [%zu, %zu) is still held (the block at %zu is %s)",
-                        offset, offset + need, a->b[n].off, a->b[n].live ? "live" : "too short");
+    /* the free block at or below the offset must hold [offset, offset + need) */
+    int32_t n = tr_floor_off(a, offset);
+    if (n == NIL || a->b[n].off + a->b[n].size < offset + need) {
+        if (n == NIL || a->b[n].off + a->b[n].size <= offset)
+            return tsl_fail(TSL_ERR_BUSY, "device allocator: [%zu, %zu) is still held (a live "
+                            "block holds offset %zu)", offset, offset + need, offset);
+        return tsl_fail(TSL_ERR_BUSY, "device allocator: [%zu, %zu) is still held (the free "
+                        "block at %zu ends at %zu)", offset, offset + need, a->b[n].off,
+                        a->b[n].off + a->b[n].size);
+    }
     if (!node_reserve2(a) || !ht_reserve(a)) {
         a->n_failed++;
         return tsl_fail(TSL_ERR_OOM, "device allocator: host out of memory for the bookkeeping "
@@ -523,62 +564,71 @@ void tsl_alloc_fail_at(tsl_alloc *a, uint64_t k) {
 
 /* ---- consistency check ------------------------------------------------------------- */
 
-/* In-order walk of the treap with an explicit stack of limit+1 entries;
+/* In-order walk of treap T with an explicit stack of limit+1 entries;
  * checks ordering, heap property and that every node is a free block.
  * Returns the node count, or -1 after recording a message. `limit` (the
  * free blocks of the list) bounds the walk and the depth, so a cycle or a
  * surplus node cannot hang it or overflow the stack. */
-static int64_t tr_walk(const tsl_alloc *a, int32_t *stack, int64_t limit) {
+static int64_t tr_walk(const tsl_alloc *a, int T, int32_t *stack, int64_t limit) {
+    static const char *const name[2] = {"free treap by size", "free treap by offset"};
     int64_t sp = 0, count = 0;
-    int32_t t = a->root, last = NIL;
+    int32_t t = a->root[T], last = NIL;
     while (t != NIL || sp > 0) {
         while (t != NIL) {
             if (sp > limit) {
-                tsl_fail(TSL_ERR_INTERNAL, "allocator check: free treap deeper than its %lld "
-                                           "free blocks", (long long)limit);
+                tsl_fail(TSL_ERR_INTERNAL, "allocator check: %s deeper than its %lld free blocks",
+                         name[T], (long long)limit);
                 return -1;
             }
             stack[sp++] = t;
-            t = a->b[t].left;
+            t = a->b[t].kid[T][0];
         }
         t = stack[--sp];
         const blk *x = &a->b[t];
         if (x->live) {
-            tsl_fail(TSL_ERR_INTERNAL, "allocator check: live block at offset %zu is in the free treap",
+            tsl_fail(TSL_ERR_INTERNAL, "allocator check: live block at offset %zu is in the %s",
+                     x->off, name[T]);
+            return -1;
+        }
+        if (last != NIL && !key_less(T, &a->b[last], x)) {
+            tsl_fail(TSL_ERR_INTERNAL, "allocator check: %s out of order at offset %zu", name[T],
                      x->off);
             return -1;
         }
-        if (last != NIL && !key_less(&a->b[last], x)) {
-            tsl_fail(TSL_ERR_INTERNAL, "allocator check: free treap out of order at offset %zu",
-                     x->off);
-            return -1;
-        }
-        if ((x->left != NIL && a->b[x->left].prio > x->prio) ||
-            (x->right != NIL && a->b[x->right].prio > x->prio)) {
-            tsl_fail(TSL_ERR_INTERNAL, "allocator check: treap heap order broken at offset %zu",
-                     x->off);
-            return -1;
-        }
+        for (int side = 0; side < 2; side++)
+            if (x->kid[T][side] != NIL && a->b[x->kid[T][side]].prio > x->prio) {
+                tsl_fail(TSL_ERR_INTERNAL, "allocator check: %s heap order broken at offset %zu",
+                         name[T], x->off);
+                return -1;
+            }
         if (++count > limit) {
-            tsl_fail(TSL_ERR_INTERNAL, "allocator check: free treap has more than %lld nodes",
+            tsl_fail(TSL_ERR_INTERNAL, "allocator check: %s has more than %lld nodes", name[T],
                      (long long)limit);
             return -1;
         }
         last = t;
-        t = x->right;
+        t = x->kid[T][1];
     }
     return count;
 }
 
+/* Walks both treaps; returns the node count if they agree (else -1 after
+ * recording a message). */
 static int64_t tr_check(const tsl_alloc *a, int64_t limit) {
     int32_t *stack = malloc((size_t)(limit + 1) * sizeof *stack);
     if (!stack) {
         tsl_fail(TSL_ERR_INTERNAL, "allocator check: host out of memory");
         return -1;
     }
-    int64_t count = tr_walk(a, stack, limit);
+    int64_t count = tr_walk(a, BY_SIZE, stack, limit);
+    int64_t by_off = count < 0 ? -1 : tr_walk(a, BY_OFF, stack, limit);
     free(stack);
-    return count;
+    if (count >= 0 && by_off >= 0 && by_off != count) {
+        tsl_fail(TSL_ERR_INTERNAL, "allocator check: %lld free blocks by size, %lld by offset",
+                 (long long)count, (long long)by_off);
+        return -1;
+    }
+    return by_off < 0 ? -1 : count;
 }
 
 /* Contract: see alloc.h. Cost O(n). On failure the message (via tsl_fail,

@@ -159,8 +159,10 @@ static int make_room(step *S) {
 /* The planned place of the allocation (t, ws_op, how) is held
  * (placement.c): waits for its holder to go or moves it - the oldest
  * kernel in flight retired (its blocks, the releases after it, its pins),
- * a holder being copied waited for, a movable holder evicted, frees under
- * way waited for (where the holder is not known: a cold-start tensor
+ * a holder being copied waited for, a holder whose planned release waits
+ * for a swap-out still queued has that swap-out issued now (the plan's
+ * own copy, late: waited for, not an eviction), a movable holder evicted,
+ * frees under way waited for (where the holder is not known: a cold-start tensor
  * dropped) - and returns 1, or 0 when nothing can free the place (the
  * holder is used by the running item): the block then goes online. */
 static int wait_for_place(step *S, int32_t t, int32_t ws_op, int how) {
@@ -175,6 +177,7 @@ static int wait_for_place(step *S, int32_t t, int32_t ws_op, int how) {
     if (h >= 0) {
         const tsl__res *r = &rt->res[h];
         if (r->dying || r->in_x >= 0 || r->out_n > 0) return wait_step(S); /* its copy ends */
+        if (tsl__se_take_over_swap_out(rt, h)) return 1; /* late: its copy starts now */
         if (tsl__rt_movable(rt, h)) return tsl__rt_evict(rt, h);
     }
     if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;

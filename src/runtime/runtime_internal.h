@@ -389,6 +389,11 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
 void tsl__se_retry_wmem(tsl__runtime *rt);
 /* Marks the waiting releases of t done (t is needed or gone). */
 void tsl__se_cancel_releases(tsl__runtime *rt, int32_t t);
+/* A late swap-out: when the plan's release of t has been triggered and
+ * waits for a swap-out of t still queued for its due time, that swap-out
+ * is issued now (its queue entry then finds it taken over) and 1 is
+ * returned: the release frees t when the copy ends. 0 otherwise. */
+int tsl__se_take_over_swap_out(tsl__runtime *rt, int32_t t);
 /* 1 if event e waits for a swap-out whose trigger has not ended yet (a
  * plan that is wrong: it would wait for an op that comes later). */
 int tsl__se_waits_on_idle(const tsl__runtime *rt, int32_t e);

@@ -141,6 +141,26 @@ int tsl__se_waits_on_idle(const tsl__runtime *rt, int32_t e) {
     return 0;
 }
 
+int tsl__se_take_over_swap_out(tsl__runtime *rt, int32_t t) {
+    const tsl__rt_plan *pl = rt->cur;
+    if (!pl) return 0;
+    int released_later = 0; /* the plan's release of t has been triggered and waits */
+    for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
+        int32_t x = pl->tev_list[k];
+        if (pl->p->events[x].type == TSL_EV_RELEASE && rt->ev_state[x] == TSL__EV_WAIT)
+            released_later = 1;
+    }
+    if (!released_later) return 0;
+    for (int32_t k = pl->tev_start[t]; k < pl->tev_start[t + 1]; k++) {
+        int32_t x = pl->tev_list[k];
+        if (pl->p->events[x].type == TSL_EV_SWAP_OUT && rt->ev_state[x] == TSL__EV_SCHED) {
+            tsl__se_swap_out(rt, x); /* its queue entry finds it taken over */
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void tsl__se_cancel_releases(tsl__runtime *rt, int32_t t) {
     const tsl__rt_plan *pl = rt->cur;
     if (!pl) return;
