@@ -74,7 +74,7 @@ tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset);
  * caller waits for that block to go, nothing is counted as failed);
  * TSL_ERR_OOM if the range passes the capacity, or an injected fault fires
  * (counted in n_failed, like tsl_alloc_alloc). The ledger counts it like
- * any allocation. */
+ * any allocation. O(log n) expected, as tsl_alloc_alloc. */
 tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes);
 
 /* Frees the live block at `offset` and coalesces it with free neighbours.
