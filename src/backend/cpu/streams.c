@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "backend/cpu/streams.h"
@@ -167,6 +168,9 @@ void tsl__event_release(tsl__streams *s, tsl_dev_event *ev) {
 
 /* ---- items ---------------------------------------------------------------------- */
 
+/* Waits shorter than this spin instead of sleeping (see transfer). */
+#define COPY_SPIN_NS 20000
+
 /* Copies n bytes; throttled to gbps GB/s in chunks (see streams.h). */
 static void transfer(void *dst, const void *src, size_t n, double gbps) {
     if (gbps <= 0) {
@@ -183,7 +187,14 @@ static void transfer(void *dst, const void *src, size_t n, double gbps) {
          * throttle of 1e-300 GB/s) waits to the end of the clock: never a
          * wrapped, negative deadline that would not throttle at all */
         double wait = ceil((double)off / gbps);
-        sleep_until_ns(wait < 4e18 ? t0 + (int64_t)wait : INT64_MAX);
+        int64_t due = wait < 4e18 ? t0 + (int64_t)wait : INT64_MAX;
+        /* a short wait spins: a sleep overshoots by the thread's timer
+         * slack and wake-up (tens of µs), which would make every small
+         * copy cost far more than its bytes (a GPU copy engine has a few
+         * µs of fixed cost) */
+        if (due - mono_ns() > COPY_SPIN_NS) sleep_until_ns(due);
+        while (mono_ns() < due) {
+        }
     }
 }
 
@@ -239,6 +250,9 @@ static void item_free(item *it) {
 static void *stream_main(void *arg) {
     stream *st = arg;
     if (st->id == TSL_STREAM_COMPUTE) tsl_cpu_set_threads(st->owner->o.nthreads);
+    else /* a copy channel's throttle sleeps to absolute deadlines: no 50 µs
+          * default timer slack on top of each (Linux; best effort) */
+        (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     pthread_mutex_lock(&st->mu);
     for (;;) {
         while (!st->head && !st->stop) pthread_cond_wait(&st->work, &st->mu);
