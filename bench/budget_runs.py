@@ -15,6 +15,7 @@ the footprint MSR against the plan's, and whether the parameters were
 bitwise identical to vanilla's in every run.
 
     bench/budget_runs.py [--tensile build/tensile] [--reps 5] [--gbps 2]
+    bench/budget_runs.py --threads-compare [--reps 5]   (default threads vs each count)
 """
 import argparse
 import json
@@ -31,12 +32,14 @@ CASES = [  # model, batch, image size (small shapes: batch 7-32, 32-48 px)
 ]
 
 
-def run(tensile, model, batch, image, gbps, iters, budget=None):
+def run(tensile, model, batch, image, gbps, iters, budget=None, threads=None):
     cmd = [tensile, "run", "--model", model, "--batch", str(batch), "--image-size", str(image),
            "--dataset", "synthetic", "--pcie-gbps", str(gbps), "--iterations", str(iters),
            "--json", "--quiet"]
     if budget:
         cmd += ["--device-memory", str(budget)]
+    if threads:
+        cmd += ["--threads", str(threads)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 4):
         sys.exit(f"budget_runs: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
@@ -47,6 +50,39 @@ def spread(xs, fmt="{:.3f}"):
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}..{fmt.format(max(xs))})"
 
 
+def threads_compare(a):
+    """EOR at the default thread count beside each explicit count, the same
+    plan+1 % device; the counts alternate run by run (default, 1, 2, ...)
+    so that the machine's drift falls on all of them alike."""
+    counts = [None] + list(range(1, (os.cpu_count() or 1) + 1))
+    name = lambda t: "default" if t is None else f"--threads {t}"
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs; channels at "
+          f"{a.gbps} GB/s; {a.iterations} iterations per run; {a.reps} runs per count, "
+          f"interleaved; device: the run's plan + 1 %")
+    print()
+    print("| model | " + " | ".join(f"EOR {name(t)}" for t in counts) +
+          " | default's threads | default within 0.02 of the best median? |")
+    print("|---|" + "---|" * (len(counts) + 2))
+    want = set(a.models.split(","))
+    for model, batch, image in CASES:
+        if model not in want:
+            continue
+        eors = {t: [] for t in counts}
+        used = None
+        for _ in range(a.reps):
+            for t in counts:
+                r, _ = run(a.tensile, model, batch, image, a.gbps, a.iterations, "plan+1%", t)
+                eors[t].append(r["eor"])
+                if t is None:
+                    used = r["threads"]
+        med = {t: statistics.median(v) for t, v in eors.items()}
+        best = min(med[t] for t in counts if t is not None)
+        print(f"| {model} | " + " | ".join(spread(eors[t]) for t in counts) +
+              f" | {used} | {'yes' if med[None] <= best + 0.02 else 'NO'} ({med[None]:.3f} vs "
+              f"{best:.3f}) |")
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tensile", default="build/tensile")
@@ -54,7 +90,13 @@ def main():
     ap.add_argument("--gbps", type=float, default=2.0)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--models", default=",".join(c[0] for c in CASES))
+    ap.add_argument("--threads-compare", action="store_true",
+                    help="instead: EOR with the default threads against every explicit count "
+                         "1..CPUs, runs interleaved (issue 9: no user does better by picking one)")
     a = ap.parse_args()
+    if a.threads_compare:
+        threads_compare(a)
+        return
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
           f"{platform.platform()}; tensile run with the default threads; channels at "
           f"{a.gbps} GB/s; {a.iterations} iterations per run; {a.reps} runs per model")
