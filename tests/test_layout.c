@@ -2,13 +2,16 @@
  * test_layout.c - the offline layout (tensile/layout.h): every layout it
  * returns passes the independent check, never beats the lower bound,
  * reaches it where it is known to be reachable, is deterministic, and bad
- * input is named. The check itself is shown to catch overlaps.
+ * input is named. The check itself is shown to catch overlaps. The search
+ * under a capacity (mem/layout_fit.h) finds the optimum or proves there is
+ * none on small instances, and keeps to its budget.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/layout_fit.h"
 #include "tensile/alloc.h"
 #include "tensile/layout.h"
 
@@ -330,7 +333,9 @@ static int64_t training_like(uint64_t *s, tsl_layout_block *b, int32_t cap, int3
 /* Training-like instances: each layout passes the check (and brute force
  * on the small ones), extent >= aligned peak >= peak (both by brute force,
  * the peak equal to tsl_layout_peak), deterministic, and close to the
- * aligned peak (the worst and the mean ratio are bounded). */
+ * aligned peak (the worst and the mean ratio are bounded: best fit alone
+ * reached 1.051 and 1.0020 on these, with the search under a capacity
+ * 1.0092 and 1.0001). */
 Test(layout, training_like_instances) {
     const int cases = getenv("TSL_TEST_QUICK") ? 100 : 600;
     double worst = 1, sum = 0;
@@ -357,8 +362,8 @@ Test(layout, training_like_instances) {
         cr_assert(ext2 == ext && memcmp(off, off2, (size_t)n * sizeof *off) == 0,
                   "case %d: not deterministic", c);
     }
-    cr_assert_leq(sum / cases, 1.01, "mean extent / aligned peak %.4f", sum / cases);
-    cr_assert_leq(worst, 1.10, "worst extent / aligned peak %.4f", worst);
+    cr_assert_leq(sum / cases, 1.001, "mean extent / aligned peak %.5f", sum / cases);
+    cr_assert_leq(worst, 1.02, "worst extent / aligned peak %.4f", worst);
     free(b);
     free(off);
     free(off2);
@@ -420,4 +425,261 @@ Test(layout, every_bad_input_message) {
     cr_assert(strstr(tsl_last_error(), "layout check: block 0: wrap 1 but lifetime [0, 4)"), "%s",
               tsl_last_error());
 #undef BAD
+}
+
+/* ---- the search under a capacity (mem/layout_fit.h) ----------------------------------- */
+
+/* Six blocks where best fit fails (the regression): two peaks (steps 6-7:
+ * blocks 0, 3, 4; step 9: blocks 1, 4, 5) whose own blocks must trade
+ * places around block 4, and block 2 between them. Best fit in every
+ * order (and its squeaky wheel; the layout before the search) ends at
+ * 3840; the peak, 3072, is reachable (0 at 0, 3 at 1792, 4 at 2816; 1 at
+ * 0, 2 and 5 at 768). */
+Test(layout, the_search_beats_best_fit_where_peaks_trade_places) {
+    tsl_layout_block b[6] = {
+        {1792, 1, 8, 0}, {768, 8, 10, 0}, {768, 8, 9, 0},
+        {1024, 6, 9, 0}, {256, 4, 10, 0}, {2048, 9, 10, 0},
+    };
+    size_t off[6], extent;
+    cr_assert_eq(tsl_layout_solve(b, 6, 10, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_layout_check(b, 6, 10, 256, off), "%s", tsl_last_error());
+    cr_assert(brute_ok(b, 6, 10, off));
+    cr_assert_eq(tsl_layout_peak(b, 6, 10), 3072u);
+    cr_assert_eq(extent, 3072u, "extent %zu: the peak is reachable (best fit: 3840)", extent);
+}
+
+/* The blocks as the search sees them: sizes rounded up to 256, pieces as
+ * the layout cuts them (a wrapping block's [start, P) first). */
+static void to_lay_blocks(const tsl_layout_block *b, int32_t n, int64_t P, tsl__lay_block *lb) {
+    for (int32_t i = 0; i < n; i++) {
+        tsl__lay_block x = {al256(b[i].bytes), 0, 0, 0, 0};
+        if (!b[i].wrap) {
+            x.s0 = b[i].start;
+            x.e0 = b[i].end;
+        } else if (b[i].start < P) {
+            x.s0 = b[i].start;
+            x.e0 = P;
+            if (b[i].end > 0) x.e1 = b[i].end;
+        } else if (b[i].end > 0) {
+            x.e0 = b[i].end;
+        }
+        lb[i] = x;
+    }
+}
+
+/* The highest top of a layout. */
+static size_t top_of(const tsl__lay_block *lb, int32_t n, const size_t *off) {
+    size_t top = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (off[i] + lb[i].size > top) top = off[i] + lb[i].size;
+    return top;
+}
+
+/* The smallest extent of any layout, by brute force: every order of the
+ * blocks, each at the lowest offset clear of the blocks before it that it
+ * conflicts with (a layout's blocks taken by offset land no higher so, so
+ * some order reaches the optimum). best: the smallest so far. */
+static void brute_min_extent(const tsl__lay_block *lb, int32_t n, int32_t k, int32_t *ord,
+                             size_t *off, uint8_t *used, size_t ext, size_t *best) {
+    if (ext >= *best) return;
+    if (k == n) {
+        *best = ext;
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (used[i]) continue;
+        size_t o = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int32_t q = 0; q < k; q++) {
+                int32_t j = ord[q];
+                if (tsl__lay_conflict(&lb[i], &lb[j]) && o < off[j] + lb[j].size &&
+                    off[j] < o + lb[i].size) {
+                    o = off[j] + lb[j].size;
+                    moved = 1;
+                }
+            }
+        }
+        used[i] = 1;
+        ord[k] = i;
+        off[i] = o;
+        brute_min_extent(lb, n, k + 1, ord, off, used, ext > o + lb[i].size ? ext : o + lb[i].size,
+                         best);
+        used[i] = 0;
+    }
+}
+
+/* Small random instances (wrapping, whole-iteration, identical and nearly
+ * identical blocks among them): in every static order, the search without a node limit
+ * finds a layout within the optimum (by brute force), which passes the
+ * check, and finds none 256 bytes below it. So none of its rules
+ * (canonical placement, dominance, inference, symmetry, the whole blocks
+ * at the bottom) loses a layout, and its "none" is a proof. */
+Test(layout, the_search_finds_the_optimum_or_proves_there_is_none) {
+    const int cases = getenv("TSL_TEST_QUICK") ? 150 : 600;
+    int whole = 0, wrapping = 0, same = 0;
+    for (int c = 0; c < cases; c++) {
+        uint64_t s = 5000 + (uint64_t)c;
+        int32_t n = 1 + (int32_t)(rng_next(&s) % 6);
+        int64_t P = 2 + (int64_t)(rng_next(&s) % 8);
+        tsl_layout_block b[6];
+        for (int32_t i = 0; i < n; i++) {
+            size_t bytes = 256 * (1 + (size_t)(rng_next(&s) % 6));
+            int64_t a = (int64_t)(rng_next(&s) % (uint64_t)P);
+            int shape = (int)(rng_next(&s) % 6);
+            if (i > 0 && shape == 0) { /* a copy, or one with another end */
+                b[i] = b[rng_next(&s) % (uint64_t)i];
+                int64_t from = b[i].start;
+                if (rng_next(&s) % 2 && !b[i].wrap && from + 1 < P)
+                    b[i].end = from + 1 + (int64_t)(rng_next(&s) % (uint64_t)(P - from));
+                same++;
+            } else if (shape == 1) {
+                b[i] = (tsl_layout_block){bytes, a, (int64_t)(rng_next(&s) % (uint64_t)(a + 1)), 1};
+                wrapping++;
+            } else if (shape == 2) {
+                b[i] = (tsl_layout_block){bytes, 0, P, 0};
+                whole++;
+            } else {
+                int64_t end = a + 1 + (int64_t)(rng_next(&s) % (uint64_t)(P - a));
+                b[i] = (tsl_layout_block){bytes, a, end, 0};
+            }
+        }
+        tsl__lay_block lb[6];
+        to_lay_blocks(b, n, P, lb);
+        int32_t ord[6];
+        size_t off[6], best = SIZE_MAX;
+        uint8_t used[6] = {0};
+        brute_min_extent(lb, n, 0, ord, off, used, 0, &best);
+        for (int o = 0; o < TSL__FIT_ORDERS; o++) {
+            cr_assert_eq(tsl__layout_fit(lb, n, P, best, o, INT64_MAX, off), TSL__FIT_FOUND,
+                         "case %d order %d: no layout within the optimum %zu", c, o, best);
+            cr_assert(tsl_layout_check(b, n, P, 256, off), "case %d: %s", c, tsl_last_error());
+            cr_assert(brute_ok(b, n, P, off), "case %d", c);
+            cr_assert_leq(top_of(lb, n, off), best, "case %d order %d", c, o);
+            cr_assert_eq(tsl__layout_fit(lb, n, P, best - 256, o, INT64_MAX, off), TSL__FIT_NONE,
+                         "case %d order %d: a layout below the optimum %zu?", c, o, best);
+        }
+    }
+    cr_assert(whole > 50 && wrapping > 50 && same > 50,
+              "shapes: %d whole, %d wrapping, %d copied", whole, wrapping, same);
+}
+
+/* Identical blocks go in index order: seven copies of one wrapping block
+ * among four others, where nothing fits at the peak (7936) and the
+ * optimum is 8960. With the rule the search proves in a few thousand
+ * placements that nothing fits in 8704 (without it: 3.6 million), in every
+ * static order, and finds a layout in 8960. */
+Test(layout, the_search_places_identical_blocks_once) {
+    tsl_layout_block b[11] = {{1024, 3, 5, 0}, {768, 3, 7, 0}, {768, 4, 3, 1}, {768, 6, 4, 1},
+                              {1024, 4, 3, 1}};
+    for (int i = 5; i < 11; i++) b[i] = b[3];
+    tsl__lay_block lb[11];
+    size_t off[11];
+    to_lay_blocks(b, 11, 7, lb);
+    cr_assert_eq(tsl_layout_peak(b, 11, 7), 7936u);
+    for (int o = 0; o < TSL__FIT_ORDERS; o++) {
+        cr_assert_eq(tsl__layout_fit(lb, 11, 7, 8704, o, 20000, off), TSL__FIT_NONE, "order %d", o);
+        cr_assert_eq(tsl__layout_fit(lb, 11, 7, 8960, o, 20000, off), TSL__FIT_FOUND, "order %d",
+                     o);
+        cr_assert(tsl_layout_check(b, 11, 7, 256, off), "%s", tsl_last_error());
+        cr_assert_leq(top_of(lb, 11, off), 8960u);
+    }
+    size_t extent;
+    cr_assert_eq(tsl_layout_solve(b, 11, 7, 256, off, &extent), TSL_OK);
+    cr_assert_eq(extent, 8960u, "the layout reaches the optimum");
+}
+
+/* Dominance: no block goes at or above the top another one would have on
+ * its own floor. On these ten blocks (peak 5376, optimum 5888) the proof
+ * that nothing fits in 5632 takes 2,528 placements with the rule (10,344
+ * without), in every static order. */
+Test(layout, the_search_skips_dominated_placements) {
+    tsl_layout_block b[10] = {{512, 2, 8, 0},  {256, 7, 8, 0},  {512, 0, 6, 0}, {1024, 3, 2, 1},
+                              {256, 3, 7, 0},  {768, 1, 8, 0},  {1024, 6, 4, 1}, {768, 2, 7, 0},
+                              {512, 2, 8, 0},  {512, 4, 2, 1}};
+    tsl__lay_block lb[10];
+    size_t off[10];
+    to_lay_blocks(b, 10, 8, lb);
+    cr_assert_eq(tsl_layout_peak(b, 10, 8), 5376u);
+    for (int o = 0; o < TSL__FIT_ORDERS; o++) {
+        cr_assert_eq(tsl__layout_fit(lb, 10, 8, 5632, o, 5000, off), TSL__FIT_NONE, "order %d", o);
+        cr_assert_eq(tsl__layout_fit(lb, 10, 8, 5888, o, 5000, off), TSL__FIT_FOUND, "order %d", o);
+        cr_assert(tsl_layout_check(b, 10, 8, 256, off), "%s", tsl_last_error());
+    }
+    size_t extent;
+    cr_assert_eq(tsl_layout_solve(b, 10, 8, 256, off, &extent), TSL_OK);
+    cr_assert_eq(extent, 5888u, "the layout reaches the optimum");
+}
+
+/* A node limit stops the search: no placement allowed, no layout found,
+ * and no proof either. */
+Test(layout, the_search_stops_at_its_node_limit) {
+    tsl_layout_block b[3] = {{1024, 0, 4, 0}, {512, 2, 6, 0}, {768, 4, 8, 0}};
+    tsl__lay_block lb[3];
+    size_t off[3];
+    to_lay_blocks(b, 3, 8, lb);
+    cr_assert_eq(tsl__layout_fit(lb, 3, 8, 1536, 0, 0, off), TSL__FIT_STOPPED);
+    cr_assert_eq(tsl__layout_fit(lb, 3, 8, 1536, 0, 3, off), TSL__FIT_FOUND, "3 placements do");
+    cr_assert(tsl_layout_check(b, 3, 8, 256, off), "%s", tsl_last_error());
+    cr_assert_eq(tsl__layout_fit(lb, 3, 8, 1280, 0, 0, off), TSL__FIT_NONE,
+                 "below the peak: nothing to search");
+}
+
+/* The improvement keeps to its budget: from a plain stack of a
+ * training-like instance's blocks, no budget changes nothing; larger ones
+ * end no higher, each layout checked, each run spending at most its budget
+ * and one attempt's start and placement more, the same layout twice; and a
+ * layout within 1 / TSL__FIT_RESOLUTION of the peak is left alone. */
+Test(layout, the_search_keeps_to_its_budget) {
+    int32_t cap = 8 * 40, n;
+    tsl_layout_block *b = malloc((size_t)cap * sizeof *b);
+    uint64_t s = 424242;
+    int64_t P = training_like(&s, b, cap, &n);
+    tsl__lay_block *lb = malloc((size_t)n * sizeof *lb);
+    size_t *stack = malloc((size_t)n * sizeof *stack), *off = malloc((size_t)n * sizeof *off),
+           *off2 = malloc((size_t)n * sizeof *off2);
+    to_lay_blocks(b, n, P, lb);
+    size_t sum = 0, apeak = brute_peak(b, n, P, 256);
+    int64_t lives = 0;
+    for (int32_t i = 0; i < n; i++) {
+        stack[i] = sum;
+        sum += lb[i].size;
+        lives += (lb[i].e0 - lb[i].s0) + (lb[i].e1 - lb[i].s1);
+    }
+    int64_t slack = lives + 12 * (int64_t)n + 4 * P; /* an attempt's start and one placement */
+    size_t ext = sum;
+    memcpy(off, stack, (size_t)n * sizeof *off);
+    cr_assert_eq(tsl__layout_fit_improve(lb, n, P, apeak, 0, off, &ext), 0);
+    cr_assert(ext == sum && memcmp(off, stack, (size_t)n * sizeof *off) == 0,
+              "no budget, no change");
+    const int64_t budgets[] = {1000, 200000, 1000000, 5000000, 20000000};
+    size_t last = sum;
+    for (int k = 0; k < 5; k++) {
+        ext = sum;
+        memcpy(off, stack, (size_t)n * sizeof *off);
+        int64_t work = tsl__layout_fit_improve(lb, n, P, apeak, budgets[k], off, &ext);
+        cr_assert_geq(work, 0);
+        cr_assert_leq(work, budgets[k] + slack, "budget %lld: %lld spent", (long long)budgets[k],
+                      (long long)work);
+        cr_assert(tsl_layout_check(b, n, P, 256, off), "budget %lld: %s", (long long)budgets[k],
+                  tsl_last_error());
+        cr_assert_eq(top_of(lb, n, off), ext);
+        cr_assert_leq(ext, last, "budget %lld: %zu above %zu", (long long)budgets[k], ext, last);
+        cr_assert_geq(ext, apeak);
+        last = ext;
+        size_t ext2 = sum;
+        memcpy(off2, stack, (size_t)n * sizeof *off2);
+        cr_assert_eq(tsl__layout_fit_improve(lb, n, P, apeak, budgets[k], off2, &ext2), work);
+        cr_assert(ext2 == ext && memcmp(off, off2, (size_t)n * sizeof *off) == 0,
+                  "budget %lld: not deterministic", (long long)budgets[k]);
+    }
+    cr_assert_leq((double)last, 1.02 * (double)apeak, "the full budget: %zu for a peak of %zu",
+                  last, apeak);
+    ext = apeak + apeak / TSL__FIT_RESOLUTION;
+    cr_assert_eq(tsl__layout_fit_improve(lb, n, P, apeak, 20000000, off, &ext), 0, "near enough");
+    free(b);
+    free(lb);
+    free(stack);
+    free(off);
+    free(off2);
 }

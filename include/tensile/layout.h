@@ -50,7 +50,9 @@ typedef struct tsl_layout_block {
  * the highest end offset (0 for n == 0). Several orders are tried (largest
  * first with best fit among the gaps the conflicting blocks leave, as
  * SmartPool; others that win on real models) and the smallest extent kept;
- * the result is deterministic. TSL_ERR_INVALID (naming the block and the
+ * above the peak load, a bounded search under a capacity (after
+ * MiniMalloc) may then find a smaller one. Work is bounded by counts, not
+ * time: the result is deterministic. TSL_ERR_INVALID (naming the block and the
  * field) for a lifetime outside [0, period] or a wrap flag that disagrees
  * with start >= end; TSL_ERR_OOM. */
 tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period,
