@@ -369,6 +369,40 @@ Test(layout, training_like_instances) {
     free(off2);
 }
 
+/* Blocks alive over the whole period (plain [0, P) or wrapping with start
+ * == end) sit at the bottom, stacked in index order; the others are laid
+ * out above them exactly as they would be alone; only such blocks: their
+ * sum. */
+Test(layout, whole_period_blocks_are_stacked_at_the_bottom) {
+    const int64_t P = 10;
+    tsl_layout_block b[7] = {
+        {1000, 0, 4, 0}, {3000, 0, 10, 0}, {500, 2, 6, 0}, {700, 6, 6, 1},
+        {800, 4, 8, 0},  {256, 0, 10, 0},  {900, 8, 3, 1},
+    };
+    size_t off[7], ext;
+    cr_assert_eq(tsl_layout_solve(b, 7, P, 256, off, &ext), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_layout_check(b, 7, P, 256, off), "%s", tsl_last_error());
+    cr_assert(brute_ok(b, 7, P, off));
+    /* blocks 1, 3 and 5 are whole-period: 3072 + 768 + 256 bytes, in index order */
+    cr_assert_eq(off[1], 0);
+    cr_assert_eq(off[3], 3072);
+    cr_assert_eq(off[5], 3072 + 768);
+    size_t base = 3072 + 768 + 256;
+    tsl_layout_block rest[4] = {b[0], b[2], b[4], b[6]};
+    size_t roff[4], rext;
+    cr_assert_eq(tsl_layout_solve(rest, 4, P, 256, roff, &rext), TSL_OK);
+    cr_assert_eq(ext, base + rext, "extent %zu, base %zu + the rest's %zu", ext, base, rext);
+    const int idx[4] = {0, 2, 4, 6};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(off[idx[k]], base + roff[k], "block %d at %zu, alone %zu above %zu",
+                     idx[k], off[idx[k]], roff[k], base);
+    cr_assert_eq(ext, brute_peak(b, 7, P, 256), "this instance reaches its aligned peak");
+    tsl_layout_block only[2] = {{100, 0, 10, 0}, {300, 4, 4, 1}};
+    cr_assert_eq(tsl_layout_solve(only, 2, P, 256, off, &ext), TSL_OK);
+    cr_assert(off[0] == 0 && off[1] == 256 && ext == 768, "offsets %zu %zu, extent %zu", off[0],
+              off[1], ext);
+}
+
 /* Every message of bad input names the function, the block and the field. */
 Test(layout, every_bad_input_message) {
     size_t off[2], ext;
