@@ -350,28 +350,21 @@ static tsl_status fail_oom(tsl_alloc *a, size_t nbytes, size_t need, const char 
 
 /* ---- alloc and release --------------------------------------------------------- */
 
-/* Contract: see tsl_alloc_alloc in alloc.h. On any failure (arena full,
- * injected fault, host out of memory for the bookkeeping) the blocks and the
- * ledger are unchanged except n_failed, and TSL_ERR_OOM is returned. */
-tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset) {
-    TSL_ASSERT(a && offset);
-    /* need == 0 marks a request above the capacity (rounding could overflow) */
-    size_t need = 0;
-    if (nbytes <= a->capacity) need = nbytes == 0 ? a->align : (nbytes + a->align - 1) & ~(a->align - 1);
-    if (a->fail_countdown && --a->fail_countdown == 0)
-        return fail_oom(a, nbytes, need, " (injected fault)");
-    if (need == 0) return fail_oom(a, nbytes, need, "");
-    int32_t n = tr_best_fit(a, need);
-    if (n == NIL) return fail_oom(a, nbytes, need, "");
-    if (!node_reserve(a) || !ht_reserve(a)) {
-        a->n_failed++;
-        return tsl_fail(TSL_ERR_OOM, "device allocator: host out of memory for the bookkeeping "
-                                     "of a request of %zu bytes", nbytes);
-    }
+/* The aligned size of a request of nbytes (0 bytes take one alignment
+ * unit); 0 marks a request above the capacity (rounding could overflow). */
+static size_t need_of(const tsl_alloc *a, size_t nbytes) {
+    if (nbytes > a->capacity) return 0;
+    return nbytes == 0 ? a->align : (nbytes + a->align - 1) & ~(a->align - 1);
+}
 
-    tr_erase(a, n);
+/* Makes free block n, already out of the free treaps and at least `need`
+ * bytes, the live block of a request of nbytes at its start: the part above
+ * stays free as a node of its own, and the ledger counts the allocation.
+ * The caller has reserved a node and a hash slot (nothing here can fail). */
+static void take_block(tsl_alloc *a, int32_t n, size_t need, size_t nbytes) {
     blk *b = a->b;
-    if (b[n].size > need) { /* the remainder above the new block stays free */
+    TSL_ASSERT(!b[n].live && b[n].size >= need);
+    if (b[n].size > need) {
         int32_t r = node_take(a);
         b = a->b;
         b[r].off = b[n].off + need;
@@ -387,7 +380,6 @@ tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset) {
     b[n].live = 1;
     b[n].req = nbytes;
     ht_insert(a, n);
-
     a->live_bytes += need;
     a->load += nbytes;
     a->n_live++;
@@ -395,7 +387,28 @@ tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset) {
     if (a->load > a->peak_load) a->peak_load = a->load;
     size_t fp = footprint_of(a);
     if (fp > a->peak_footprint) a->peak_footprint = fp;
-    *offset = b[n].off;
+}
+
+/* Contract: see tsl_alloc_alloc in alloc.h. On any failure (arena full,
+ * injected fault, host out of memory for the bookkeeping) the blocks and the
+ * ledger are unchanged except n_failed, and TSL_ERR_OOM is returned. */
+tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset) {
+    TSL_ASSERT(a && offset);
+    size_t need = need_of(a, nbytes);
+    if (a->fail_countdown && --a->fail_countdown == 0)
+        return fail_oom(a, nbytes, need, " (injected fault)");
+    if (need == 0) return fail_oom(a, nbytes, need, "");
+    int32_t n = tr_best_fit(a, need);
+    if (n == NIL) return fail_oom(a, nbytes, need, "");
+    if (!node_reserve(a) || !ht_reserve(a)) {
+        a->n_failed++;
+        return tsl_fail(TSL_ERR_OOM, "device allocator: host out of memory for the bookkeeping "
+                                     "of a request of %zu bytes", nbytes);
+    }
+
+    tr_erase(a, n);
+    take_block(a, n, need, nbytes);
+    *offset = a->b[n].off;
     return TSL_OK;
 }
 
@@ -413,15 +426,14 @@ static int node_reserve2(tsl_alloc *a) {
     return 1;
 }
 
-/* Contract: see tsl_alloc_alloc_at in alloc.h. The block holding `offset`
- * is found by walking the address-ordered list (O(blocks)). On failure the
+/* Contract: see tsl_alloc_alloc_at in alloc.h. The free block holding
+ * `offset` is found in the treap by offset (O(log n) expected). On failure the
  * blocks and the ledger are unchanged except n_failed (not for
  * TSL_ERR_BUSY, which is not a failure: the caller waits). */
 tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes) {
     TSL_ASSERT(a);
     TSL_ASSERT(offset % a->align == 0); /* a layout made for another alignment is a bug */
-    size_t need = 0;
-    if (nbytes <= a->capacity) need = nbytes == 0 ? a->align : (nbytes + a->align - 1) & ~(a->align - 1);
+    size_t need = need_of(a, nbytes);
     if (a->fail_countdown && --a->fail_countdown == 0)
         return fail_oom(a, nbytes, need, " (injected fault)");
     if (need == 0 || offset > a->capacity - need)
@@ -457,29 +469,7 @@ tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes) {
         b[n].size -= b[l].size;
         tr_insert(a, l);
     }
-    if (b[n].size > need) { /* the part above stays free */
-        int32_t r = node_take(a);
-        b = a->b;
-        b[r].off = b[n].off + need;
-        b[r].size = b[n].size - need;
-        b[r].prev = n;
-        b[r].next = b[n].next;
-        if (b[n].next != NIL) b[b[n].next].prev = r;
-        else a->tail = r;
-        b[n].next = r;
-        b[n].size = need;
-        tr_insert(a, r);
-    }
-    b[n].live = 1;
-    b[n].req = nbytes;
-    ht_insert(a, n);
-    a->live_bytes += need;
-    a->load += nbytes;
-    a->n_live++;
-    a->n_allocs++;
-    if (a->load > a->peak_load) a->peak_load = a->load;
-    size_t fp = footprint_of(a);
-    if (fp > a->peak_footprint) a->peak_footprint = fp;
+    take_block(a, n, need, nbytes);
     return TSL_OK;
 }
 

@@ -281,14 +281,13 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
     int32_t *ord = malloc((size_t)n * sizeof *ord), *next = malloc((size_t)n * sizeof *next);
     int32_t *by_off = malloc((size_t)n * sizeof *by_off);
     size_t *off = malloc((size_t)n * sizeof *off);
+    double *breadth = malloc((size_t)n * sizeof *breadth);
+    double *load = calloc((size_t)period + 2, sizeof *load);
     size_t floor_ = aligned_peak(b, n, period, al);
-    if (!pb || !kv || !ord || !next || !by_off || !off || floor_ == SIZE_MAX) {
-        free(pb);
-        free(kv);
-        free(ord);
-        free(next);
-        free(by_off);
-        free(off);
+    if (!pb || !kv || !ord || !next || !by_off || !off || !breadth || !load ||
+        floor_ == SIZE_MAX) {
+        void *all[] = {pb, kv, ord, next, by_off, off, breadth, load};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++) free(all[k]);
         return tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", (int)n);
     }
     for (int32_t i = 0; i < n; i++) {
@@ -297,19 +296,6 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
         pb[i] = (tsl__lay_block){aligned(b[i].bytes, al), pc[0].s, pc[0].e, pc[1].s, pc[1].e};
     }
     /* each block's breadth: the largest aligned load over its lifetime */
-    double *breadth = malloc((size_t)n * sizeof *breadth);
-    double *load = calloc((size_t)period + 2, sizeof *load);
-    if (!breadth || !load) {
-        free(breadth);
-        free(load);
-        free(pb);
-        free(kv);
-        free(ord);
-        free(next);
-        free(by_off);
-        free(off);
-        return tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", (int)n);
-    }
     for (int32_t i = 0; i < n; i++) { /* difference array, then prefix sums */
         load[pb[i].s0] += (double)pb[i].size;
         load[pb[i].e0] -= (double)pb[i].size;
