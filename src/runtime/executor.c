@@ -261,7 +261,7 @@ static tsl_status ensure_input(step *S, int32_t t) {
         }
         int32_t e = no_plan ? -1 : tsl__se_pending_swap_in(rt, t);
         if (e >= 0 && rt->ev_state[e] == TSL__EV_WMEM) { /* take it over */
-            rt->ev_state[e] = TSL__EV_RUN;
+            tsl__se_set_state(rt, e, TSL__EV_RUN);
             tsl_status rc = acquire(S, t, -1, 0, 0, NULL);
             if (rc != TSL_OK) {
                 tsl__se_ev_done(rt, e);
@@ -644,6 +644,7 @@ static tsl_status install(tsl__runtime *rt) {
         if (!es) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
         rt->ev_state = es;
         memset(es, TSL__EV_IDLE, (size_t)rt->cur->p->n_events + 1); /* nothing due yet */
+        rt->n_wmem = 0;
     }
     tsl__place_install(rt);
     if (tsl__place_on(rt)) return TSL_OK; /* placed at the iteration's start (settle) */
@@ -826,7 +827,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     rt->limit = rt->o.strict && pp > 0 && pp < rt->capacity ? pp : rt->capacity;
     rt->iter++;
     rt->async_err = TSL_OK;
-    memset(rt->ev_state, TSL__EV_IDLE, (size_t)rt->cur->p->n_events);
+    tsl__se_reset_states(rt);
     rt->outstanding = rt->cur->n_timed;
     tsl__se_reset_iteration(rt);
     while (rt->used > rt->limit && tsl__rt_drop_cold(rt)) {

@@ -176,7 +176,8 @@ typedef struct tsl__runtime {
 
     /* the current iteration */
     int64_t iter;              /* 1-based count of plan-following iterations */
-    uint8_t *ev_state;
+    uint8_t *ev_state;         /* per plan event: TSL__EV_*, written by tsl__se_set_state */
+    int32_t n_wmem;            /* events in TSL__EV_WMEM (tsl__se_retry_wmem has work) */
     int32_t outstanding;       /* timed events not done */
     int32_t pos;               /* op the executor is at (next-use distances) */
     int parked;                /* an evaluation parked persistent tensors on the host */
@@ -387,6 +388,11 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
                      size_t bytes);
 /* Retries swap-ins waiting for memory (after a free). */
 void tsl__se_retry_wmem(tsl__runtime *rt);
+/* Sets event e's state (every change of ev_state goes through it, so that
+ * n_wmem counts the swap-ins waiting for memory); tsl__se_reset_states
+ * makes every event of the current plan idle at an iteration's start. */
+void tsl__se_set_state(tsl__runtime *rt, int32_t e, int s);
+void tsl__se_reset_states(tsl__runtime *rt);
 /* Marks the waiting releases of t done (t is needed or gone). */
 void tsl__se_cancel_releases(tsl__runtime *rt, int32_t t);
 /* A late swap-out: when the plan's release of t has been triggered and

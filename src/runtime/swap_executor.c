@@ -105,13 +105,20 @@ tsl_status tsl__rt_async_error(tsl__runtime *rt) {
     return tsl_fail(rt->async_err, "%s", rt->async_msg); /* on the calling thread */
 }
 
-static void set_state(tsl__runtime *rt, int32_t e, int s) {
+void tsl__se_set_state(tsl__runtime *rt, int32_t e, int s) {
+    rt->n_wmem += (s == TSL__EV_WMEM) - (rt->ev_state[e] == TSL__EV_WMEM);
+    TSL_ASSERT(rt->n_wmem >= 0);
     rt->ev_state[e] = (uint8_t)s;
+}
+
+void tsl__se_reset_states(tsl__runtime *rt) {
+    memset(rt->ev_state, TSL__EV_IDLE, (size_t)rt->cur->p->n_events);
+    rt->n_wmem = 0;
 }
 
 void tsl__se_ev_done(tsl__runtime *rt, int32_t e) {
     TSL_ASSERT(rt->ev_state[e] != TSL__EV_DONE);
-    set_state(rt, e, TSL__EV_DONE);
+    tsl__se_set_state(rt, e, TSL__EV_DONE);
     rt->outstanding--;
     TSL_ASSERT(rt->outstanding >= 0);
     wake(rt);
@@ -368,7 +375,7 @@ void tsl__se_swap_out(tsl__runtime *rt, int32_t e) {
         after_swap_out(rt, t);
         return;
     }
-    set_state(rt, e, TSL__EV_RUN);
+    tsl__se_set_state(rt, e, TSL__EV_RUN);
     size_t bytes = unchanged ? 0 : tsl_graph_tensor(rt->g, t)->nbytes;
     if (tsl__se_copy(rt, t, 0, TSL__X_PLANNED, e, bytes) < 0) {
         tsl__se_ev_done(rt, e); /* no host memory: the release will keep t */
@@ -386,7 +393,7 @@ void tsl__se_release(tsl__runtime *rt, int32_t e) {
         return tsl__se_ev_done(rt, e);
     }
     if (swap_out_pending(rt, t, pl->ev_plan[e])) {
-        set_state(rt, e, TSL__EV_WAIT);
+        tsl__se_set_state(rt, e, TSL__EV_WAIT);
         return;
     }
     tsl__place_released(rt, t); /* the plan's residency ends, freed or kept */
@@ -411,7 +418,7 @@ void tsl__se_swap_in(tsl__runtime *rt, int32_t e) {
         return tsl__se_ev_done(rt, e);
     }
     if (swap_out_pending(rt, t, pl->ev_plan[e])) {
-        set_state(rt, e, TSL__EV_WAIT);
+        tsl__se_set_state(rt, e, TSL__EV_WAIT);
         return;
     }
     if (!tsl__rt_host_valid(rt, t)) { /* nothing to bring back */
@@ -420,18 +427,18 @@ void tsl__se_swap_in(tsl__runtime *rt, int32_t e) {
     }
     for (;;) {
         if (rt->compute_wants_mem) {
-            set_state(rt, e, TSL__EV_WMEM);
+            tsl__se_set_state(rt, e, TSL__EV_WMEM);
             return;
         }
         /* (its place held, TSL_ERR_BUSY: it waits for memory like a full
          * arena, retried after every free) */
         if (tsl__rt_try_alloc(rt, t, 0) == TSL_OK) break;
         if (!tsl__rt_drop_cold(rt)) { /* cold start: drop what the plan has absent */
-            set_state(rt, e, TSL__EV_WMEM);
+            tsl__se_set_state(rt, e, TSL__EV_WMEM);
             return;
         }
     }
-    set_state(rt, e, TSL__EV_RUN);
+    tsl__se_set_state(rt, e, TSL__EV_RUN);
     if (tsl__se_copy(rt, t, 1, TSL__X_PLANNED, e, tsl_graph_tensor(rt->g, t)->nbytes) < 0) {
         tsl__rt_free_block(rt, t);
         return tsl__se_ev_done(rt, e);
@@ -442,7 +449,8 @@ void tsl__se_swap_in(tsl__runtime *rt, int32_t e) {
 void tsl__se_retry_wmem(tsl__runtime *rt) {
     static _Thread_local int busy; /* no re-entry through a free inside a retry */
     const tsl__rt_plan *pl = rt->cur;
-    if (!pl || rt->compute_wants_mem || busy || !rt->ev_state) return;
+    /* (n_wmem == 0: nothing waits for memory, the common case: no walk) */
+    if (!pl || rt->compute_wants_mem || busy || !rt->ev_state || rt->n_wmem == 0) return;
     busy = 1;
     for (int32_t e = 0; e < pl->p->n_events; e++)
         if (rt->ev_state[e] == TSL__EV_WMEM) tsl__se_swap_in(rt, e);
@@ -455,7 +463,7 @@ void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end) {
         int32_t e = pl->trig_list[k];
         const tsl_event *ev = &pl->p->events[e];
         TSL_ASSERT(rt->ev_state[e] == TSL__EV_IDLE);
-        set_state(rt, e, TSL__EV_SCHED);
+        tsl__se_set_state(rt, e, TSL__EV_SCHED);
         if (rt->virtual_clock) {
             switch (ev->type) {
             case TSL_EV_SWAP_OUT:
