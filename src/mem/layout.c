@@ -172,7 +172,7 @@ enum { ORD_BREADTH, ORD_SIZE, ORD_LIFE, ORD_AREA, ORD_START, N_ORDERS };
  * some 40 dives on 300 blocks, none on 3,000). */
 #define SQUEAKY_ROUNDS 12
 #define LAYOUT_MAX_RUNS 64
-#define LAYOUT_WORK ((int64_t)30 * 1000 * 1000)
+#define LAYOUT_WORK ((int64_t)60 * 1000 * 1000)
 #define FIT_WORK ((int64_t)20 * 1000 * 1000)
 
 static size_t aligned_peak(const tsl_layout_block *b, int32_t n, int64_t period, size_t al);
