@@ -870,6 +870,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     tsl__log_iter(rt, &ir);
     if (rt->virtual_clock) rt->iter_base_us += end;
     for (int32_t t = 0; t < rt->nt; t++) rt->res[t].cold = 0;
+    rt->any_cold = 0;
     tsl_latency_report lr;
     tsl_boundary_fn cb = rt->o.on_boundary;
     void *user = rt->o.boundary_user;

@@ -164,6 +164,7 @@ void *tsl__rt_host_buf(tsl__runtime *rt, int32_t t) {
 tsl_status tsl__rt_mark_cold(tsl__runtime *rt) {
     const tsl__rt_plan *pl = rt->cur;
     for (int32_t t = 0; t < rt->nt; t++) rt->res[t].cold = 0;
+    rt->any_cold = 0;
     if (!pl) return TSL_OK;
     for (int32_t e = 0; e < pl->p->n_events; e++) {
         const tsl_event *ev = &pl->p->events[e];
@@ -185,12 +186,14 @@ tsl_status tsl__rt_mark_cold(tsl__runtime *rt) {
             rt->res[t].host_gen = rt->res[t].gen;
         }
         rt->res[t].cold = 1;
+        rt->any_cold = 1;
     }
     return TSL_OK;
 }
 
 int tsl__rt_drop_cold(tsl__runtime *rt) {
-    int32_t best = -1, best_nu = -1;
+    if (!rt->any_cold) return 0; /* nothing cold: the common case, no scan */
+    int32_t best = -1, best_nu = -1, n_cold = 0;
     for (int32_t t = 0; t < rt->nt; t++) {
         tsl__res *r = &rt->res[t];
         if (!r->cold) continue;
@@ -198,6 +201,7 @@ int tsl__rt_drop_cold(tsl__runtime *rt) {
             r->cold = 0;
             continue;
         }
+        n_cold++;
         if (r->busy || r->in_x >= 0 || r->out_n > 0) continue;
         int32_t nu = tsl__rt_next_use(rt, t, rt->pos);
         if (nu > best_nu) {
@@ -205,6 +209,7 @@ int tsl__rt_drop_cold(tsl__runtime *rt) {
             best_nu = nu;
         }
     }
+    if (n_cold <= (best >= 0)) rt->any_cold = 0; /* none left after this one */
     if (best < 0) return 0;
     rt->res[best].cold = 0;
     tsl__rt_free_block(rt, best);

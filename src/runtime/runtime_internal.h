@@ -178,6 +178,8 @@ typedef struct tsl__runtime {
     int64_t iter;              /* 1-based count of plan-following iterations */
     uint8_t *ev_state;         /* per plan event: TSL__EV_*, written by tsl__se_set_state */
     int32_t n_wmem;            /* events in TSL__EV_WMEM (tsl__se_retry_wmem has work) */
+    int any_cold;              /* 0: no tensor is cold (tsl__rt_drop_cold has nothing to do);
+                                  1: some may be (set by tsl__rt_mark_cold) */
     int32_t outstanding;       /* timed events not done */
     int32_t pos;               /* op the executor is at (next-use distances) */
     int parked;                /* an evaluation parked persistent tensors on the host */
