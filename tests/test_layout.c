@@ -35,6 +35,16 @@ static int brute_ok(const tsl_layout_block *b, int32_t n, int64_t P, const size_
     return 1;
 }
 
+/* Solves the n blocks (alignment 256) and checks the layout twice, with
+ * tsl_layout_check and by brute force; returns the extent. */
+static size_t solved(const tsl_layout_block *b, int32_t n, int64_t P, size_t *off) {
+    size_t extent = 0;
+    cr_assert_eq(tsl_layout_solve(b, n, P, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
+    cr_assert(tsl_layout_check(b, n, P, 256, off), "%s", tsl_last_error());
+    cr_assert(brute_ok(b, n, P, off), "brute force finds an overlap");
+    return extent;
+}
+
 Test(layout, the_header_example) {
     tsl_layout_block b[3] = {{1000, 0, 4, 0}, {500, 2, 6, 0}, {800, 4, 8, 0}};
     size_t off[3], extent;
@@ -219,10 +229,7 @@ Test(layout, wrapping_blocks_with_a_known_optimum) {
         {2048, 7, 8, 0}, /* d */
         {4096, 2, 6, 0}, /* m */
     };
-    size_t off[4], extent;
-    cr_assert_eq(tsl_layout_solve(b, 4, 8, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
-    cr_assert(tsl_layout_check(b, 4, 8, 256, off), "%s", tsl_last_error());
-    cr_assert(brute_ok(b, 4, 8, off));
+    size_t off[4], extent = solved(b, 4, 8, off);
     cr_assert_eq(tsl_layout_peak(b, 4, 8), 6144u);
     cr_assert_eq(extent, 6144u, "extent %zu: the peak is reachable", extent);
     cr_assert(off[1] >= off[0] + 4096 || off[0] >= off[1] + 2048, "c beside a (tail piece)");
@@ -379,10 +386,7 @@ Test(layout, whole_period_blocks_are_stacked_at_the_bottom) {
         {1000, 0, 4, 0}, {3000, 0, 10, 0}, {500, 2, 6, 0}, {700, 6, 6, 1},
         {800, 4, 8, 0},  {256, 0, 10, 0},  {900, 8, 3, 1},
     };
-    size_t off[7], ext;
-    cr_assert_eq(tsl_layout_solve(b, 7, P, 256, off, &ext), TSL_OK, "%s", tsl_last_error());
-    cr_assert(tsl_layout_check(b, 7, P, 256, off), "%s", tsl_last_error());
-    cr_assert(brute_ok(b, 7, P, off));
+    size_t off[7], ext = solved(b, 7, P, off);
     /* blocks 1, 3 and 5 are whole-period: 3072 + 768 + 256 bytes, in index order */
     cr_assert_eq(off[1], 0);
     cr_assert_eq(off[3], 3072);
@@ -474,10 +478,7 @@ Test(layout, the_search_beats_best_fit_where_peaks_trade_places) {
         {1792, 1, 8, 0}, {768, 8, 10, 0}, {768, 8, 9, 0},
         {1024, 6, 9, 0}, {256, 4, 10, 0}, {2048, 9, 10, 0},
     };
-    size_t off[6], extent;
-    cr_assert_eq(tsl_layout_solve(b, 6, 10, 256, off, &extent), TSL_OK, "%s", tsl_last_error());
-    cr_assert(tsl_layout_check(b, 6, 10, 256, off), "%s", tsl_last_error());
-    cr_assert(brute_ok(b, 6, 10, off));
+    size_t off[6], extent = solved(b, 6, 10, off);
     cr_assert_eq(tsl_layout_peak(b, 6, 10), 3072u);
     cr_assert_eq(extent, 3072u, "extent %zu: the peak is reachable (best fit: 3840)", extent);
 }
