@@ -643,8 +643,7 @@ static tsl_status install(tsl__runtime *rt) {
         uint8_t *es = realloc(rt->ev_state, (size_t)rt->cur->p->n_events + 1);
         if (!es) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
         rt->ev_state = es;
-        memset(es, TSL__EV_IDLE, (size_t)rt->cur->p->n_events + 1); /* nothing due yet */
-        rt->n_wmem = 0;
+        tsl__se_reset_states(rt); /* nothing due yet */
     }
     tsl__place_install(rt);
     if (tsl__place_on(rt)) return TSL_OK; /* placed at the iteration's start (settle) */
@@ -869,8 +868,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
                        .stall = S.stall_us, .peak = ms.peak_load};
     tsl__log_iter(rt, &ir);
     if (rt->virtual_clock) rt->iter_base_us += end;
-    for (int32_t t = 0; t < rt->nt; t++) rt->res[t].cold = 0;
-    rt->any_cold = 0;
+    tsl__rt_clear_cold(rt);
     tsl_latency_report lr;
     tsl_boundary_fn cb = rt->o.on_boundary;
     void *user = rt->o.boundary_user;

@@ -161,10 +161,14 @@ void *tsl__rt_host_buf(tsl__runtime *rt, int32_t t) {
     return r->host;
 }
 
-tsl_status tsl__rt_mark_cold(tsl__runtime *rt) {
-    const tsl__rt_plan *pl = rt->cur;
+void tsl__rt_clear_cold(tsl__runtime *rt) {
     for (int32_t t = 0; t < rt->nt; t++) rt->res[t].cold = 0;
     rt->any_cold = 0;
+}
+
+tsl_status tsl__rt_mark_cold(tsl__runtime *rt) {
+    const tsl__rt_plan *pl = rt->cur;
+    tsl__rt_clear_cold(rt);
     if (!pl) return TSL_OK;
     for (int32_t e = 0; e < pl->p->n_events; e++) {
         const tsl_event *ev = &pl->p->events[e];

@@ -256,6 +256,8 @@ tsl_status tsl__rt_restore_for_eval(tsl__runtime *rt);
  * free when memory runs short before their swap-in. TSL_ERR_OOM if out of
  * host memory. */
 tsl_status tsl__rt_mark_cold(tsl__runtime *rt);
+/* Marks no tensor cold (every res[].cold and any_cold cleared). */
+void tsl__rt_clear_cold(tsl__runtime *rt);
 /* Drops one cold tensor that is not in use: 1 if one was freed. */
 int tsl__rt_drop_cold(tsl__runtime *rt);
 /* Frees the runtime (threads joined, host copies freed). NULL is fine. */
