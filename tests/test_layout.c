@@ -599,6 +599,27 @@ Test(layout, the_search_finds_the_optimum_or_proves_there_is_none) {
               "shapes: %d whole, %d wrapping, %d copied", whole, wrapping, same);
 }
 
+/* In every static order the search proves that nothing fits in `below`
+ * and finds a layout within `optimum` (checked), each within node_limit
+ * placements; tsl_layout_solve then reaches the optimum too. */
+static void search_reaches_the_optimum(const tsl_layout_block *b, int32_t n, int64_t P,
+                                       size_t below, size_t optimum, int64_t node_limit) {
+    tsl__lay_block lb[16];
+    size_t off[16], extent;
+    cr_assert_leq(n, 16);
+    to_lay_blocks(b, n, P, lb);
+    for (int o = 0; o < TSL__FIT_ORDERS; o++) {
+        cr_assert_eq(tsl__layout_fit(lb, n, P, below, o, node_limit, off), TSL__FIT_NONE,
+                     "order %d", o);
+        cr_assert_eq(tsl__layout_fit(lb, n, P, optimum, o, node_limit, off), TSL__FIT_FOUND,
+                     "order %d", o);
+        cr_assert(tsl_layout_check(b, n, P, 256, off), "%s", tsl_last_error());
+        cr_assert_leq(top_of(lb, n, off), optimum);
+    }
+    cr_assert_eq(tsl_layout_solve(b, n, P, 256, off, &extent), TSL_OK);
+    cr_assert_eq(extent, optimum, "the layout reaches the optimum");
+}
+
 /* Identical blocks go in index order: seven copies of one wrapping block
  * among four others, where nothing fits at the peak (7936) and the
  * optimum is 8960. With the rule the search proves in a few thousand
@@ -608,20 +629,8 @@ Test(layout, the_search_places_identical_blocks_once) {
     tsl_layout_block b[11] = {{1024, 3, 5, 0}, {768, 3, 7, 0}, {768, 4, 3, 1}, {768, 6, 4, 1},
                               {1024, 4, 3, 1}};
     for (int i = 5; i < 11; i++) b[i] = b[3];
-    tsl__lay_block lb[11];
-    size_t off[11];
-    to_lay_blocks(b, 11, 7, lb);
     cr_assert_eq(tsl_layout_peak(b, 11, 7), 7936u);
-    for (int o = 0; o < TSL__FIT_ORDERS; o++) {
-        cr_assert_eq(tsl__layout_fit(lb, 11, 7, 8704, o, 20000, off), TSL__FIT_NONE, "order %d", o);
-        cr_assert_eq(tsl__layout_fit(lb, 11, 7, 8960, o, 20000, off), TSL__FIT_FOUND, "order %d",
-                     o);
-        cr_assert(tsl_layout_check(b, 11, 7, 256, off), "%s", tsl_last_error());
-        cr_assert_leq(top_of(lb, 11, off), 8960u);
-    }
-    size_t extent;
-    cr_assert_eq(tsl_layout_solve(b, 11, 7, 256, off, &extent), TSL_OK);
-    cr_assert_eq(extent, 8960u, "the layout reaches the optimum");
+    search_reaches_the_optimum(b, 11, 7, 8704, 8960, 20000);
 }
 
 /* Dominance: no block goes at or above the top another one would have on
@@ -632,18 +641,8 @@ Test(layout, the_search_skips_dominated_placements) {
     tsl_layout_block b[10] = {{512, 2, 8, 0},  {256, 7, 8, 0},  {512, 0, 6, 0}, {1024, 3, 2, 1},
                               {256, 3, 7, 0},  {768, 1, 8, 0},  {1024, 6, 4, 1}, {768, 2, 7, 0},
                               {512, 2, 8, 0},  {512, 4, 2, 1}};
-    tsl__lay_block lb[10];
-    size_t off[10];
-    to_lay_blocks(b, 10, 8, lb);
     cr_assert_eq(tsl_layout_peak(b, 10, 8), 5376u);
-    for (int o = 0; o < TSL__FIT_ORDERS; o++) {
-        cr_assert_eq(tsl__layout_fit(lb, 10, 8, 5632, o, 5000, off), TSL__FIT_NONE, "order %d", o);
-        cr_assert_eq(tsl__layout_fit(lb, 10, 8, 5888, o, 5000, off), TSL__FIT_FOUND, "order %d", o);
-        cr_assert(tsl_layout_check(b, 10, 8, 256, off), "%s", tsl_last_error());
-    }
-    size_t extent;
-    cr_assert_eq(tsl_layout_solve(b, 10, 8, 256, off, &extent), TSL_OK);
-    cr_assert_eq(extent, 5888u, "the layout reaches the optimum");
+    search_reaches_the_optimum(b, 10, 8, 5632, 5888, 5000);
 }
 
 /* A node limit stops the search: no placement allowed, no layout found,
