@@ -198,6 +198,65 @@ Test(planner, chain_exactly_one_swap) {
     tsl_workload_free(w);
 }
 
+/* The smallest tensor swapped: a (10000 bytes) is the one swap that fits
+ * in the chain; a floor above it leaves the plan empty, a floor at it
+ * keeps the swap; the default floor is the smaller of one copy latency's
+ * bytes (20 µs x 1 GB/s = 20000) and a thousandth of the vanilla peak
+ * (105 bytes), so a is swapped. */
+Test(planner, min_swap_bytes_keeps_small_tensors_resident) {
+    tsl_device_profile dev = test_dev();
+    dev.copy_latency_us = 20;
+    double floors[] = {10001, 10000, -1};
+    int swaps[] = {0, 1, 1};
+    for (int i = 0; i < 3; i++) {
+        int32_t a;
+        tsl_workload *w = chain("chain", &a, NULL);
+        tsl_plan *p;
+        tsl_plan_report rep;
+        tsl_tensile_opts to = tsl_tensile_opts_default();
+        cr_assert_eq(to.min_swap_bytes, -1.0, "the default floor");
+        to.min_swap_bytes = floors[i];
+        tsl_plan_opts o = tsl_plan_opts_default();
+        o.opts = &to;
+        th_plan_checked(&w, 1, &dev, &o, &p, &rep);
+        cr_assert_eq(rep.swaps[0], swaps[i], "floor %g: %d swaps", floors[i], rep.swaps[0]);
+        cr_assert_eq(find_ev(p, TSL_EV_SWAP_OUT, a) >= 0, swaps[i] == 1);
+        tsl_plan_report_free(&rep);
+        tsl_plan_free(p);
+        tsl_workload_free(w);
+    }
+    /* the latency floor alone: 5000 bytes below a thousandth of the peak */
+    tsl_workload *w = wl_new("small");
+    int32_t x = wl_tensor(w, "x", 1000, TSL_KIND_INPUT);
+    int32_t big = wl_tensor(w, "big", 9000000, TSL_KIND_ACTIVATION);
+    int32_t small = wl_tensor(w, "small", 4000, TSL_KIND_ACTIVATION);
+    int32_t y = wl_tensor(w, "y", 9000000, TSL_KIND_ACTIVATION);
+    int32_t z = wl_tensor(w, "z", 1000, TSL_KIND_GRADIENT);
+    int32_t u = wl_tensor(w, "u", 1000, TSL_KIND_GRADIENT);
+    wl_op(w, "op0", 10, 0, IN(x), IN(small));
+    wl_op(w, "op1", 1000, 0, IN(x), IN(big));
+    wl_op(w, "op2", 100000, 0, IN(big), IN(y)); /* the peak: big, y and small */
+    wl_op(w, "op3", 100, 0, IN(y), IN(z));
+    wl_op(w, "op4", 10, 0, IN(z, small), IN(u));
+    w = wl_end(w);
+    dev.copy_latency_us = 5; /* 5000 bytes; a thousandth of the peak is 18004 */
+    tsl_plan *p;
+    tsl_plan_report rep;
+    tsl_plan_opts o = tsl_plan_opts_default();
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
+    cr_assert_eq(find_ev(p, TSL_EV_SWAP_OUT, small), -1, "4000 bytes: below one copy latency");
+    tsl_plan_report_free(&rep);
+    tsl_plan_free(p);
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.min_swap_bytes = 0; /* the paper: any size */
+    o.opts = &to;
+    th_plan_checked(&w, 1, &dev, &o, &p, &rep);
+    cr_assert_geq(find_ev(p, TSL_EV_SWAP_OUT, small), 0, "with no floor it is swapped");
+    tsl_plan_report_free(&rep);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
 /* ---- across iterations ----------------------------------------------------------- */
 
 /* P (40000) is first read by op2 (late in the forward) and updated by op5;
@@ -770,7 +829,7 @@ Test(policy, registry_lists_and_finds_the_built_in_policies) {
     const tsl_policy *t = tsl_policy_find("tensile");
     cr_assert_not_null(t);
     cr_assert_eq(t, tsl_policy_at(1));
-    cr_assert_eq(t->n_options, 4);
+    cr_assert_eq(t->n_options, 5);
     cr_assert_null(tsl_policy_find("tensil"));
     cr_assert(strstr(tsl_last_error(), "unknown policy 'tensil' (known: vanilla, tensile"), "%s",
               tsl_last_error());
@@ -833,7 +892,8 @@ Test(policy, options_set_by_name) {
     cr_assert(strstr(tsl_last_error(), "'maybe' is not a boolean"), "%s", tsl_last_error());
     cr_assert_eq(tsl_policy_opts_set(o, "budget", "1"), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "policy 'tensile' has no option 'budget' (its options: "
-                                       "max-swap-rate, swap-in-slack, recompute, max-iterations)"),
+                                       "max-swap-rate, swap-in-slack, min-swap-bytes, recompute, "
+                                       "max-iterations)"),
               "%s", tsl_last_error());
     tsl_policy_opts_free(o);
     /* vanilla has none */

@@ -3,7 +3,7 @@
  * paper's Algorithm 3 over all the jobs of a device; src/sched/
  * policy_tensile.c): for callers that set them as C fields rather than by
  * name (tsl_policy_opts_set with "max-swap-rate", "swap-in-slack",
- * "recompute", "max-iterations").
+ * "min-swap-bytes", "recompute", "max-iterations").
  *
  * Example usage:
  *
@@ -33,6 +33,16 @@ typedef struct tsl_tensile_opts {
                                   estimates do not wait for the copy; [0, 10] (default 0:
                                   exactly at the access, the paper's placement;
                                   docs/RESULTS.md compares 0.25) */
+    double min_swap_bytes;     /* a tensor smaller than this is never swapped; -1 (default):
+                                  per job, the smaller of the bytes a copy channel carries
+                                  in one copy latency (copy_latency_us x the slower
+                                  direction's bandwidth: 10 KB at 2 GB/s and 5 us, 240 KB
+                                  on the A6000 profile) - below it a copy is mostly fixed
+                                  cost, frees almost nothing, and its latency, the part
+                                  that varies most, makes compute wait - and a thousandth
+                                  of the job's vanilla peak (a small job on a fast device
+                                  still swaps what matters to it); 0: any size (the
+                                  paper); [-1, 2^60] */
     int recompute;             /* recomputation while the jobs exceed the budget (default 1) */
     int max_iterations;        /* hard cap on Algorithm 3's loop, 0..1e9 (default 10000) */
 } tsl_tensile_opts;

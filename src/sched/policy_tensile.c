@@ -24,6 +24,9 @@
  *    where it could fit (channels only fill up);
  *  - after a successful recomputation, swapping is tried again (the peak
  *    moved); the paper never returns to swapping;
+ *  - a tensor smaller than opts->min_swap_bytes is never swapped (by
+ *    default what a channel carries in one copy latency: such a copy is
+ *    mostly fixed cost and frees almost nothing);
  *  - every copy ends within its job's iteration, so that an executor that
  *    waits for its iteration's transfers never waits (the paper lets
  *    transfers run over); no op waits for a copy either (no planned wait).
@@ -47,6 +50,10 @@ static const tsl_policy_option OPTIONS[] = {
      TSL_OPT_PER_JOB, 0.0, 1.0, 1.0, offsetof(tsl_tensile_opts, max_swap_rate)},
     {"swap-in-slack", "land each swap-in this many copy times before its access (0: the paper)",
      TSL_OPT_DOUBLE, 0.0, 10.0, 0.0, offsetof(tsl_tensile_opts, swap_in_slack)},
+    {"min-swap-bytes",
+     "never swap a tensor smaller than this (-1: what a channel carries in one copy latency; "
+     "0: any size, the paper)",
+     TSL_OPT_DOUBLE, -1.0, 1152921504606846976.0, -1.0, offsetof(tsl_tensile_opts, min_swap_bytes)},
     {"recompute", "recompute tensors while the jobs exceed the budget", TSL_OPT_BOOL, 0, 1, 1,
      offsetof(tsl_tensile_opts, recompute)},
     {"max-iterations", "hard cap on Algorithm 3's loop", TSL_OPT_INT, 0, 1e9, 10000,
@@ -82,7 +89,25 @@ static int rate_allows(const tsl__tensile *T, int j, int32_t t) {
     return (double)(J->n_swapped + 1) <= rate * (double)(T->total_swapped + 1) + 1e-12;
 }
 
-/* Collects job j's swap candidates at its peak, largest first. */
+/* The smallest tensor TENSILE swaps in job J (opts->min_swap_bytes; -1:
+ * the smaller of the bytes the slower copy direction carries in one copy
+ * latency, below which a copy is mostly fixed cost, and a thousandth of
+ * the job's vanilla peak, so that a small job on a fast device still swaps
+ * what matters to it). */
+static size_t min_swap_bytes(const tsl__tensile *T, const tsl__pjob *J) {
+    double m = T->opts->min_swap_bytes;
+    if (m < 0) {
+        const tsl_device_profile *d = T->K.dev;
+        double bw = d->h2d_bw < d->d2h_bw ? d->h2d_bw : d->d2h_bw;
+        m = d->copy_latency_us * 1e-6 * bw;
+        double share = 1e-3 * (double)J->pk.peak;
+        if (share < m) m = share;
+    }
+    return m < 1.0 ? 1 : m >= 1e18 ? (size_t)1e18 : (size_t)m;
+}
+
+/* Collects job j's swap candidates at its peak, largest first (those of
+ * at least min_swap_bytes). */
 static void collect_mpt(tsl__tensile *T, int j) {
     tsl__pjob *J = &T->K.jobs[j];
     tsl__tjob *X = &T->tj[j];
@@ -106,8 +131,10 @@ static void collect_mpt(tsl__tensile *T, int j) {
         for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
     }
     int32_t n = 0;
+    size_t min_bytes = X->min_swap;
     for (int32_t t = 0; t < w->n_tensors; t++)
-        if (J->resident[t] && !J->act.data[t] && !J->recomputed[t] && w->tensors[t].bytes > 0)
+        if (J->resident[t] && !J->act.data[t] && !J->recomputed[t] &&
+            w->tensors[t].bytes >= min_bytes)
             X->mpt[n++] = t;
     if (tsl__sort_by_size(w, X->mpt, n) != TSL_OK) T->K.status = TSL_ERR_OOM;
     X->n_mpt = n;
@@ -252,6 +279,7 @@ static tsl_status tensile_init(tsl__tensile *T, const tsl_plan_request *rq, tsl_
         X->gap_fail_out = malloc(na * sizeof *X->gap_fail_out);
         X->gap_fail_in = malloc(na * sizeof *X->gap_fail_in);
         X->mpt = malloc(nt * sizeof *X->mpt);
+        X->min_swap = min_swap_bytes(T, J); /* J->pk: its vanilla peak */
         ok = X->gap_done && X->gap_fail_out && X->gap_fail_in && X->mpt;
         for (size_t k = 0; ok && k < na; k++) {
             X->gap_fail_out[k] = -INFINITY;

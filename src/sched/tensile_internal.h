@@ -22,6 +22,7 @@ typedef struct tsl__tjob {
     int32_t n_mpt;
     uint64_t mpt_at;       /* the kit job's `analyses` when mpt was collected (0: never;
                               stale once they differ) */
+    size_t min_swap;       /* the smallest tensor it swaps (opts->min_swap_bytes resolved) */
 } tsl__tjob;
 
 typedef struct tsl__tensile {
