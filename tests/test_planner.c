@@ -163,6 +163,7 @@ Test(planner, chain_exactly_one_swap) {
     tsl_plan_report rep;
     tsl_tensile_opts to = tsl_tensile_opts_default();
     to.swap_in_slack = 0; /* worked by hand with the paper's placement */
+    to.prefetch = 0;
     tsl_plan_opts o = tsl_plan_opts_default();
     o.opts = &to;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
@@ -257,6 +258,49 @@ Test(planner, min_swap_bytes_keeps_small_tensors_resident) {
     tsl_workload_free(w);
 }
 
+/* Prefetching (tensile_opts.prefetch, src/sched/prefetch.c) on the chain:
+ * a goes out over [10, 20), is released after op1 (t = 20), and comes back
+ * for op5 (t = 130). Without prefetching its copy ends at 130; with it, the
+ * copy starts as soon as a's place in the layout is free (not before 20),
+ * in idle channel time: strictly earlier, the same footprint and layout,
+ * the plan still verified, the peak load no higher than vanilla's. */
+Test(planner, prefetch_moves_a_swap_in_into_its_free_place) {
+    tsl_device_profile dev = test_dev();
+    double issue[2];
+    size_t footprint[2], peak[2];
+    for (int pf = 0; pf < 2; pf++) {
+        int32_t a;
+        tsl_workload *w = chain("chain", &a, NULL);
+        tsl_plan *p;
+        tsl_plan_report rep;
+        tsl_tensile_opts to = tsl_tensile_opts_default();
+        to.prefetch = pf;
+        tsl_plan_opts o = tsl_plan_opts_default();
+        o.opts = &to;
+        o.layout_align = 1;
+        th_plan_checked(&w, 1, &dev, &o, &p, &rep);
+        print_plan(w, p);
+        int si = find_ev(p, TSL_EV_SWAP_IN, a);
+        cr_assert_geq(si, 0);
+        const tsl_event *e = &p->events[si];
+        issue[pf] = (e->trigger < 0 ? 0.0 : w->ops[e->trigger].end_us) + e->delay_us;
+        cr_assert_eq(e->precede, 5);
+        footprint[pf] = p->predicted_footprint;
+        peak[pf] = p->predicted_peak;
+        tsl_plan_report_free(&rep);
+        tsl_plan_free(p);
+        tsl_workload_free(w);
+    }
+    cr_assert(issue[0] + 10.0 > 130.0 - 1e-6, "as late as possible: in over [%g, %g)", issue[0],
+              issue[0] + 10.0);
+    cr_assert_lt(issue[1], issue[0], "prefetched: issued at %g, before %g", issue[1], issue[0]);
+    cr_assert_geq(issue[1], 20.0, "not before a's release at 20 (issued at %g)", issue[1]);
+    /* its place shares bytes with a block that dies when op3 ends */
+    cr_assert_eq(issue[1], 100.0, "issued at %g", issue[1]);
+    cr_assert_eq(footprint[1], footprint[0], "the same footprint");
+    cr_assert_geq(peak[1], peak[0], "the load may only rise");
+}
+
 /* ---- across iterations ----------------------------------------------------------- */
 
 /* P (40000) is first read by op2 (late in the forward) and updated by op5;
@@ -302,7 +346,10 @@ Test(planner, across_iteration_updated_parameter) {
 
     tsl_plan *p;
     tsl_plan_report rep;
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.prefetch = 0; /* the paper's placement: in as late as possible */
     tsl_plan_opts o = tsl_plan_opts_default();
+    o.opts = &to;
     th_plan_checked(&w, 1, &dev, &o, &p, &rep);
     print_plan(w, p);
     cr_assert_eq(p->n_events, 3);
@@ -422,6 +469,7 @@ Test(planner, two_jobs_share_the_channels) {
     tsl_plan_report rep;
     tsl_tensile_opts to = tsl_tensile_opts_default();
     to.swap_in_slack = 0; /* worked by hand with the paper's placement */
+    to.prefetch = 0;
     tsl_plan_opts o = tsl_plan_opts_default();
     o.opts = &to;
     th_plan_checked(w, 2, &dev, &o, p, &rep);
@@ -829,7 +877,7 @@ Test(policy, registry_lists_and_finds_the_built_in_policies) {
     const tsl_policy *t = tsl_policy_find("tensile");
     cr_assert_not_null(t);
     cr_assert_eq(t, tsl_policy_at(1));
-    cr_assert_eq(t->n_options, 5);
+    cr_assert_eq(t->n_options, 6);
     cr_assert_null(tsl_policy_find("tensil"));
     cr_assert(strstr(tsl_last_error(), "unknown policy 'tensil' (known: vanilla, tensile"), "%s",
               tsl_last_error());
@@ -893,7 +941,7 @@ Test(policy, options_set_by_name) {
     cr_assert_eq(tsl_policy_opts_set(o, "budget", "1"), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "policy 'tensile' has no option 'budget' (its options: "
                                        "max-swap-rate, swap-in-slack, min-swap-bytes, recompute, "
-                                       "max-iterations)"),
+                                       "prefetch, max-iterations)"),
               "%s", tsl_last_error());
     tsl_policy_opts_free(o);
     /* vanilla has none */
@@ -977,7 +1025,7 @@ static tsl_status plan_largest(const tsl_plan_request *rq, tsl_plan **plans, int
 
 static const tsl_policy LARGEST = {
     "largest-swap", "swaps the largest activation of each job that fits (a test policy)",
-    sizeof(largest_opts), LARGEST_OPTIONS, 1, plan_largest,
+    sizeof(largest_opts), LARGEST_OPTIONS, 1, plan_largest, NULL,
 };
 
 /* chain: h (45000) goes out over [20, 65) and back over [85, 130) for op5;

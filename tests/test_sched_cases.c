@@ -68,6 +68,7 @@ static tsl_plan_opts case_opts(size_t budget, tsl_tensile_opts *to) {
     *to = tsl_tensile_opts_default();
     to->recompute = 1;
     to->swap_in_slack = 0; /* the cases are worked by hand with the paper's placement */
+    to->prefetch = 0;
     to->max_swap_rate = (tsl_per_job){.all = 1.0};
     tsl_plan_opts o = tsl_plan_opts_default();
     o.policy = tsl_policy_find("tensile");

@@ -117,6 +117,14 @@ typedef struct tsl_plan_request {
 typedef tsl_status (*tsl_policy_plan_fn)(const tsl_plan_request *rq, tsl_plan **plans,
                                          int *iterations);
 
+/* A policy's refinement of its plans once they are sorted and laid out
+ * (tsl_plan_layout), before their predicted figures are taken: it may move
+ * events so long as every plan's layout stays valid - the same blocks, by
+ * name, at the same offsets, no two alive at once overlapping - and no op
+ * comes to wait for a copy. tsl_plan_jobs sorts the plans again after it.
+ * Deterministic; returns TSL_OK or an error with its message. */
+typedef tsl_status (*tsl_policy_refine_fn)(const tsl_plan_request *rq, tsl_plan **plans);
+
 typedef struct tsl_policy {
     const char *name;       /* the registry's key: lower-case letters, digits and '-' */
     const char *summary;    /* one line, for --help */
@@ -124,6 +132,7 @@ typedef struct tsl_policy {
     const tsl_policy_option *options; /* n_options descriptors, one per field */
     int n_options;
     tsl_policy_plan_fn plan;
+    tsl_policy_refine_fn refine; /* optional (NULL: the plans stay as planned) */
     /* Online policies (DTR, Capuchin's passive mode) decide evictions while a
      * job runs; their other half will be the runtime's eviction hook, a field
      * added here with the first of them (`plan` then gives their static

@@ -3,7 +3,7 @@
  * paper's Algorithm 3 over all the jobs of a device; src/sched/
  * policy_tensile.c): for callers that set them as C fields rather than by
  * name (tsl_policy_opts_set with "max-swap-rate", "swap-in-slack",
- * "min-swap-bytes", "recompute", "max-iterations").
+ * "min-swap-bytes", "recompute", "prefetch", "max-iterations").
  *
  * Example usage:
  *
@@ -44,6 +44,11 @@ typedef struct tsl_tensile_opts {
                                   still swaps what matters to it); 0: any size (the
                                   paper); [-1, 2^60] */
     int recompute;             /* recomputation while the jobs exceed the budget (default 1) */
+    int prefetch;              /* once the plans are laid out, each swap-in issued as early as
+                                  its place in the layout and its channel allow (not before
+                                  its tensor's last residency ends): the same footprint, and
+                                  ops faster or copies slower than estimated wait less
+                                  (default 1; 0: as late as possible, the paper) */
     int max_iterations;        /* hard cap on Algorithm 3's loop, 0..1e9 (default 10000) */
 } tsl_tensile_opts;
 

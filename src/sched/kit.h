@@ -18,6 +18,10 @@
  *   rc_check.c     recomputation: can a tensor's producer be re-run exactly
  *                  before an op; re-booking a job's copies after its
  *                  timeline moved
+ *   plan_layout.c  the blocks of a plan's iteration as the layout sees them
+ *                  (tsl__laid), and the plan's layout
+ *   prefetch.c     swap-ins moved as early as the layout and the channels
+ *                  allow (a refinement of laid-out plans)
  *
  * A policy built on the kit (policy_tensile.c is one) holds a tsl__kit,
  * asks it where the jobs' peaks are and what is resident there, drafts
@@ -36,6 +40,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "tensile/layout.h"
 #include "tensile/policy.h"
 
 /* Slack the planner leaves where a planned time only has to come before
@@ -226,6 +231,8 @@ typedef struct tsl__blocks {
     int32_t n, cap;
     int32_t *open;     /* per tensor: its block while resident, else -1 (scratch) */
     int64_t period;    /* check points of the iteration */
+    double *time;      /* per check point: its time (period entries) */
+    int64_t cap_time;
     tsl_status status;
 } tsl__blocks;
 /* Plays the iteration's memory (as tsl__sweep_run) recording every block
@@ -235,6 +242,36 @@ tsl_status tsl__sweep_blocks(const tsl_workload *w, const tsl__activity *a,
                              const tsl__timeline *tl, const tsl__effect *eff, int32_t n_eff,
                              const uint8_t *absent0, uint8_t *resident, tsl__blocks *rec);
 void tsl__blocks_free(tsl__blocks *rec);
+
+/* The layout's view of a plan's iteration (plan_layout.c): the sweep's
+ * blocks (R, with the time of every check point), the layout blocks they
+ * form (lay[0..n): a persistent tensor resident across the boundary is one
+ * wrapping block for its first and last residency; lifetimes in check
+ * points, period R.period), per recorded block its layout block (of[]) and
+ * its name (tensor, op, seq) in name[] (offset 0). */
+typedef struct tsl__laid {
+    tsl__blocks R;
+    tsl_layout_block *lay;
+    int32_t n;
+    int32_t *of;
+    tsl_plan_block *name;
+} tsl__laid;
+/* Builds it for plan p of w (validated by the caller; dev as for
+ * tsl_peak_analysis). TSL_ERR_OOM (L is then empty). */
+tsl_status tsl__laid_build(const tsl_workload *w, const tsl_plan *p,
+                           const tsl_device_profile *dev, tsl__laid *L);
+void tsl__laid_free(tsl__laid *L);
+
+/* ---- prefetch.c: swap-ins as early as the layout allows ---------------------- */
+/* Moves every swap-in of the n_jobs plans (sorted, laid out) as early as
+ * its place in the layout and its channel allow: not before the last block
+ * sharing its bytes, nor its tensor's previous residency, is freed; only
+ * into time its channel is idle (every job's copies booked); its copy
+ * ending no later than before. The footprints and the layouts stay; the
+ * plans stay sorted. Jobs with planned waits are left alone. *moved (may
+ * be NULL) counts the swap-ins moved. TSL_ERR_OOM. */
+tsl_status tsl__prefetch(tsl_workload *const *w, tsl_plan **plans, int n_jobs,
+                         const tsl_device_profile *dev, int *moved);
 
 /* Tensors resident at step `stop`, largest first (ties: lower index): writes
  * them to out (n_tensors entries) and returns how many (-1 if out of host

@@ -168,8 +168,28 @@ static inline void ws_drop(sweep_state *S, int32_t k, size_t ws) {
     if (S->rec) rec_close(S, k);
 }
 
+/* Records the time of check point S->step into S->rec (rec->status set if
+ * out of host memory). */
+static void rec_time(sweep_state *S, double time) {
+    tsl__blocks *R = S->rec;
+    if (R->status != TSL_OK) return;
+    if (S->step >= R->cap_time) {
+        int64_t cap = R->cap_time ? 2 * R->cap_time : 256;
+        double *nt = realloc(R->time, (size_t)cap * sizeof *nt);
+        if (!nt) {
+            R->status = tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %lld check points",
+                                 (long long)cap);
+            return;
+        }
+        R->time = nt;
+        R->cap_time = cap;
+    }
+    R->time[S->step] = time;
+}
+
 /* After an allocation: a check point. */
 static inline void check(sweep_state *S, double time) {
+    if (S->rec) rec_time(S, time);
     if (S->prof) {
         TSL_ASSERT(S->prof->n < S->prof->cap);
         S->prof->time[S->prof->n] = time;
@@ -301,6 +321,7 @@ tsl_status tsl__sweep_blocks(const tsl_workload *w, const tsl__activity *a,
 void tsl__blocks_free(tsl__blocks *rec) {
     free(rec->b);
     free(rec->open);
+    free(rec->time);
     memset(rec, 0, sizeof *rec);
 }
 

@@ -87,10 +87,10 @@ static int32_t to_layout(const tsl__blocks *R, tsl_layout_block *lay, int32_t *o
     return n;
 }
 
-tsl_status tsl_plan_layout(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
-                           size_t alignment) {
+tsl_status tsl__laid_build(const tsl_workload *w, const tsl_plan *p,
+                           const tsl_device_profile *dev, tsl__laid *L) {
+    memset(L, 0, sizeof *L);
     if (!w || !p) return tsl_fail(TSL_ERR_INVALID, "layout: workload or plan is NULL");
-    if (!alignment) alignment = TSL_ALLOC_ALIGN;
     tsl__activity a;
     tsl__timeline tl;
     tsl_status st = tsl__activity_build(w, &a);
@@ -104,49 +104,63 @@ tsl_status tsl_plan_layout(const tsl_workload *w, tsl_plan *p, const tsl_device_
     uint8_t *absent0 = malloc((size_t)nt + 1), *res = malloc((size_t)nt + 1);
     tsl__effect *eff = NULL;
     int32_t n_eff = 0;
-    tsl__blocks R = {0};
     if (!absent0 || !res) st = tsl_fail(TSL_ERR_OOM, "layout: out of host memory");
     if (st == TSL_OK) st = tsl__effects_build(w, &a, &tl, p, dev, &eff, &n_eff, absent0);
-    if (st == TSL_OK) st = tsl__sweep_blocks(w, &a, &tl, eff, n_eff, absent0, res, &R);
-    tsl_layout_block *lay = NULL;
-    tsl_plan_block *pb = NULL;
-    int32_t *of = NULL, *scratch = NULL;
-    size_t *off = NULL;
+    if (st == TSL_OK) st = tsl__sweep_blocks(w, &a, &tl, eff, n_eff, absent0, res, &L->R);
+    int32_t *scratch = NULL;
     if (st == TSL_OK) {
-        size_t m = (size_t)R.n + 1;
-        lay = malloc(m * sizeof *lay);
-        pb = malloc(m * sizeof *pb);
-        of = malloc(m * sizeof *of);
-        off = malloc(m * sizeof *off);
+        size_t m = (size_t)L->R.n + 1;
+        L->lay = malloc(m * sizeof *L->lay);
+        L->name = malloc(m * sizeof *L->name);
+        L->of = malloc(m * sizeof *L->of);
         scratch = malloc((2 * (size_t)nt + (size_t)no + 1) * sizeof *scratch);
-        if (!lay || !pb || !of || !off || !scratch)
-            st = tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", R.n);
+        if (!L->lay || !L->name || !L->of || !scratch)
+            st = tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", L->R.n);
     }
-    size_t extent = 0;
-    if (st == TSL_OK) {
-        int32_t n = to_layout(&R, lay, of, pb, scratch, scratch + 2 * nt, scratch + nt, nt, no);
-        st = tsl_layout_solve(lay, n, R.period, alignment, off, &extent);
-    }
-    if (st == TSL_OK) {
-        for (int32_t k = 0; k < R.n; k++) pb[k].offset = off[of[k]];
-        if (R.n > 1) qsort(pb, (size_t)R.n, sizeof *pb, cmp_block);
-        tsl_plan_clear_layout(p);
-        p->blocks = pb;
-        p->n_blocks = R.n;
-        p->predicted_footprint = extent;
-        p->layout_align = alignment;
-        pb = NULL;
-    }
-    free(lay);
-    free(pb);
-    free(of);
-    free(off);
+    if (st == TSL_OK)
+        L->n = to_layout(&L->R, L->lay, L->of, L->name, scratch, scratch + 2 * nt, scratch + nt,
+                         nt, no);
     free(scratch);
-    tsl__blocks_free(&R);
     free(eff);
     free(res);
     free(absent0);
     tsl__timeline_free(&tl);
     tsl__activity_free(&a);
+    if (st != TSL_OK) tsl__laid_free(L);
+    return st;
+}
+
+void tsl__laid_free(tsl__laid *L) {
+    tsl__blocks_free(&L->R);
+    free(L->lay);
+    free(L->name);
+    free(L->of);
+    memset(L, 0, sizeof *L);
+}
+
+tsl_status tsl_plan_layout(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                           size_t alignment) {
+    if (!w || !p) return tsl_fail(TSL_ERR_INVALID, "layout: workload or plan is NULL");
+    if (!alignment) alignment = TSL_ALLOC_ALIGN;
+    tsl__laid L;
+    tsl_status st = tsl__laid_build(w, p, dev, &L);
+    if (st != TSL_OK) return st;
+    size_t *off = malloc(((size_t)L.n + 1) * sizeof *off);
+    size_t extent = 0;
+    if (!off) st = tsl_fail(TSL_ERR_OOM, "layout: out of host memory for %d blocks", L.n);
+    if (st == TSL_OK) st = tsl_layout_solve(L.lay, L.n, L.R.period, alignment, off, &extent);
+    if (st == TSL_OK) {
+        tsl_plan_block *pb = L.name; /* taken over by the plan */
+        for (int32_t k = 0; k < L.R.n; k++) pb[k].offset = off[L.of[k]];
+        if (L.R.n > 1) qsort(pb, (size_t)L.R.n, sizeof *pb, cmp_block);
+        tsl_plan_clear_layout(p);
+        p->blocks = pb;
+        p->n_blocks = L.R.n;
+        p->predicted_footprint = extent;
+        p->layout_align = alignment;
+        L.name = NULL;
+    }
+    free(off);
+    tsl__laid_free(&L);
     return st;
 }

@@ -107,11 +107,17 @@ static tsl_status vanilla_figures(const tsl_workload *w, const tsl_device_profil
     return st;
 }
 
-/* Sorts plan p of w, sets its predicted figures and its layout, and counts
- * its events into the report's entry j. */
-static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
-                         size_t align, tsl_plan_report *r, int j) {
+/* Sorts plan p of w and lays it out (tsl_plan_layout). */
+static tsl_status lay_out(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                          size_t align) {
     tsl_plan_sort(p);
+    return tsl_plan_layout(w, p, dev, align);
+}
+
+/* Sets the predicted figures of plan p of w (sorted, laid out) and counts
+ * its events into the report's entry j. */
+static tsl_status figures(const tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                          tsl_plan_report *r, int j) {
     tsl_peak_info pi;
     tsl_status st = tsl_peak_analysis(w, p, dev, &pi);
     if (st != TSL_OK) return st;
@@ -123,8 +129,6 @@ static tsl_status finish(const tsl_workload *w, tsl_plan *p, const tsl_device_pr
     r->waits[j] = pi.n_waits;
     r->stall_us[j] = pi.stall_us;
     tsl_peak_info_free(&pi);
-    st = tsl_plan_layout(w, p, dev, align);
-    if (st != TSL_OK) return st;
     r->planned_footprint[j] = p->predicted_footprint;
     for (int32_t k = 0; k < p->n_events; k++) {
         const tsl_event *e = &p->events[k];
@@ -147,7 +151,8 @@ static size_t sum_footprints(tsl_plan *const *plans, int n) {
     return s;
 }
 
-/* Runs the policy for the budget b into fresh plans and finishes them. */
+/* Runs the policy for the budget b into fresh plans, lays them out, lets
+ * the policy refine them, and takes their figures. */
 static tsl_status plan_round(const tsl_policy *pol, tsl_workload *const *w, int n_jobs,
                              const tsl_device_profile *dev, const void *values, size_t align,
                              size_t b, tsl_plan **plans, tsl_plan_report *r) {
@@ -158,7 +163,12 @@ static tsl_status plan_round(const tsl_policy *pol, tsl_workload *const *w, int 
     tsl_plan_request rq = {w, n_jobs, dev, b, values};
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
-    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = finish(w[j], plans[j], dev, align, r, j);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = lay_out(w[j], plans[j], dev, align);
+    if (st == TSL_OK && pol->refine) {
+        st = pol->refine(&rq, plans);
+        for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
+    }
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = figures(w[j], plans[j], dev, r, j);
     return st;
 }
 

@@ -27,6 +27,12 @@
  *  - a tensor smaller than opts->min_swap_bytes is never swapped (by
  *    default what a channel carries in one copy latency: such a copy is
  *    mostly fixed cost and frees almost nothing);
+ *  - once the plans are laid out, every swap-in is issued as early as its
+ *    place in the layout and its channel allow (opts->prefetch; prefetch.c):
+ *    the paper's "as late as possible" saves peak load, which the layout
+ *    turns into a footprint fixed byte for byte; issued early, a swap-in
+ *    costs no footprint and an op that runs faster than its estimate (or a
+ *    copy slower than the profile's) no longer waits for it;
  *  - every copy ends within its job's iteration, so that an executor that
  *    waits for its iteration's transfers never waits (the paper lets
  *    transfers run over); no op waits for a copy either (no planned wait).
@@ -56,11 +62,14 @@ static const tsl_policy_option OPTIONS[] = {
      TSL_OPT_DOUBLE, -1.0, 1152921504606846976.0, -1.0, offsetof(tsl_tensile_opts, min_swap_bytes)},
     {"recompute", "recompute tensors while the jobs exceed the budget", TSL_OPT_BOOL, 0, 1, 1,
      offsetof(tsl_tensile_opts, recompute)},
+    {"prefetch", "issue swap-ins as early as the layout and the channels allow (0: as late as "
+     "possible, the paper)", TSL_OPT_BOOL, 0, 1, 1, offsetof(tsl_tensile_opts, prefetch)},
     {"max-iterations", "hard cap on Algorithm 3's loop", TSL_OPT_INT, 0, 1e9, 10000,
      offsetof(tsl_tensile_opts, max_iterations)},
 };
 
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations);
+static tsl_status refine_tensile(const tsl_plan_request *rq, tsl_plan **plans);
 
 const tsl_policy tsl__policy_tensile = {
     "tensile",
@@ -69,6 +78,7 @@ const tsl_policy tsl__policy_tensile = {
     OPTIONS,
     (int)(sizeof OPTIONS / sizeof OPTIONS[0]),
     plan_tensile,
+    refine_tensile,
 };
 
 tsl_tensile_opts tsl_tensile_opts_default(void) {
@@ -352,6 +362,13 @@ static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done)
         if (T->K.status != TSL_OK) break;
     }
     return it;
+}
+
+/* The policy's refinement (tsl_policy_refine_fn): prefetching. */
+static tsl_status refine_tensile(const tsl_plan_request *rq, tsl_plan **plans) {
+    const tsl_tensile_opts *o = rq->opts;
+    if (!o->prefetch) return TSL_OK;
+    return tsl__prefetch(rq->w, plans, rq->n_jobs, rq->dev, NULL);
 }
 
 /* The policy's plan function (tsl_policy_plan_fn). */

@@ -15,4 +15,5 @@ static tsl_status plan_vanilla(const tsl_plan_request *rq, tsl_plan **plans, int
 
 const tsl_policy tsl__policy_vanilla = {
     "vanilla", "the empty plan: nothing swapped or recomputed", 0, NULL, 0, plan_vanilla,
+    NULL,
 };

@@ -33,7 +33,9 @@
  * at that copy's end among the completions of its time point (step 1): slot
  * 3q+1 where q is the last position starting before T (tsl__vf_done_slot),
  * with the frees of a position of positive duration ending at T and before
- * any position of zero duration at T.
+ * any position of zero duration at T; at a T inside a position (no position
+ * ends there) the events due at T have slot 3(q-1)+2, and the completion
+ * takes 3(q-1)+1, before them.
  *
  * Times are compared exactly when ordering memory, and with a tolerance of
  * TSL__VF_EPS_US when checking a constraint (a copy ends before an op

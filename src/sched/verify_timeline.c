@@ -129,7 +129,11 @@ int64_t tsl__vf_done_slot(const tsl__vf_job *j, double t) {
         else
             hi = mid - 1;
     }
-    return 3 * (int64_t)lo + 1;
+    /* inside position q (it started before t and ends after it), the
+     * events due at t have slot 3(q-1)+2: the completion comes first */
+    int64_t ev = tsl__vf_event_slot(j, t);
+    int64_t done = 3 * (int64_t)lo + 1;
+    return done < ev ? done : ev - 1;
 }
 
 /* ---- the workload's own shape --------------------------------------------------- */
