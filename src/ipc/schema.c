@@ -153,6 +153,8 @@ static const char *show(const json_t *v, char *buf, size_t n) {
 static tsl_status wrong_type(const char *type, const char *where, const char *expected,
                              const json_t *v) {
     char vb[80];
+    if (json_is_boolean(v) || json_is_null(v)) /* the type is the value */
+        return tsl__json_bad(type, where, "expected %s, got %s", expected, tsl__json_type_name(v));
     return tsl__json_bad(type, where, "expected %s, got %s %s", expected, tsl__json_type_name(v),
                          show(v, vb, sizeof vb));
 }
