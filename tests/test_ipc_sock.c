@@ -8,7 +8,6 @@
  * receive and send timeouts; a closed peer is an error, not a SIGPIPE.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "tensile/ipc.h"
 
 #define NOBODY 65534
@@ -36,20 +36,6 @@ static void remove_dir(void) {
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
-
-/* The names in dir, space-separated. */
-static void dir_names(char *buf, size_t n) {
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    buf[0] = '\0';
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            strncat(buf, e->d_name, n - strlen(buf) - 2);
-            strcat(buf, " ");
-        }
-    closedir(d);
 }
 
 static void send_hello(int fd) {
@@ -93,7 +79,7 @@ Test(ipc_sock, listen_connect_accept, .init = make_dir, .fini = remove_dir, .tim
     cr_assert(S_ISSOCK(st.st_mode));
     cr_assert_eq(st.st_mode & 0777, 0600, "mode 0%o", st.st_mode & 0777);
     char names[400];
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "d.sock ", "left behind: %s", names);
     cr_assert_eq(tsl_ipc_connect(path, 1000, &cfd), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(fcntl(cfd, F_GETFL) & O_NONBLOCK, 0); /* blocking, as documented */
@@ -157,7 +143,7 @@ Test(ipc_sock, a_live_daemon_is_not_replaced, .init = make_dir, .fini = remove_d
     cr_assert_eq(lstat(path, &st), 0);
     tsl_ipc_unlisten(lfd, path);
     char names[400];
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "", "left behind: %s", names);
 }
 
@@ -176,7 +162,7 @@ Test(ipc_sock, what_is_not_a_socket_is_never_replaced, .init = make_dir, .fini =
     fclose(f);
     cr_assert_str_eq(buf, "precious");
     char names[400];
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "d.sock ", "left behind: %s", names); /* no temporary socket */
     /* a folder */
     snprintf(path, sizeof path, "%s/sub", dir);

@@ -15,6 +15,18 @@ static void set_code(tsl_msg_err *code, tsl_msg_err c) {
     if (code) *code = c;
 }
 
+/* v (a new reference, or NULL) validated as a `type` body: *out = v, or v
+ * dropped and *out NULL. */
+static tsl_status adopt(tsl_msg_type type, json_t *v, json_t **out) {
+    tsl_status st = tsl_msg_validate(type, v);
+    if (st != TSL_OK) {
+        json_decref(v);
+        v = NULL;
+    }
+    *out = v;
+    return st;
+}
+
 static tsl_status too_large(tsl_msg_type type, size_t len) {
     return tsl_fail(TSL_ERR_FORMAT, "%s: payload of %zu bytes is over the limit of %zu bytes for %s",
                     tsl_msg_type_name(type), len, tsl_msg_limit(type), tsl_msg_type_name(type));
@@ -41,13 +53,7 @@ tsl_status tsl_msg_parse_payload(tsl_msg_type type, const char *payload, size_t 
         return tsl_fail(TSL_ERR_FORMAT, "%s: invalid JSON at line %d, column %d: %s", name, e.line,
                         e.column, why);
     }
-    tsl_status st = tsl_msg_validate(type, v);
-    if (st != TSL_OK) {
-        json_decref(v);
-        return st;
-    }
-    *body = v;
-    return TSL_OK;
+    return adopt(type, v, body);
 }
 
 tsl_status tsl__msg_vpack(tsl_msg *out, tsl_msg_type type, const char *fmt, va_list ap) {
@@ -58,14 +64,9 @@ tsl_status tsl__msg_vpack(tsl_msg *out, tsl_msg_type type, const char *fmt, va_l
     if (!v)
         return tsl_fail(TSL_ERR_INVALID, "%s: cannot build the message from \"%s\": %s",
                         tsl_msg_type_name(type), fmt, e.text);
-    tsl_status st = tsl_msg_validate(type, v);
-    if (st != TSL_OK) {
-        json_decref(v);
-        return st;
-    }
-    out->type = type;
-    out->body = v;
-    return TSL_OK;
+    tsl_status st = adopt(type, v, &out->body);
+    if (st == TSL_OK) out->type = type;
+    return st;
 }
 
 tsl_status tsl_msg_pack(tsl_msg *out, tsl_msg_type type, const char *fmt, ...) {
