@@ -150,11 +150,14 @@ static void converse(const outcome *o) {
     tsl_msg_free(&hello);
     for (size_t i = 0; i < o->n; i++) {
         tsl_status st = tsl_conv_received(&daemon, &o->msgs[i]);
-        CHECK(st == TSL_OK || (st == TSL_ERR_FORMAT && strstr(tsl_last_error(), " out of order: ")));
+        CHECK(st == TSL_OK ||
+              (st == TSL_ERR_FORMAT && strstr(tsl_last_error(), " out of order: ")));
         st = tsl_conv_received(&job, &o->msgs[i]);
-        CHECK(st == TSL_OK || (st == TSL_ERR_FORMAT && strstr(tsl_last_error(), " out of order: ")));
+        CHECK(st == TSL_OK ||
+              (st == TSL_ERR_FORMAT && strstr(tsl_last_error(), " out of order: ")));
         st = tsl_conv_sending(&daemon, &o->msgs[i]);
-        CHECK(st == TSL_OK || (st == TSL_ERR_INVALID && strstr(tsl_last_error(), " may not be sent now: ")));
+        CHECK(st == TSL_OK ||
+              (st == TSL_ERR_INVALID && strstr(tsl_last_error(), " may not be sent now: ")));
     }
 }
 

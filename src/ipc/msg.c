@@ -28,7 +28,8 @@ static tsl_status adopt(tsl_msg_type type, json_t *v, json_t **out) {
 }
 
 static tsl_status too_large(tsl_msg_type type, size_t len) {
-    return tsl_fail(TSL_ERR_FORMAT, "%s: payload of %zu bytes is over the limit of %zu bytes for %s",
+    return tsl_fail(TSL_ERR_FORMAT,
+                    "%s: payload of %zu bytes is over the limit of %zu bytes for %s",
                     tsl_msg_type_name(type), len, tsl_msg_limit(type), tsl_msg_type_name(type));
 }
 
@@ -47,7 +48,8 @@ tsl_status tsl_msg_parse_payload(tsl_msg_type type, const char *payload, size_t 
     json_t *v = json_loadb(len ? payload : "", len, JSON_REJECT_DUPLICATES, &e);
     if (!v) {
         if (json_error_code(&e) == json_error_out_of_memory)
-            return tsl_fail(TSL_ERR_OOM, "%s: out of memory parsing a payload of %zu bytes", name, len);
+            return tsl_fail(TSL_ERR_OOM, "%s: out of memory parsing a payload of %zu bytes", name,
+                            len);
         char why[sizeof e.text];
         tsl__ipc_clean(why, sizeof why, e.text, strlen(e.text)); /* it may quote the input */
         return tsl_fail(TSL_ERR_FORMAT, "%s: invalid JSON at line %d, column %d: %s", name, e.line,
@@ -90,7 +92,8 @@ tsl_status tsl_msg_encode(const tsl_msg *m, uint8_t **buf, size_t *len) {
     tsl_status st = tsl_msg_validate(m->type, m->body);
     if (st != TSL_OK) return st;
     char *s = json_dumps(m->body, JSON_COMPACT);
-    if (!s) return tsl_fail(TSL_ERR_OOM, "%s: out of memory encoding it", tsl_msg_type_name(m->type));
+    if (!s)
+        return tsl_fail(TSL_ERR_OOM, "%s: out of memory encoding it", tsl_msg_type_name(m->type));
     size_t n = strlen(s);
     if (n > tsl_msg_limit(m->type)) {
         free(s);
@@ -122,7 +125,8 @@ tsl_status tsl_msg_decode(const uint8_t *buf, size_t len, tsl_msg *out, tsl_msg_
     if (st != TSL_OK) return st;
     set_code(code, TSL_MSG_ERR_BAD_MESSAGE);
     if (len - TSL_MSG_HEADER_BYTES != h.length)
-        return tsl_fail(TSL_ERR_FORMAT, "%s: the header declares %u payload bytes, the message has %zu",
+        return tsl_fail(TSL_ERR_FORMAT,
+                        "%s: the header declares %u payload bytes, the message has %zu",
                         tsl_msg_type_name(h.type), (unsigned)h.length, len - TSL_MSG_HEADER_BYTES);
     st = tsl_msg_parse_payload(h.type, (const char *)buf + TSL_MSG_HEADER_BYTES, h.length,
                                &out->body);

@@ -148,8 +148,10 @@ static tsl_status closed(tsl_msg_reader *r) {
         tsl_fail(TSL_ERR_IO, "the peer closed the connection in the middle of a message header "
                              "(%zu of %d bytes)", r->have, TSL_MSG_HEADER_BYTES);
     else
-        tsl_fail(TSL_ERR_IO, "the peer closed the connection in the middle of a %s (%zu of %u payload "
-                             "bytes)", tsl_msg_type_name(r->h.type), r->have, (unsigned)r->h.length);
+        tsl_fail(TSL_ERR_IO,
+                 "the peer closed the connection in the middle of a %s (%zu of %u payload "
+                 "bytes)",
+                 tsl_msg_type_name(r->h.type), r->have, (unsigned)r->h.length);
     return fail(r, TSL_ERR_IO, TSL_MSG_ERR_NONE);
 }
 

@@ -81,7 +81,8 @@ static const field register_[] = {JOB_FIELDS};
 static const field queued[] = {POS("job_id"), TEXT("reason", TEXT_MAX), NONNEG("needed_bytes"),
                                NONNEG("available_bytes"), POS("position")};
 /* where a job runs under a plan, in PLAN and again in RESUME */
-#define PLACE_FIELDS POS("job_id"), NONNEG("slot"), POS("plan_seq"), POS("region_bytes"), OBJ("plan")
+#define PLACE_FIELDS                                                                               \
+    POS("job_id"), NONNEG("slot"), POS("plan_seq"), POS("region_bytes"), OBJ("plan")
 static const field plan[] = {PLACE_FIELDS, ENUM("reason", plan_reasons)};
 static const field plan_ack[] = {POS("plan_seq"), NONNEG("iteration"), NONNEG("footprint_bytes")};
 static const field report[] = {POS("iteration"),
@@ -123,7 +124,8 @@ static const field status[] = {POS("capacity_bytes"),
                                {.name = "jobs", .kind = K_SUBS, .sub = &status_job_schema}};
 static const field cancel[] = {POS("job_id")};
 static const field stop[] = {TEXT("reason", TEXT_MAX)};
-static const field ok[] = {{.name = "job_id", .kind = K_INT, .lo = 1, .hi = INT64_MAX, .optional = 1}};
+static const field ok[] = {
+    {.name = "job_id", .kind = K_INT, .lo = 1, .hi = INT64_MAX, .optional = 1}};
 
 static const schema schemas[TSL_MSG_TYPE_END] = {
     [TSL_MSG_HELLO] = SCHEMA(hello),       [TSL_MSG_WELCOME] = SCHEMA(welcome),
@@ -163,7 +165,8 @@ static tsl_status check_int(const char *type, const char *where, const field *f,
     if (!json_is_integer(v)) return wrong_type(type, where, "an integer", v);
     int64_t x = (int64_t)json_integer_value(v);
     if (x < f->lo) {
-        if (f->lo == 1) return tsl__json_bad(type, where, "%" PRId64 " is not a positive integer", x);
+        if (f->lo == 1)
+            return tsl__json_bad(type, where, "%" PRId64 " is not a positive integer", x);
         if (f->lo == 0) return tsl__json_bad(type, where, "%" PRId64 " is negative", x);
         return tsl__json_bad(type, where, "%" PRId64 " is less than %" PRId64, x, f->lo);
     }
@@ -176,7 +179,8 @@ static tsl_status check_num(const char *type, const char *where, int range, cons
     char vb[80];
     if (!json_is_number(v)) return wrong_type(type, where, "a number", v);
     double x = json_number_value(v);
-    if (!isfinite(x)) return tsl__json_bad(type, where, "%s is not a finite number", show(v, vb, sizeof vb));
+    if (!isfinite(x))
+        return tsl__json_bad(type, where, "%s is not a finite number", show(v, vb, sizeof vb));
     if (range == NUM_UNIT && !(x >= 0 && x <= 1))
         return tsl__json_bad(type, where, "%s is not in [0, 1]", show(v, vb, sizeof vb));
     if (range == NUM_POS && !(x > 0))

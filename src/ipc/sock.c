@@ -30,8 +30,10 @@ static tsl_status make_addr(const char *path, struct sockaddr_un *sa) {
     size_t len = strlen(path);
     memset(sa, 0, sizeof *sa);
     if (len == 0 || len >= sizeof sa->sun_path)
-        return tsl_fail(TSL_ERR_INVALID, "socket path '%s' has %zu bytes (a socket address holds 1 to "
-                                         "%zu)", path, len, sizeof sa->sun_path - 1);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "socket path '%s' has %zu bytes (a socket address holds 1 to "
+                        "%zu)",
+                        path, len, sizeof sa->sun_path - 1);
     sa->sun_family = AF_UNIX;
     memcpy(sa->sun_path, path, len);
     return TSL_OK;
@@ -71,12 +73,14 @@ static tsl_status take_path(const char *tmp, const char *path, const struct sock
         int live = answers(sa);
         if (live > 0) return tsl_fail(TSL_ERR_IO, "%s is already served by a running daemon", path);
         if (live < 0)
-            return tsl_fail(TSL_ERR_IO, "cannot listen on %s: cannot tell whether a daemon serves it: %s",
-                            path, strerror(errno));
+            return tsl_fail(TSL_ERR_IO,
+                            "cannot listen on %s: cannot tell whether a daemon serves it: %s", path,
+                            strerror(errno));
         /* stale: nobody listens; remove it if it is still the file probed */
         if (lstat(path, &again) == 0 && again.st_ino == st.st_ino && again.st_dev == st.st_dev &&
             unlink(path) != 0 && errno != ENOENT)
-            return tsl_fail(TSL_ERR_IO, "cannot remove the stale socket %s: %s", path, strerror(errno));
+            return tsl_fail(TSL_ERR_IO, "cannot remove the stale socket %s: %s", path,
+                            strerror(errno));
     }
     return tsl_fail(TSL_ERR_IO, "cannot listen on %s: other processes keep creating it", path);
 }
@@ -89,13 +93,15 @@ tsl_status tsl_ipc_listen(const char *path, int *fd) {
     char tmp[sizeof sa.sun_path + 32];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     if (make_addr(tmp, &ta) != TSL_OK)
-        return tsl_fail(TSL_ERR_INVALID, "socket path '%s' is too long: %zu bytes, at most %zu", path,
-                        strlen(path), sizeof sa.sun_path - 1 - (strlen(tmp) - strlen(path)));
+        return tsl_fail(TSL_ERR_INVALID, "socket path '%s' is too long: %zu bytes, at most %zu",
+                        path, strlen(path), sizeof sa.sun_path - 1 - (strlen(tmp) - strlen(path)));
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return tsl_fail(TSL_ERR_IO, "cannot listen on %s: socket: %s", path, strerror(errno));
+    if (s < 0)
+        return tsl_fail(TSL_ERR_IO, "cannot listen on %s: socket: %s", path, strerror(errno));
     unlink(tmp); /* left by an earlier process of this pid */
     if (bind(s, (const struct sockaddr *)&ta, sizeof ta) != 0)
-        st = tsl_fail(TSL_ERR_IO, "cannot listen on %s: cannot bind %s: %s", path, tmp, strerror(errno));
+        st = tsl_fail(TSL_ERR_IO, "cannot listen on %s: cannot bind %s: %s", path, tmp,
+                      strerror(errno));
     else if (chmod(tmp, 0600) != 0 || listen(s, BACKLOG) != 0)
         st = tsl_fail(TSL_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
     else
@@ -113,7 +119,8 @@ void tsl_ipc_unlisten(int fd, const char *path) {
     if (fd >= 0) close(fd);
     struct sockaddr_un sa;
     struct stat st;
-    if (!path || strlen(path) >= sizeof sa.sun_path || lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+    if (!path || strlen(path) >= sizeof sa.sun_path || lstat(path, &st) != 0 ||
+        !S_ISSOCK(st.st_mode))
         return;
     make_addr(path, &sa);
     if (answers(&sa) == 0) unlink(path);
@@ -137,8 +144,10 @@ tsl_status tsl_ipc_accept(int lfd, int *fd, pid_t *pid) {
     }
     if (cr.uid != geteuid()) {
         close(s);
-        return tsl_fail(TSL_ERR_IO, "refused a connection from pid %d of uid %u: only uid %u may use "
-                                    "this daemon", (int)cr.pid, (unsigned)cr.uid, (unsigned)geteuid());
+        return tsl_fail(TSL_ERR_IO,
+                        "refused a connection from pid %d of uid %u: only uid %u may use "
+                        "this daemon",
+                        (int)cr.pid, (unsigned)cr.uid, (unsigned)geteuid());
     }
     *fd = s;
     if (pid) *pid = cr.pid;
@@ -154,7 +163,8 @@ tsl_status tsl_ipc_connect(const char *path, int timeout_ms, int *fd) {
     int s;
     for (;;) {
         s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (s < 0) return tsl_fail(TSL_ERR_IO, "cannot connect to %s: socket: %s", path, strerror(errno));
+        if (s < 0)
+            return tsl_fail(TSL_ERR_IO, "cannot connect to %s: socket: %s", path, strerror(errno));
         if (connect(s, (const struct sockaddr *)&sa, sizeof sa) == 0) break;
         int e = errno;
         close(s);
@@ -163,8 +173,9 @@ tsl_status tsl_ipc_connect(const char *path, int timeout_ms, int *fd) {
             return tsl_fail(TSL_ERR_IO, "no daemon at %s; start one with 'tensile serve'", path);
         if (e != EAGAIN) return tsl_fail(TSL_ERR_IO, "cannot connect to %s: %s", path, strerror(e));
         if (tsl__ipc_now_ms() >= deadline) /* the daemon's backlog is full */
-            return tsl_fail(TSL_ERR_TIMEOUT, "the daemon at %s did not take the connection within %d ms",
-                            path, timeout_ms);
+            return tsl_fail(TSL_ERR_TIMEOUT,
+                            "the daemon at %s did not take the connection within %d ms", path,
+                            timeout_ms);
         poll(NULL, 0, 10);
     }
     struct ucred cr;
@@ -176,8 +187,10 @@ tsl_status tsl_ipc_connect(const char *path, int timeout_ms, int *fd) {
     }
     if (cr.uid != geteuid()) {
         close(s);
-        return tsl_fail(TSL_ERR_IO, "the daemon at %s runs as uid %u, not as uid %u: refusing to talk "
-                                    "to it", path, (unsigned)cr.uid, (unsigned)geteuid());
+        return tsl_fail(TSL_ERR_IO,
+                        "the daemon at %s runs as uid %u, not as uid %u: refusing to talk "
+                        "to it",
+                        path, (unsigned)cr.uid, (unsigned)geteuid());
     }
     *fd = s;
     return TSL_OK;

@@ -23,17 +23,23 @@ static tsl_status own_folder(const char *dir) {
         return tsl_fail(TSL_ERR_IO, "cannot create the socket folder %s: %s", dir, strerror(errno));
     struct stat st;
     if (lstat(dir, &st) != 0)
-        return tsl_fail(TSL_ERR_IO, "cannot inspect the socket folder %s: %s", dir, strerror(errno));
+        return tsl_fail(TSL_ERR_IO, "cannot inspect the socket folder %s: %s", dir,
+                        strerror(errno));
     if (S_ISLNK(st.st_mode))
-        return tsl_fail(TSL_ERR_IO, "the socket folder %s is a symbolic link: refusing to use it", dir);
+        return tsl_fail(TSL_ERR_IO, "the socket folder %s is a symbolic link: refusing to use it",
+                        dir);
     if (!S_ISDIR(st.st_mode))
         return tsl_fail(TSL_ERR_IO, "the socket folder %s exists and is not a folder", dir);
     if (st.st_uid != geteuid())
-        return tsl_fail(TSL_ERR_IO, "the socket folder %s is owned by uid %u, not by uid %u: "
-                                    "refusing to use it", dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return tsl_fail(TSL_ERR_IO,
+                        "the socket folder %s is owned by uid %u, not by uid %u: "
+                        "refusing to use it",
+                        dir, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return tsl_fail(TSL_ERR_IO, "the socket folder %s is writable by its group or others (mode "
-                                    "0%03o): refusing to use it", dir, (unsigned)(st.st_mode & 0777));
+        return tsl_fail(TSL_ERR_IO,
+                        "the socket folder %s is writable by its group or others (mode "
+                        "0%03o): refusing to use it",
+                        dir, (unsigned)(st.st_mode & 0777));
     return TSL_OK;
 }
 
@@ -48,12 +54,15 @@ tsl_status tsl_ipc_default_path(char *buf, size_t n) {
         len = snprintf(dir, sizeof dir, "/tmp/tensile-%u", (unsigned)geteuid());
     size_t need = (size_t)len + sizeof "/" SOCK_NAME; /* with the NUL */
     if (need > sizeof dir)
-        return tsl_fail(TSL_ERR_INVALID, "the default socket path under %s is too long (%zu bytes; "
-                                         "a socket address holds %zu)", xdg ? xdg : "/tmp", need - 1,
-                        sizeof dir - 1);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "the default socket path under %s is too long (%zu bytes; "
+                        "a socket address holds %zu)",
+                        xdg ? xdg : "/tmp", need - 1, sizeof dir - 1);
     if (need > n)
-        return tsl_fail(TSL_ERR_INVALID, "the default socket path (%zu bytes) does not fit a buffer "
-                                         "of %zu bytes", need - 1, n);
+        return tsl_fail(TSL_ERR_INVALID,
+                        "the default socket path (%zu bytes) does not fit a buffer "
+                        "of %zu bytes",
+                        need - 1, n);
     tsl_status s = own_folder(dir);
     if (s != TSL_OK) return s;
     snprintf(buf, n, "%s/" SOCK_NAME, dir);

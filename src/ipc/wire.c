@@ -28,8 +28,9 @@ static tsl_status send_all(int fd, const uint8_t *b, size_t n, int timeout_ms, c
             int w = tsl__ipc_wait(fd, POLLOUT, deadline);
             if (w > 0) continue;
             if (w == 0)
-                return tsl_fail(TSL_ERR_TIMEOUT, "could not send %s within %d ms (%zu of %zu bytes sent)",
-                                what, timeout_ms, off, n);
+                return tsl_fail(TSL_ERR_TIMEOUT,
+                                "could not send %s within %d ms (%zu of %zu bytes sent)", what,
+                                timeout_ms, off, n);
         }
         if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
             return tsl_fail(TSL_ERR_IO, "could not send %s: the peer closed the connection", what);
