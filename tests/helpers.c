@@ -1,9 +1,23 @@
 /* helpers.c - see helpers.h. */
 #include "helpers.h"
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+void th_dir_names(const char *dir, char *buf, size_t n) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "cannot read folder %s", dir);
+    buf[0] = '\0';
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            strncat(buf, e->d_name, n - strlen(buf) - 2);
+            strcat(buf, " ");
+        }
+    closedir(d);
+}
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

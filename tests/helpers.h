@@ -13,6 +13,11 @@
 #include "tensile/ops.h"
 #include "tensile/session.h"
 
+/* The names in folder dir but "." and "..", each followed by a space, in
+ * buf (n bytes), for "nothing else left" checks; fails the calling test if
+ * dir cannot be read. */
+void th_dir_names(const char *dir, char *buf, size_t n);
+
 /* splitmix64-based uniform in [lo, hi), reproducible from *state. */
 double th_uniform(uint64_t *state, double lo, double hi);
 void th_fill_f32(float *x, size_t n, uint64_t seed, float lo, float hi);

@@ -9,7 +9,6 @@
  * link keeps pointing at the new file.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 
 #include "io/atomic_file.h"
 #include "io/read_file.h"
+#include "helpers.h"
 #include "tensile/sched_json.h"
 
 static char dir[128];
@@ -39,20 +39,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* The names in dir, one string ("a b c"), for "nothing else left" checks. */
-static void dir_names(char *buf, size_t n) {
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    buf[0] = '\0';
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            strncat(buf, e->d_name, n - strlen(buf) - 2);
-            strcat(buf, " ");
-        }
-    closedir(d);
 }
 
 static void write_file(const char *path, const char *text) {
@@ -156,7 +142,7 @@ Test(io_files, an_output_is_written_whole_or_not_at_all, .init = make_dir, .fini
     cr_assert_eq(tsl__out_open(path, "plan", &o), TSL_OK, "%s", tsl_last_error());
     fputs("half", tsl__out_stream(o));
     fflush(tsl__out_stream(o));
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert(strstr(names, "out.json.tmp."), "the temporary file is in the folder: %s", names);
     char *s = slurp(path);
     cr_assert_str_eq(s, "old", "the destination is untouched while written");
@@ -165,7 +151,7 @@ Test(io_files, an_output_is_written_whole_or_not_at_all, .init = make_dir, .fini
     s = slurp(path);
     cr_assert_str_eq(s, "old");
     free(s);
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "out.json ");
     /* a write error (the stream's error flag): reported, nothing replaced */
     cr_assert_eq(tsl__out_open(path, "plan", &o), TSL_OK);
@@ -183,7 +169,7 @@ Test(io_files, an_output_is_written_whole_or_not_at_all, .init = make_dir, .fini
     s = slurp(path);
     cr_assert_str_eq(s, "old");
     free(s);
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "out.json ");
     /* committed: the new bytes, the old file's mode */
     cr_assert_eq(tsl__out_open(path, "plan", &o), TSL_OK);
@@ -195,7 +181,7 @@ Test(io_files, an_output_is_written_whole_or_not_at_all, .init = make_dir, .fini
     struct stat sb;
     cr_assert_eq(stat(path, &sb), 0);
     cr_assert_eq(sb.st_mode & 0777, 0640);
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "out.json ");
 }
 
@@ -244,7 +230,7 @@ Test(io_files, probe_and_pending_removal_leave_nothing, .init = make_dir, .fini 
     char path[200], names[512];
     snprintf(path, sizeof path, "%s/x.json", dir);
     cr_assert_eq(tsl__out_probe(path, "plan"), TSL_OK, "%s", tsl_last_error());
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "", "the probe left: %s", names);
     /* what a signal handler does: every open temporary file removed */
     tsl__out *o;
@@ -252,7 +238,7 @@ Test(io_files, probe_and_pending_removal_leave_nothing, .init = make_dir, .fini 
     fputs("partial", tsl__out_stream(o));
     fflush(tsl__out_stream(o));
     tsl__out_remove_pending();
-    dir_names(names, sizeof names);
+    th_dir_names(dir, names, sizeof names);
     cr_assert_str_eq(names, "", "left behind: %s", names);
     tsl__out_abort(o);
 }

@@ -31,6 +31,7 @@ typedef enum tsl_status {
     TSL_ERR_INTERNAL,    /* a library (oneDNN, BLAS, zlib) failed         */
     TSL_ERR_BUSY,        /* a planned place is still held: wait and retry */
     TSL_ERR_BUDGET,      /* a plan was made but does not fit its budget   */
+    TSL_ERR_TIMEOUT,     /* a peer or a wait did not answer in time       */
 } tsl_status;
 
 /* Short constant name of a status ("out of memory", ...). Never NULL. */

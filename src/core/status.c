@@ -16,6 +16,7 @@ const char *tsl_status_str(tsl_status st) {
     case TSL_ERR_INTERNAL: return "internal library error";
     case TSL_ERR_BUSY: return "place still held";
     case TSL_ERR_BUDGET: return "budget not met";
+    case TSL_ERR_TIMEOUT: return "timed out";
     }
     return "unknown status";
 }
