@@ -537,6 +537,55 @@ Test(planner, two_jobs_share_the_channels) {
 
 /* ---- the vanilla policy, errors ------------------------------------------------------ */
 
+/* Channel shares (tsl_plan_opts.channel_share): each job plans its copies
+ * on channels of its own at its share of the bandwidth. Each plan is then
+ * the plan of that job alone on its share (the jobs no longer meet on the
+ * channels), valid against that profile; shares out of range or summing
+ * past 1 are refused. */
+Test(planner, channel_shares_plan_each_job_on_its_share) {
+    tsl_workload *w[2] = {wide("wide"), chain("chain", NULL, NULL)};
+    tsl_device_profile dev = test_dev();
+    dev.h2d_bw = dev.d2h_bw = 4e9; /* copies fast enough to fit at half the bandwidth */
+    double share[2] = {0.5, 0.5};
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.channel_share = share;
+    tsl_plan *p[2];
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(w, 2, &dev, &o, p, &rep), TSL_OK, "%s", tsl_last_error());
+    int swaps = 0;
+    for (int j = 0; j < 2; j++) {
+        tsl_device_profile dj = tsl_profile_channel_share(&dev, share[j]);
+        cr_assert_eq(dj.h2d_bw, 2e9);
+        tsl_plan *alone;
+        tsl_plan_report ra;
+        tsl_plan_opts oa = tsl_plan_opts_default();
+        th_plan_checked(&w[j], 1, &dj, &oa, &alone, &ra);
+        print_plan(w[j], p[j]);
+        cr_assert_eq(p[j]->n_events, alone->n_events, "job %d", j);
+        for (int32_t k = 0; k < alone->n_events; k++) {
+            const tsl_event *a = &p[j]->events[k], *b = &alone->events[k];
+            cr_assert(a->type == b->type && a->tensor == b->tensor && a->trigger == b->trigger &&
+                          a->delay_us == b->delay_us && a->precede == b->precede,
+                      "job %d event %d differs from planning it alone on its share", j, k);
+        }
+        cr_assert_eq(p[j]->predicted_footprint, alone->predicted_footprint);
+        swaps += rep.swaps[j];
+        tsl_plan_report_free(&ra);
+        tsl_plan_free(alone);
+        tsl_plan_free(p[j]);
+    }
+    cr_assert_gt(swaps, 0, "the case swaps");
+    tsl_plan_report_free(&rep);
+    double bad[3][2] = {{0.0, 0.5}, {1.5, 0.1}, {0.6, 0.6}};
+    const char *why[3] = {"channel_share[0] = 0", "channel_share[0] = 1.5", "sum to 1.2"};
+    for (int i = 0; i < 3; i++) {
+        o.channel_share = bad[i];
+        cr_assert_eq(tsl_plan_jobs(w, 2, &dev, &o, p, &rep), TSL_ERR_INVALID);
+        cr_assert(strstr(tsl_last_error(), why[i]), "%s", tsl_last_error());
+    }
+    for (int j = 0; j < 2; j++) tsl_workload_free(w[j]);
+}
+
 Test(planner, vanilla_policy_gives_empty_plans) {
     tsl_workload *w = chain("chain", NULL, NULL);
     tsl_device_profile dev = test_dev();

@@ -378,7 +378,10 @@ int cmd_plan(int argc, char **argv) {
         rc = 0;
     }
     if (rc == 0 && out && !distinct_names(&jobs, w, n)) rc = 2;
-    tsl_plan_opts po = {tsl_policy_opts_policy(popts), tsl_policy_opts_values(popts), budget, 0};
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = tsl_policy_opts_policy(popts);
+    po.opts = tsl_policy_opts_values(popts);
+    po.budget = budget;
     tsl_plan_report rep = {0};
     tsl_status pst = rc == 0 ? tsl_plan_jobs(w, n, &dev, &po, plans, &rep) : TSL_OK;
     if (pst != TSL_OK && pst != TSL_ERR_BUDGET) { /* an unmet budget is reported below */

@@ -99,6 +99,14 @@ typedef struct tsl_plan_request {
                                        times in range and finite */
     int n_jobs;                     /* >= 1 */
     const tsl_device_profile *dev;  /* copy bandwidths > 0, copy latency >= 0 */
+    const tsl_device_profile *const *job_dev; /* n_jobs profiles, the one each job's copies
+                                       are timed with: dev itself, or with channel shares
+                                       (tsl_plan_opts.channel_share) dev with its copy
+                                       bandwidths times the job's share */
+    int shared_channels;            /* 1: every job's copies share the device's two channels
+                                       on one time axis on which every job's iteration
+                                       starts at 0 (the paper); 0: each job has channels of
+                                       its own (channel shares) */
     size_t budget;                  /* bytes for all the jobs together (never 0: the
                                        caller's 0 is the profile's mem_bytes) */
     const void *opts;               /* the policy's options struct (its defaults when the
@@ -203,6 +211,15 @@ typedef struct tsl_plan_opts {
                                   profile's */
     size_t layout_align;       /* the layouts' alignment: the device allocator's (0:
                                   TSL_ALLOC_ALIGN, 256 bytes; hand-made examples use 1) */
+    const double *channel_share; /* NULL: the jobs share the device's channels on one time
+                                  axis, every iteration starting at 0 (the paper; plans hold
+                                  when the jobs run in step). Else n_jobs shares in (0, 1]
+                                  summing to at most 1: job j plans its copies on channels of
+                                  its own with the profile's bandwidths times share[j]
+                                  (tsl_profile_channel_share): what a job gets, whatever the
+                                  other jobs' phases, from channels shared chunk by chunk
+                                  among the jobs copying. Its plan is then valid, verified
+                                  and simulated against that profile. */
 } tsl_plan_opts;
 
 /* TENSILE with its defaults, the profile's memory. */

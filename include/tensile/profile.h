@@ -37,6 +37,11 @@ tsl_device_profile tsl_profile_cpu_rough(void);
 /* Transfer time of `bytes` on a direction (1 = host to device), µs. */
 double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device);
 
+/* The profile a job planned on a share of the device's copy channels sees:
+ * p with h2d_bw and d2h_bw times `share` (in (0, 1]; the copy latency
+ * unchanged), its name marked with the share. */
+tsl_device_profile tsl_profile_channel_share(const tsl_device_profile *p, double share);
+
 #ifdef __cplusplus
 }
 #endif

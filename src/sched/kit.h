@@ -266,12 +266,12 @@ void tsl__laid_free(tsl__laid *L);
 /* Moves every swap-in of the n_jobs plans (sorted, laid out) as early as
  * its place in the layout and its channel allow: not before the last block
  * sharing its bytes, nor its tensor's previous residency, is freed; only
- * into time its channel is idle (every job's copies booked); its copy
+ * into time its channel is idle (every job's copies booked, on the shared
+ * channels or each on its own: rq->shared_channels); its copy
  * ending no later than before. The footprints and the layouts stay; the
  * plans stay sorted. Jobs with planned waits are left alone. *moved (may
  * be NULL) counts the swap-ins moved. TSL_ERR_OOM. */
-tsl_status tsl__prefetch(tsl_workload *const *w, tsl_plan **plans, int n_jobs,
-                         const tsl_device_profile *dev, int *moved);
+tsl_status tsl__prefetch(const tsl_plan_request *rq, tsl_plan **plans, int *moved);
 
 /* Tensors resident at step `stop`, largest first (ties: lower index): writes
  * them to out (n_tensors entries) and returns how many (-1 if out of host
@@ -324,6 +324,9 @@ double tsl__canon_tl(void *ctx, double x, int up);
 typedef struct tsl__pjob {
     const tsl_workload *w;
     int index;             /* among the kit's jobs */
+    const tsl_device_profile *dev; /* its profile: the device's, or with channel shares the
+                                      device's copy bandwidths times its share */
+    tsl__chan own_d2h, own_h2d; /* its own channels, with channel shares (else unused) */
     tsl__activity act;
     tsl__timeline tl;
     tsl_plan *plan;        /* owned by the caller of tsl__kit_init */
@@ -351,6 +354,8 @@ typedef struct tsl__kit {
     const tsl_device_profile *dev;
     int n_jobs;
     tsl__pjob *jobs;
+    int shared;            /* 1: every job's copies on the shared channels d2h/h2d (one time
+                              axis, the paper); 0: each job on its own (channel shares) */
     tsl__chan d2h, h2d;    /* if !dev->duplex, h2d is unused and every copy books d2h */
     tsl_status status;     /* first error (out of host memory) met while planning */
 } tsl__kit;
@@ -362,8 +367,9 @@ tsl_status tsl__kit_init(tsl__kit *K, const tsl_plan_request *rq, tsl_plan **pla
 /* Frees the jobs' states and the channels (not the plans). */
 void tsl__kit_free(tsl__kit *K);
 
-/* The channel of a direction (1: host to device). */
-static inline tsl__chan *tsl__chan_of(tsl__kit *K, int to_device) {
+/* The channel job J's copies of a direction (1: host to device) book. */
+static inline tsl__chan *tsl__chan_of(tsl__kit *K, tsl__pjob *J, int to_device) {
+    if (!K->shared) return to_device && J->dev->duplex ? &J->own_h2d : &J->own_d2h;
     return to_device && K->dev->duplex ? &K->h2d : &K->d2h;
 }
 
@@ -430,7 +436,7 @@ double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end,
  * channel allows, starting at or after lo and ending by end_by, preceding
  * op `precede`. Fills d's swap-in fields and returns 1, or 0 if none fits
  * (d unchanged). */
-int tsl__place_swap_in(tsl__kit *K, const tsl__pjob *J, double lo, double end_by,
+int tsl__place_swap_in(tsl__kit *K, tsl__pjob *J, double lo, double end_by,
                        int32_t precede, tsl__swap_draft *d);
 /* Books the draft's copies and adds its events to J. Returns 1, or 0 with
  * K->status set if out of host memory (nothing added then). */

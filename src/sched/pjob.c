@@ -384,6 +384,8 @@ static void job_free(tsl__pjob *J) {
     free(J->prof.load);
     free(J->swapped);
     free(J->recomputed);
+    tsl__chan_free(&J->own_d2h);
+    tsl__chan_free(&J->own_h2d);
 }
 
 /* The state of job `index` over workload w with its empty plan, and its
@@ -394,6 +396,7 @@ static tsl_status job_init(tsl__pjob *J, const tsl_workload *w, int index, tsl_p
     memset(J, 0, sizeof *J);
     J->w = w;
     J->index = index;
+    J->dev = dev;
     J->plan = plan;
     tsl_status st = tsl__activity_build(w, &J->act);
     if (st != TSL_OK) return st;
@@ -415,12 +418,13 @@ static tsl_status job_init(tsl__pjob *J, const tsl_workload *w, int index, tsl_p
 tsl_status tsl__kit_init(tsl__kit *K, const tsl_plan_request *rq, tsl_plan **plans) {
     memset(K, 0, sizeof *K);
     K->dev = rq->dev;
+    K->shared = rq->shared_channels;
     K->jobs = calloc((size_t)rq->n_jobs, sizeof *K->jobs);
     if (!K->jobs) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for %d jobs",
                                   rq->n_jobs);
     for (int j = 0; j < rq->n_jobs; j++) {
         K->n_jobs = j + 1;
-        tsl_status st = job_init(&K->jobs[j], rq->w[j], j, plans[j], rq->dev);
+        tsl_status st = job_init(&K->jobs[j], rq->w[j], j, plans[j], rq->job_dev[j]);
         if (st != TSL_OK) {
             tsl__kit_free(K);
             return st;

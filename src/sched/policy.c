@@ -19,7 +19,7 @@
 #include "tensile/policy.h"
 
 tsl_plan_opts tsl_plan_opts_default(void) {
-    tsl_plan_opts o = {NULL, NULL, 0, 0};
+    tsl_plan_opts o = {NULL, NULL, 0, 0, NULL};
     return o;
 }
 
@@ -153,22 +153,26 @@ static size_t sum_footprints(tsl_plan *const *plans, int n) {
 
 /* Runs the policy for the budget b into fresh plans, lays them out, lets
  * the policy refine them, and takes their figures. */
-static tsl_status plan_round(const tsl_policy *pol, tsl_workload *const *w, int n_jobs,
-                             const tsl_device_profile *dev, const void *values, size_t align,
-                             size_t b, tsl_plan **plans, tsl_plan_report *r) {
+static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base,
+                             size_t align, size_t b, tsl_plan **plans, tsl_plan_report *r) {
     tsl_status st = TSL_OK;
+    int n_jobs = base->n_jobs;
+    tsl_workload *const *w = base->w;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         if (!(plans[j] = tsl_plan_new(w[j]->job)))
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
-    tsl_plan_request rq = {w, n_jobs, dev, b, values};
+    tsl_plan_request rq = *base;
+    rq.budget = b;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
-    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = lay_out(w[j], plans[j], dev, align);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++)
+        st = lay_out(w[j], plans[j], rq.job_dev[j], align);
     if (st == TSL_OK && pol->refine) {
         st = pol->refine(&rq, plans);
         for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
     }
-    for (int j = 0; j < n_jobs && st == TSL_OK; j++) st = figures(w[j], plans[j], dev, r, j);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++)
+        st = figures(w[j], plans[j], rq.job_dev[j], r, j);
     return st;
 }
 
@@ -179,11 +183,11 @@ static tsl_status plan_round(const tsl_policy *pol, tsl_workload *const *w, int 
  * (see tsl_plan_jobs): while they do not, plans again for the budget
  * lowered by the layouts' overhead (footprint minus load), keeping the
  * round with the smallest footprint. plans[] hold the kept round's plans. */
-static tsl_status plan_to_footprint(const tsl_policy *pol, tsl_workload *const *w, int n_jobs,
-                                    const tsl_device_profile *dev, const void *values,
+static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_request *rq,
                                     size_t align, tsl_plan **plans, tsl_plan_report *r) {
     size_t b = r->budget;
-    tsl_status st = plan_round(pol, w, n_jobs, dev, values, align, b, plans, r);
+    int n_jobs = rq->n_jobs;
+    tsl_status st = plan_round(pol, rq, align, b, plans, r);
     tsl_plan **alt = NULL;
     tsl_plan_report ar = {0};
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
@@ -204,7 +208,7 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, tsl_workload *const *
         memcpy(ar.vanilla_footprint, r->vanilla_footprint,
                (size_t)n_jobs * sizeof *ar.vanilla_footprint);
         ar.budget = r->budget;
-        st = plan_round(pol, w, n_jobs, dev, values, align, b, alt, &ar);
+        st = plan_round(pol, rq, align, b, alt, &ar);
         int better = st == TSL_OK && sum_footprints(alt, n_jobs) < fp;
         if (better) { /* keep the new round */
             for (int j = 0; j < n_jobs; j++) {
@@ -225,6 +229,30 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, tsl_workload *const *
     }
     free(alt);
     return st;
+}
+
+/* Each job's profile into devs[] and jd[] (pointers to them): dev itself,
+ * or with channel shares (tsl_plan_opts.channel_share) dev on job j's
+ * share. TSL_ERR_INVALID for a share outside (0, 1] or shares summing
+ * past 1. */
+static tsl_status job_profiles(const tsl_device_profile *dev, const double *share, int n,
+                               tsl_device_profile *devs, const tsl_device_profile **jd) {
+    double sum = 0;
+    for (int j = 0; j < n; j++) {
+        if (share && !(share[j] > 0 && share[j] <= 1))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "planner: channel_share[%d] = %g: a share must be in (0, 1]", j,
+                            share[j]);
+        sum += share ? share[j] : 0;
+        devs[j] = share ? tsl_profile_channel_share(dev, share[j]) : *dev;
+        jd[j] = &devs[j];
+    }
+    if (share && sum > 1 + 1e-9)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "planner: the %d channel shares sum to %g, more than the device's "
+                        "channels (1)",
+                        n, sum);
+    return TSL_OK;
 }
 
 /* Checks everything but the options; resolves the policy. */
@@ -279,11 +307,18 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     size_t align = opts->layout_align ? opts->layout_align : TSL_ALLOC_ALIGN;
     if (st == TSL_OK && (align & (align - 1)))
         st = tsl_fail(TSL_ERR_INVALID, "planner: layout_align %zu is not a power of two", align);
+    /* each job's profile: the device's, or on its share of the channels */
+    tsl_device_profile *devs = malloc((size_t)n_jobs * sizeof *devs);
+    const tsl_device_profile **jd = malloc((size_t)n_jobs * sizeof *jd);
+    if (st == TSL_OK && (!devs || !jd)) st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    if (st == TSL_OK) st = job_profiles(dev, opts->channel_share, n_jobs, devs, jd);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
-        st = vanilla_figures(w[j], dev, align, &r, j);
-    if (st == TSL_OK)
-        st = plan_to_footprint(pol, w, n_jobs, dev, pol->opts_size ? values : NULL, align, plans,
-                               &r);
+        st = vanilla_figures(w[j], jd[j], align, &r, j);
+    tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget,
+                           pol->opts_size ? values : NULL};
+    if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
+    free(devs);
+    free(jd);
     free(own);
     if (st != TSL_OK) {
         for (int j = 0; j < n_jobs; j++) {

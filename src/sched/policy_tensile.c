@@ -107,7 +107,7 @@ static int rate_allows(const tsl__tensile *T, int j, int32_t t) {
 static size_t min_swap_bytes(const tsl__tensile *T, const tsl__pjob *J) {
     double m = T->opts->min_swap_bytes;
     if (m < 0) {
-        const tsl_device_profile *d = T->K.dev;
+        const tsl_device_profile *d = J->dev;
         double bw = d->h2d_bw < d->d2h_bw ? d->h2d_bw : d->d2h_bw;
         m = d->copy_latency_us * 1e-6 * bw;
         double share = 1e-3 * (double)J->pk.peak;
@@ -246,7 +246,7 @@ static int swap_step(tsl__tensile *T, const uint8_t *skip) {
         for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
             const tsl_event *e = &J->plan->events[k];
             if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
-                tsl__chan_unbook(tsl__chan_of(K, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
+                tsl__chan_unbook(tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
                                  J->ev_end[k]);
         }
         tsl__pjob_pop_events(J, J->plan->n_events - n_ev);
@@ -368,7 +368,7 @@ static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done)
 static tsl_status refine_tensile(const tsl_plan_request *rq, tsl_plan **plans) {
     const tsl_tensile_opts *o = rq->opts;
     if (!o->prefetch) return TSL_OK;
-    return tsl__prefetch(rq->w, plans, rq->n_jobs, rq->dev, NULL);
+    return tsl__prefetch(rq, plans, NULL);
 }
 
 /* The policy's plan function (tsl_policy_plan_fn). */

@@ -202,10 +202,13 @@ static tsl_status prefetch_job(const tsl_workload *w, tsl_plan *p, const tsl_dev
     return st;
 }
 
-tsl_status tsl__prefetch(tsl_workload *const *w, tsl_plan **plans, int n_jobs,
-                         const tsl_device_profile *dev, int *moved) {
-    tsl__chan ch[2];
-    memset(ch, 0, sizeof ch);
+tsl_status tsl__prefetch(const tsl_plan_request *rq, tsl_plan **plans, int *moved) {
+    int n_jobs = rq->n_jobs;
+    tsl_workload *const *w = rq->w;
+    /* the shared channels, or each job's own (channel shares) */
+    int n_sets = rq->shared_channels ? 1 : n_jobs;
+    tsl__chan *sets = calloc(2 * (size_t)n_sets, sizeof *sets);
+    if (!sets) return tsl_fail(TSL_ERR_OOM, "prefetch: out of host memory");
     tsl_status st = TSL_OK;
     int m = 0;
     /* every job's copies booked: a moved swap-in may only take idle time
@@ -215,6 +218,8 @@ tsl_status tsl__prefetch(tsl_workload *const *w, tsl_plan **plans, int n_jobs,
         tsl__timeline tl;
         copy *cp = malloc(((size_t)plans[j]->n_events + 1) * sizeof *cp);
         if (!cp) st = tsl_fail(TSL_ERR_OOM, "prefetch: out of host memory");
+        const tsl_device_profile *dev = rq->job_dev[j];
+        tsl__chan *ch = &sets[rq->shared_channels ? 0 : 2 * j];
         if (st == TSL_OK) st = tsl__timeline_build(w[j], plans[j], dev, &tl);
         if (st == TSL_OK) {
             int32_t n = copies_of(w[j], plans[j], &tl, dev, cp);
@@ -228,9 +233,10 @@ tsl_status tsl__prefetch(tsl_workload *const *w, tsl_plan **plans, int n_jobs,
         free(cp);
     }
     for (int j = 0; j < n_jobs && st == TSL_OK && !clash; j++)
-        st = prefetch_job(w[j], plans[j], dev, ch, &m);
-    tsl__chan_free(&ch[0]);
-    tsl__chan_free(&ch[1]);
+        st = prefetch_job(w[j], plans[j], rq->job_dev[j], &sets[rq->shared_channels ? 0 : 2 * j],
+                          &m);
+    for (int k = 0; k < 2 * n_sets; k++) tsl__chan_free(&sets[k]);
+    free(sets);
     if (moved) *moved = m;
     return st;
 }

@@ -18,6 +18,19 @@ double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device) {
     return p->copy_latency_us + (double)bytes / bw * 1e6;
 }
 
+tsl_device_profile tsl_profile_channel_share(const tsl_device_profile *p, double share) {
+    TSL_ASSERT(p && share > 0 && share <= 1);
+    tsl_device_profile q = *p;
+    q.h2d_bw *= share;
+    q.d2h_bw *= share;
+    if (share < 1) {
+        char name[sizeof q.name];
+        snprintf(name, sizeof name, "%s", p->name);
+        int n = snprintf(q.name, sizeof q.name, "%s (a %.3g share of the channels)", name, share);
+        if (n < 0 || (size_t)n >= sizeof q.name) snprintf(q.name, sizeof q.name, "%s", name);
+    }
+    return q;
+}
 
 tsl_device_profile tsl_profile_cpu_rough(void) {
     tsl_device_profile p;

@@ -63,14 +63,14 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
     for (int32_t k = 0; k < n; k++) {
         const tsl_event *e = &J->plan->events[k];
         if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
-        tsl__chan_unbook(tsl__chan_of(K, e->type == TSL_EV_SWAP_IN), old[2 * m], old[2 * m + 1]);
+        tsl__chan_unbook(tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN), old[2 * m], old[2 * m + 1]);
         m++;
     }
     int32_t done = 0, ok = 1;
     for (int32_t k = 0; k < n && ok; k++) {
         const tsl_event *e = &J->plan->events[k];
         if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
-        tsl__chan *c = tsl__chan_of(K, e->type == TSL_EV_SWAP_IN);
+        tsl__chan *c = tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN);
         if (!(J->ev_end[k] <= J->tl.period) || !tsl__chan_is_free(c, J->ev_time[k], J->ev_end[k]) ||
             tsl__chan_book(c, J->ev_time[k], J->ev_end[k]) != TSL_OK) {
             ok = 0;
@@ -83,7 +83,7 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
     for (int32_t k = 0; k < n; k++) {
         const tsl_event *e = &J->plan->events[k];
         if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
-        tsl__chan *c = tsl__chan_of(K, e->type == TSL_EV_SWAP_IN);
+        tsl__chan *c = tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN);
         if (m < done) tsl__chan_unbook(c, J->ev_time[k], J->ev_end[k]);
         m++;
     }
@@ -92,7 +92,7 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
         const tsl_event *e = &J->plan->events[k];
         if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
         /* restoring what was booked before cannot fail for lack of room */
-        if (tsl__chan_book(tsl__chan_of(K, e->type == TSL_EV_SWAP_IN), old[2 * m],
+        if (tsl__chan_book(tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN), old[2 * m],
                            old[2 * m + 1]) != TSL_OK)
             K->status = TSL_ERR_OOM;
         m++;

@@ -18,7 +18,7 @@
 #include "sched/kit.h"
 
 int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
-    tsl__chan *out = tsl__chan_of(K, 0), *in = tsl__chan_of(K, 1);
+    tsl__chan *out = tsl__chan_of(K, J, 0), *in = tsl__chan_of(K, J, 1);
     int32_t n0 = J->plan->n_events;
     tsl_status st = TSL_OK;
     int booked_out = 0, booked_in = 0;
@@ -32,12 +32,12 @@ int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
     }
     if (st == TSL_OK && d->has_out)
         st = tsl__pjob_add_event(
-            J, K->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
+            J, J->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
     if (st == TSL_OK)
-        st = tsl__pjob_add_event(J, K->dev,
+        st = tsl__pjob_add_event(J, J->dev,
                                  (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig, 0.0, -1});
     if (st == TSL_OK)
-        st = tsl__pjob_add_event(J, K->dev, (tsl_event){TSL_EV_SWAP_IN, d->tensor, d->si_trig,
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_SWAP_IN, d->tensor, d->si_trig,
                                                         d->si_delay, d->si_precede});
     if (st != TSL_OK) {
         tsl__pjob_pop_events(J, J->plan->n_events - n0);
@@ -74,8 +74,8 @@ double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end,
         return tsl__release_time_with(J, t, last, -1, 0);
     }
     tsl__canon_ctx cx = {.tl = tl};
-    double dur = tsl_copy_us(K->dev, J->w->tensors[t].bytes, 0);
-    double x = tsl__chan_earliest(tsl__chan_of(K, 0), gen_end, dur, by, tsl__canon_tl, &cx);
+    double dur = tsl_copy_us(J->dev, J->w->tensors[t].bytes, 0);
+    double x = tsl__chan_earliest(tsl__chan_of(K, J, 0), gen_end, dur, by, tsl__canon_tl, &cx);
     if (x < 0) return -1;
     int32_t r = tsl__op_ending_from(tl, x);
     if (r < last) r = last;
@@ -92,11 +92,11 @@ double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end,
     return tsl__release_time_with(J, t, r, x, d->so_end);
 }
 
-int tsl__place_swap_in(tsl__kit *K, const tsl__pjob *J, double lo, double end_by,
+int tsl__place_swap_in(tsl__kit *K, tsl__pjob *J, double lo, double end_by,
                        int32_t precede, tsl__swap_draft *d) {
     tsl__canon_ctx cx = {.tl = &J->tl};
-    double din = tsl_copy_us(K->dev, J->w->tensors[d->tensor].bytes, 1);
-    double y = tsl__chan_latest(tsl__chan_of(K, 1), lo, din, end_by, tsl__canon_tl, &cx);
+    double din = tsl_copy_us(J->dev, J->w->tensors[d->tensor].bytes, 1);
+    double y = tsl__chan_latest(tsl__chan_of(K, J, 1), lo, din, end_by, tsl__canon_tl, &cx);
     if (y < 0) return 0;
     d->si_trig = cx.trigger;
     d->si_delay = cx.delay;

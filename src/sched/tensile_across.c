@@ -37,8 +37,8 @@ static int head_in_iteration(tsl__tensile *T, int j, int32_t t, int32_t gap, int
     double t_peak = J->pk.time;
     size_t bytes = J->w->tensors[t].bytes;
     tsl__canon_ctx cx = {.tl = tl};
-    double dur = tsl_copy_us(T->K.dev, bytes, 0);
-    double x = tsl__chan_earliest(tsl__chan_of(&T->K, 0), 0.0, dur, t_peak, tsl__canon_tl, &cx);
+    double dur = tsl_copy_us(J->dev, bytes, 0);
+    double x = tsl__chan_earliest(tsl__chan_of(&T->K, J, 0), 0.0, dur, t_peak, tsl__canon_tl, &cx);
     if (x < 0) {
         T->tj[j].gap_fail_out[gap] = t_peak;
         return 0;

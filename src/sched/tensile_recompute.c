@@ -46,10 +46,10 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
         m++;
     }
     int32_t n0 = J->plan->n_events;
-    tsl_status st = tsl__pjob_add_event(J, K->dev, (tsl_event){TSL_EV_RELEASE, t, prev, 0.0, -1});
+    tsl_status st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, t, prev, 0.0, -1});
     if (st == TSL_OK)
-        st = tsl__pjob_add_event(J, K->dev, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
-    if (st == TSL_OK) st = tsl__pjob_retime(J, K->dev);
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
+    if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
     int ok = st == TSL_OK && tsl__kit_rebook(K, J, old);
     if (ok) {
         tsl__pjob_analyse(J);
@@ -64,13 +64,13 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
             for (int32_t k = 0; k < J->plan->n_events; k++) {
                 tsl_event_type ty = J->plan->events[k].type;
                 if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-                tsl__chan_unbook(tsl__chan_of(K, ty == TSL_EV_SWAP_IN), J->ev_time[k],
+                tsl__chan_unbook(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), J->ev_time[k],
                                  J->ev_end[k]);
             }
             for (int32_t k = 0; k < J->plan->n_events; k++) {
                 tsl_event_type ty = J->plan->events[k].type;
                 if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-                if (tsl__chan_book(tsl__chan_of(K, ty == TSL_EV_SWAP_IN), old[2 * m],
+                if (tsl__chan_book(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), old[2 * m],
                                    old[2 * m + 1]) != TSL_OK)
                     K->status = TSL_ERR_OOM;
                 m++;
@@ -81,7 +81,7 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
     if (!ok) {
         if (st != TSL_OK) K->status = st;
         tsl__pjob_pop_events(J, J->plan->n_events - n0);
-        if (tsl__pjob_retime(J, K->dev) != TSL_OK) K->status = TSL_ERR_OOM;
+        if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
         tsl__pjob_analyse(J);
     }
     free(old);

@@ -56,7 +56,7 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
         X->gap_fail_out[d.gap] = t_peak;
         return 0;
     }
-    double din = tsl_copy_us(T->K.dev, J->w->tensors[d.tensor].bytes, 1);
+    double din = tsl_copy_us(J->dev, J->w->tensors[d.tensor].bytes, 1);
     double lo = nextafter(t_peak, INFINITY);
     double end_by = J->tl.s[precede] - T->opts->swap_in_slack * din; /* see tsl_tensile_opts */
     if (!tsl__place_swap_in(&T->K, J, lo, end_by, precede, &d)) {
