@@ -172,6 +172,37 @@ Test(plan_json, round_trip_is_exact_and_stable) {
     tsl_plan *again[2];
     cr_assert_eq(tsl_plan_parse_json(t1, n1, "mem", ws, 2, again), TSL_OK, "%s", tsl_last_error());
     expect_same_plan(pa, again[0]);
+    /* the text for a message is the file's, byte for byte */
+    char *t3;
+    size_t n3;
+    cr_assert_eq(tsl_plan_to_text(ps, 2, ws, &t3, &n3), TSL_OK, "%s", tsl_last_error());
+    cr_assert(n3 == n1 && memcmp(t3, t1, n1) == 0 && t3[n3] == '\0', "to_text differs");
+    free(t3);
+    /* and likewise the workload's */
+    cr_assert_eq(tsl_workload_write_json(wa, p2), TSL_OK, "%s", tsl_last_error());
+    free(t2);
+    t2 = slurp(p2, &n2);
+    cr_assert_eq(tsl_workload_to_text(wa, &t3, &n3), TSL_OK, "%s", tsl_last_error());
+    cr_assert(n3 == n2 && memcmp(t3, t2, n2) == 0, "workload to_text differs");
+    tsl_workload *wr = NULL;
+    cr_assert_eq(tsl_workload_parse_json(t3, n3, "mem", &wr), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(wr->n_ops, wa->n_ops);
+    cr_assert_eq(wr->ops[1].workspace, wa->ops[1].workspace);
+    tsl_workload_free(wr);
+    free(t3);
+    /* a profile's text parses back to the same values, bit for bit */
+    tsl_device_profile d;
+    cr_assert_eq(tsl_profile_load("a6000", &d), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_profile_to_text(&d, "sent by a daemon", &t3, &n3), TSL_OK, "%s",
+                 tsl_last_error());
+    tsl_device_profile e;
+    cr_assert_eq(tsl_profile_parse_json(t3, n3, "WELCOME", &e), TSL_OK, "%s", tsl_last_error());
+    cr_assert(memcmp(&d, &e, sizeof d) == 0 || (strcmp(d.name, e.name) == 0 &&
+              d.flops == e.flops && d.h2d_bw == e.h2d_bw && d.mem_bytes == e.mem_bytes &&
+              d.copy_latency_us == e.copy_latency_us && d.duplex == e.duplex));
+    cr_assert_eq(tsl_profile_parse_json("{}", 2, "WELCOME", &e), TSL_ERR_FORMAT);
+    cr_assert(strstr(tsl_last_error(), "WELCOME"), "%s", tsl_last_error());
+    free(t3);
     free(t1);
     free(t2);
     for (int i = 0; i < 2; i++) {

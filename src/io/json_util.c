@@ -107,3 +107,20 @@ void tsl__json_put_real(FILE *f, double x) {
     tsl__json_fmt_real(x == 0 ? 0.0 : x, b);
     fputs(b, f);
 }
+
+tsl_status tsl__json_text(void (*put)(FILE *f, const void *ctx), const void *ctx,
+                          const char *what, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    FILE *f = open_memstream(text, len);
+    if (!f) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for its text", what);
+    put(f, ctx);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(*text);
+        *text = NULL;
+        *len = 0;
+        return tsl_fail(TSL_ERR_OOM, "%s: out of host memory for its text", what);
+    }
+    return TSL_OK;
+}

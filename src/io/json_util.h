@@ -39,4 +39,9 @@ void tsl__json_fmt_real(double x, char buf[32]);
 void tsl__json_put_str(FILE *f, const char *s);
 /* Writes finite x in the shortest form that reads back to it (-0 as 0). */
 void tsl__json_put_real(FILE *f, double x);
+/* The text put(f, ctx) writes, in *text (malloc'd, NUL-terminated), *len
+ * bytes before the NUL; `what` names it in the message. TSL_ERR_OOM (*text
+ * NULL then). */
+tsl_status tsl__json_text(void (*put)(FILE *f, const void *ctx), const void *ctx,
+                          const char *what, char **text, size_t *len);
 #endif

@@ -686,25 +686,21 @@ static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
     fputc('}', f);
 }
 
-/* Writes plans[0..n) (plans[i] for workload w[i]) to `path` in the JSON
- * form, one event per line, doubles in the shortest form that reads back to
- * the same bits. TSL_ERR_INVALID naming the job, event and field for a plan
- * the reader would reject (see event_representable) or workloads it could
- * not tell apart; TSL_ERR_IO naming the path (the file is written whole or
- * not at all, io/atomic_file.h). Deterministic: the same plans give the
- * same bytes. */
-tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
-                               const char *path) {
-    TSL_ASSERT(path && n >= 0 && (n == 0 || (plans && w)));
-    tsl_status st = check_workloads(w, n);
-    for (int i = 0; i < n && st == TSL_OK; i++) {
-        TSL_ASSERT(plans[i]);
-        st = check_plan(plans[i], w[i], i);
-    }
-    if (st != TSL_OK) return st;
-    tsl__out *o;
-    if ((st = tsl__out_open(path, "plan", &o)) != TSL_OK) return st;
-    FILE *f = tsl__out_stream(o);
+/* Plans and their workloads, for put_plans. */
+typedef struct plans_arg {
+    const tsl_plan *const *plans;
+    const tsl_workload *const *w;
+    int n;
+} plans_arg;
+
+/* Writes the plans' JSON text to f (checked by the caller): one event per
+ * line, doubles in the shortest form that reads back to the same bits.
+ * Deterministic: the same plans give the same bytes. */
+static void put_plans(FILE *f, const void *ctx) {
+    const plans_arg *a = ctx;
+    const tsl_plan *const *plans = a->plans;
+    const tsl_workload *const *w = a->w;
+    int n = a->n;
     fputs("{\"jobs\": [", f);
     for (int i = 0; i < n; i++) {
         const tsl_plan *p = plans[i];
@@ -738,5 +734,43 @@ tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_wo
         fputc('}', f);
     }
     fputs(n ? "\n]}\n" : "]}\n", f);
+}
+
+/* Checks plans and workloads as the reader will (see tsl_plan_write_json:
+ * TSL_ERR_INVALID naming the job, event and field for a plan the reader
+ * would reject, see event_representable, or workloads it could not tell
+ * apart). */
+static tsl_status check_all(const tsl_plan *const *plans, int n, const tsl_workload *const *w) {
+    tsl_status st = check_workloads(w, n);
+    for (int i = 0; i < n && st == TSL_OK; i++) {
+        TSL_ASSERT(plans[i]);
+        st = check_plan(plans[i], w[i], i);
+    }
+    return st;
+}
+
+/* Writes plans[0..n) (plans[i] for workload w[i]) to `path` in the JSON
+ * form (put_plans). TSL_ERR_INVALID as check_all; TSL_ERR_IO naming the
+ * path (the file is written whole or not at all, io/atomic_file.h). */
+tsl_status tsl_plan_write_json(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
+                               const char *path) {
+    TSL_ASSERT(path && n >= 0 && (n == 0 || (plans && w)));
+    tsl_status st = check_all(plans, n, w);
+    if (st != TSL_OK) return st;
+    tsl__out *o;
+    if ((st = tsl__out_open(path, "plan", &o)) != TSL_OK) return st;
+    plans_arg a = {plans, w, n};
+    put_plans(tsl__out_stream(o), &a);
     return tsl__out_commit(o);
+}
+
+tsl_status tsl_plan_to_text(const tsl_plan *const *plans, int n, const tsl_workload *const *w,
+                            char **text, size_t *len) {
+    TSL_ASSERT(text && len && n >= 0 && (n == 0 || (plans && w)));
+    *text = NULL;
+    *len = 0;
+    tsl_status st = check_all(plans, n, w);
+    if (st != TSL_OK) return st;
+    plans_arg a = {plans, w, n};
+    return tsl__json_text(put_plans, &a, "plan", text, len);
 }

@@ -216,14 +216,24 @@ static tsl_status parse_profile(const char *file, json_t *root, tsl_device_profi
  * (io/read_file.h: a FIFO or a device is refused, never waited on).
  * TSL_ERR_IO if it cannot be read, TSL_ERR_FORMAT if malformed; *out
  * untouched on failure. */
+static tsl_status parse_text(const char *path, const char *buf, size_t n,
+                             tsl_device_profile *out);
+
 static tsl_status load_file(const char *path, tsl_device_profile *out) {
     char *buf;
     size_t n;
     tsl_status rs = tsl__read_regular(path, "profile", MAX_FILE, &buf, &n);
     if (rs != TSL_OK) return rs;
+    tsl_status st = parse_text(path, buf, n, out);
+    free(buf);
+    return st;
+}
+
+/* Parses buf[0..n) as a profile named `path` in messages (as load_file). */
+static tsl_status parse_text(const char *path, const char *buf, size_t n,
+                             tsl_device_profile *out) {
     json_error_t err;
     json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &err);
-    free(buf);
     if (!root)
         return tsl_fail(TSL_ERR_FORMAT, "%s:%d:%d: not valid JSON: %s", path, err.line,
                         err.column, err.text);
@@ -325,6 +335,13 @@ tsl_status tsl_profile_load(const char *name_or_path, tsl_device_profile *out) {
 
 /* ---- saving ------------------------------------------------------------------------ */
 
+typedef struct profile_arg {
+    const tsl_device_profile *p;
+    const char *source, *notes;
+} profile_arg;
+
+static void put_profile(FILE *f, const void *ctx);
+
 /* Writes the profile with its "source" (required, non-empty) and optional
  * "notes". TSL_ERR_INVALID for bad values (named), TSL_ERR_IO if the file
  * cannot be written: it is written whole or not at all (io/atomic_file.h),
@@ -340,7 +357,16 @@ tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p
                         path);
     tsl__out *o;
     if ((st = tsl__out_open(path, "profile", &o)) != TSL_OK) return st;
-    FILE *f = tsl__out_stream(o);
+    profile_arg a = {p, source, notes};
+    put_profile(tsl__out_stream(o), &a);
+    return tsl__out_commit(o);
+}
+
+/* A profile and its texts, for put_profile. */
+static void put_profile(FILE *f, const void *ctx) {
+    const profile_arg *a = ctx;
+    const tsl_device_profile *p = a->p;
+    const char *source = a->source, *notes = a->notes;
     fputs("{\n  \"name\": ", f);
     tsl__json_put_str(f, p->name);
     fputs(",\n  \"source\": ", f);
@@ -357,7 +383,28 @@ tsl_status tsl_profile_save_source(const char *path, const tsl_device_profile *p
         if (i == 3) fprintf(f, ",\n  \"duplex\": %d", p->duplex);
     }
     fputs("\n}\n", f);
-    return tsl__out_commit(o);
+}
+
+tsl_status tsl_profile_to_text(const tsl_device_profile *p, const char *source, char **text,
+                               size_t *len) {
+    TSL_ASSERT(p && text && len);
+    *text = NULL;
+    *len = 0;
+    tsl_status st = check_values("profile", p);
+    if (st != TSL_OK) return st;
+    if (!source || !source[0] || strlen(source) >= 4096)
+        return tsl_fail(TSL_ERR_INVALID, "profile: field 'source': must have 1 to 4095 characters");
+    profile_arg a = {p, source, NULL};
+    return tsl__json_text(put_profile, &a, "profile", text, len);
+}
+
+tsl_status tsl_profile_parse_json(const char *text, size_t len, const char *name,
+                                  tsl_device_profile *out) {
+    TSL_ASSERT(text && name && out);
+    if (len > MAX_FILE)
+        return tsl_fail(TSL_ERR_FORMAT, "%s: a profile of %zu bytes is larger than the limit of "
+                                        "%d bytes", name, len, (int)MAX_FILE);
+    return parse_text(name, text, len, out);
 }
 
 tsl_status tsl_profile_save(const char *path, const tsl_device_profile *p) {

@@ -423,16 +423,9 @@ static void put_names(FILE *f, const tsl_workload *w, const int32_t *ids, int n)
     fputc(']', f);
 }
 
-/* Writes `w` to `path` in the JSON form, whole or not at all
- * (io/atomic_file.h). Preconditions (bugs otherwise): tensor indices in
- * range, kinds valid, times finite. TSL_ERR_IO naming the path if it cannot
- * be written (the file is then left as it was). */
-tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
-    TSL_ASSERT(w && path);
-    tsl__out *o;
-    tsl_status st = tsl__out_open(path, "workload", &o);
-    if (st != TSL_OK) return st;
-    FILE *f = tsl__out_stream(o);
+/* Writes w's JSON text to f. Preconditions as tsl_workload_write_json. */
+static void put_workload(FILE *f, const void *ctx) {
+    const tsl_workload *w = ctx;
     fputs("{\"job\": ", f);
     tsl__json_put_str(f, w->job);
     fputs(",\n \"period_us\": ", f);
@@ -461,5 +454,22 @@ tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
         fputc('}', f);
     }
     fputs(w->n_ops ? "\n ]}\n" : "]}\n", f);
+}
+
+/* Writes `w` to `path` in the JSON form, whole or not at all
+ * (io/atomic_file.h). Preconditions (bugs otherwise): tensor indices in
+ * range, kinds valid, times finite. TSL_ERR_IO naming the path if it cannot
+ * be written (the file is then left as it was). */
+tsl_status tsl_workload_write_json(const tsl_workload *w, const char *path) {
+    TSL_ASSERT(w && path);
+    tsl__out *o;
+    tsl_status st = tsl__out_open(path, "workload", &o);
+    if (st != TSL_OK) return st;
+    put_workload(tsl__out_stream(o), w);
     return tsl__out_commit(o);
+}
+
+tsl_status tsl_workload_to_text(const tsl_workload *w, char **text, size_t *len) {
+    TSL_ASSERT(w && text && len);
+    return tsl__json_text(put_workload, w, "workload", text, len);
 }
