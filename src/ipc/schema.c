@@ -82,7 +82,8 @@ static const field queued[] = {POS("job_id"), TEXT("reason", TEXT_MAX), NONNEG("
                                NONNEG("available_bytes"), POS("position")};
 /* where a job runs under a plan, in PLAN and again in RESUME */
 #define PLACE_FIELDS                                                                               \
-    POS("job_id"), NONNEG("slot"), POS("plan_seq"), POS("region_bytes"), OBJ("plan")
+    POS("job_id"), NONNEG("slot"), POS("plan_seq"), POS("region_bytes"),                         \
+        NUM("channel_share", NUM_UNIT), OBJ("plan")
 static const field plan[] = {PLACE_FIELDS, ENUM("reason", plan_reasons)};
 static const field plan_ack[] = {POS("plan_seq"), NONNEG("iteration"), NONNEG("footprint_bytes")};
 static const field report[] = {POS("iteration"),
