@@ -255,3 +255,69 @@ Test(job, bad_options_are_named) {
     cr_assert(strstr(tsl_last_error(), "out of memory"), "%s", tsl_last_error());
     fx_free(&f);
 }
+
+/* A job planned elsewhere (a daemon's): its workload built before it has a
+ * device, planned by the caller on half of the channels, followed bitwise
+ * identically to vanilla; a second plan (other latencies, the whole
+ * channels) set between steps takes effect at the next boundary; a plan
+ * that does not verify against the job's profile is refused and the
+ * current one stays. */
+Test(job, follows_plans_made_elsewhere) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    for (int vc = 0; vc <= 1; vc++) {
+        tsl_job_opts o = tsl_job_opts_default();
+        o.session = th_session_opts();
+        o.session.device_memory = (size_t)1 << 30;
+        o.session.kernels = TSL_KERNELS_REF;
+        o.runtime.virtual_clock = vc;
+        tsl_device_profile half = tsl_profile_channel_share(&f.dev, 0.5);
+        o.device_profile = &half;
+        tsl_workload *w;
+        cr_assert_eq(tsl_job_workload_new(f.g, &o, &half, &w), TSL_OK, "%s", tsl_last_error());
+        double share = 0.5;
+        tsl_plan_opts po = tsl_plan_opts_default();
+        po.budget = f.dev.mem_bytes;
+        po.channel_share = &share;
+        tsl_plan *p;
+        tsl_status ps = tsl_plan_jobs(&w, 1, &f.dev, &po, &p, NULL);
+        cr_assert(ps == TSL_OK || ps == TSL_ERR_BUDGET, "%s", tsl_last_error());
+        cr_assert_gt(p->n_events, 0, "the plan swaps");
+        tsl_job *j;
+        cr_assert_eq(tsl_job_new_planned(f.g, &o, w, p, &j), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(tsl_job_step(j, f.x[0], f.y[0], NULL), TSL_OK, "%s", tsl_last_error());
+        int64_t seen = tsl_job_plans_installed(j);
+        cr_assert_eq(seen, 1);
+        /* a second plan: latencies 1.5 times, the whole channels */
+        tsl_workload *w2 = tsl_workload_copy(tsl_job_workload(j), NULL);
+        cr_assert(w2);
+        for (int32_t i = 0; i < w2->n_ops; i++) {
+            w2->ops[i].start_us *= 1.5;
+            w2->ops[i].end_us *= 1.5;
+        }
+        w2->period_us *= 1.5;
+        tsl_plan_opts po2 = tsl_plan_opts_default();
+        po2.budget = f.dev.mem_bytes;
+        tsl_plan *p2;
+        ps = tsl_plan_jobs(&w2, 1, &f.dev, &po2, &p2, NULL);
+        cr_assert(ps == TSL_OK || ps == TSL_ERR_BUDGET, "%s", tsl_last_error());
+        /* verified against the half profile, a full-bandwidth plan may
+         * fail: set against its own profile it is taken */
+        cr_assert_eq(tsl_job_set_plan(j, w2, p2, &f.dev), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(tsl_job_plans_installed(j), seen, "not before the boundary");
+        for (int i = 1; i < STEPS; i++)
+            cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(tsl_job_plans_installed(j), seen + 1, "in force after the boundary");
+        cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van, "virtual clock %d", vc);
+        /* a plan for another graph's workload is refused, the plan stays */
+        tsl_workload *bad = tsl_workload_copy(tsl_job_workload(j), NULL);
+        tsl_plan *pb = tsl_plan_new(bad->job);
+        tsl_event e = {TSL_EV_RELEASE, 0, -1, 0.0, -1}; /* releases the input before its read */
+        cr_assert_eq(tsl_plan_add(pb, e), TSL_OK);
+        cr_assert_eq(tsl_job_set_plan(j, bad, pb, NULL), TSL_ERR_INVALID);
+        cr_assert(strstr(tsl_last_error(), "fails verification"), "%s", tsl_last_error());
+        tsl_job_free(j);
+    }
+    fx_free(&f);
+}

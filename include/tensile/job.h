@@ -80,6 +80,40 @@ void tsl_job_free(tsl_job *j); /* NULL is fine */
  * replan decided at its boundary takes effect at the next). */
 tsl_status tsl_job_step(tsl_job *j, const float *x, const int32_t *y, tsl_step_stats *st);
 
+/* ---- a job planned by someone else (a daemon's Memory Scheduler) ---------------- */
+
+/* The workload a job on g would make its first plan from: o->latency_us,
+ * or the cost model of profile dev; every op's workspace as the backend of
+ * o's kernels and threads allocates it (asked of o->backend, or of a bare
+ * CPU backend that holds no device memory). A job registers it with its
+ * planner before it has a device. *out is the caller's. TSL_ERR_INVALID,
+ * TSL_ERR_OOM. */
+tsl_status tsl_job_workload_new(const tsl_graph *g, const tsl_job_opts *o,
+                                const tsl_device_profile *dev, tsl_workload **out);
+
+/* Opens a job that follows plans made elsewhere: its session on o's device
+ * (o->backend, or one of o->session), `plan` (made from w, for profile
+ * *o->device_profile, which must be set) verified against that profile,
+ * the runtime attached and the plan installed. The job never replans on
+ * its own (o->replan is ignored): its planner sends new plans
+ * (tsl_job_set_plan). Takes over w and plan, on failure too. Errors as
+ * tsl_job_new. */
+tsl_status tsl_job_new_planned(const tsl_graph *g, const tsl_job_opts *o, tsl_workload *w,
+                               tsl_plan *plan, tsl_job **out);
+
+/* Sets `plan` (made from w: the same graph, new latencies; for profile dev,
+ * NULL: the job's) to take effect at the next iteration boundary, verified
+ * first (TSL_ERR_INVALID naming the first violation; the current plan
+ * stays). The job's profile becomes *dev. Takes over w and plan, on
+ * failure too. */
+tsl_status tsl_job_set_plan(tsl_job *j, tsl_workload *w, tsl_plan *plan,
+                            const tsl_device_profile *dev);
+
+/* Plans that have taken effect so far (the runtime's count): a plan set
+ * with tsl_job_set_plan is in force once this has grown past the count
+ * seen when it was set. */
+int64_t tsl_job_plans_installed(const tsl_job *j);
+
 tsl_session *tsl_job_session(tsl_job *j);
 /* The plan made last (installed, or to be installed at the next boundary)
  * and the workload it was made from. */

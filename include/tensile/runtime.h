@@ -122,6 +122,10 @@ typedef struct tsl_runtime_stats {
  * planning with w, so that the plan's predicted peak and the strict limit
  * count the kernels' scratch. */
 tsl_status tsl_workload_match_session(tsl_workload *w, tsl_session *s);
+/* The same with any backend that will run graph g (one with no device
+ * memory in use will do: op_workspace allocates nothing). TSL_ERR_INVALID
+ * when w's ops are not g's. */
+tsl_status tsl_workload_match_backend(tsl_workload *w, const tsl_graph *g, tsl_backend *b);
 
 /* Attaches the runtime to a session: starts the copy channel threads, and
  * takes `w` (the workload of the session's graph, same indices; copied) as
@@ -141,6 +145,13 @@ tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p);
  * change rate. w NULL: the attached workload. TSL_ERR_INVALID if w is not
  * the graph's (checked as at attach). */
 tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl_workload *w);
+/* The same with the profile the plan was made for (NULL: the runtime's):
+ * the plan is verified against it, and it becomes the runtime's profile
+ * (copy times of the virtual clock) when the plan takes effect - a plan
+ * made on another share of the device's channels. Fields left 0 are
+ * filled as at attach. */
+tsl_status tsl_session_set_plan_on(tsl_session *s, const tsl_plan *p, const tsl_workload *w,
+                                   const tsl_device_profile *dev);
 void tsl_session_runtime_stats(const tsl_session *s, tsl_runtime_stats *st);
 /* A consistent copy of the runtime's latency estimates: us[i] (n_ops values,
  * may be NULL) the EWMA of op i in µs, and the report *r (may be NULL).

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "job/job_internal.h"
+#include "tensile/backend_cpu.h"
 
 tsl_job_opts tsl_job_opts_default(void) {
     tsl_job_opts o;
@@ -58,7 +59,12 @@ tsl_status tsl__job_plan(tsl_job *j, tsl_workload *w, tsl_plan **out, tsl_plan_r
     return TSL_OK;
 }
 
-tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **out) {
+/* A job's shell: options checked, name, scratch, the session on its
+ * device (persistent tensors that do not fit wait on the host for a plan
+ * to bring them in), its capacity and its profile. TSL_OK with *out; the
+ * error otherwise (nothing left allocated). */
+static tsl_status job_open(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **out,
+                           size_t *capacity) {
     *out = NULL;
     tsl_job_opts o = opts ? *opts : tsl_job_opts_default();
     tsl_status st = check_opts(&o);
@@ -70,63 +76,184 @@ tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **o
     snprintf(j->name, sizeof j->name, "%s", o.name ? o.name : tsl_graph_name(g));
     j->ewma = malloc(sizeof *j->ewma * ((size_t)tsl_graph_n_ops(g) + 1));
     if (!j->ewma) st = tsl_fail(TSL_ERR_OOM, "job: out of host memory");
-    /* the device: a runtime follows, so persistent tensors that do not fit
-     * wait on the host for the plan to bring them in */
     o.session.persistent_on_host = 1;
     if (st == TSL_OK)
         st = o.backend ? tsl_session_new_on(g, o.backend, &o.session, &j->s)
                        : tsl_session_new(g, &o.session, &j->s);
-    size_t capacity = 0;
+    *capacity = 0;
     if (st == TSL_OK) {
         tsl_backend_caps caps;
         tsl_backend *b = o.backend ? o.backend : NULL;
-        if (!b) capacity = o.session.device_memory;
+        if (!b) *capacity = o.session.device_memory;
         else {
             b->iface->caps(b, &caps);
-            capacity = caps.capacity;
+            *capacity = caps.capacity;
         }
         if (o.device_profile) {
             j->dev = *o.device_profile;
-            if (j->dev.mem_bytes == 0) j->dev.mem_bytes = capacity;
+            if (j->dev.mem_bytes == 0) j->dev.mem_bytes = *capacity;
         } else {
             st = tsl_job_default_profile(o.profile, o.backend ? 0.0 : o.session.pcie_gbps,
-                                         capacity, &j->dev);
+                                         *capacity, &j->dev);
         }
     }
-    /* the workload: latencies, the kernels' real workspaces */
-    if (st == TSL_OK) {
-        tsl_latency_table tab = {tsl_graph_n_ops(g), o.latency_us};
-        st = tsl_workload_from_graph(g, j->name, o.latency_us ? &tab : NULL, &j->dev, &j->w);
-    }
-    if (st == TSL_OK) st = tsl_workload_match_session(j->w, j->s);
-    /* the first plan, verified */
-    if (st == TSL_OK) {
-        if (j->o.plan.budget == 0) j->o.plan.budget = capacity;
-        st = tsl__job_plan(j, j->w, &j->plan, &j->first);
-    }
-    /* persistent tensors that did not fit at opening: only a plan that
-     * fits the device brings them in */
-    const char *why = NULL;
-    if (st == TSL_OK && tsl_session_n_on_host(j->s, &why) && !j->first.budget_met)
-        st = tsl_fail(TSL_ERR_OOM,
-                      "job '%s': %s; and the plan does not fit either: its footprint is %zu bytes "
-                      "on a device of %zu",
-                      j->name, why, j->plan->predicted_footprint, capacity);
-    /* the runtime, the plan, the replanner */
-    if (st == TSL_OK) {
-        tsl_runtime_opts ro = o.runtime;
-        ro.profile = j->dev;
-        ro.on_boundary = tsl__job_boundary;
-        ro.boundary_user = j;
-        st = tsl_session_attach_runtime(j->s, &ro, j->w);
-    }
-    if (st == TSL_OK) st = tsl_session_set_plan(j->s, j->plan);
     if (st != TSL_OK) {
         tsl_job_free(j);
         return st;
     }
     *out = j;
     return TSL_OK;
+}
+
+/* Checks that the plan fits j's device when persistent tensors had to wait
+ * on the host, attaches the runtime (with the replanner at its boundaries)
+ * and installs j->plan. */
+static tsl_status job_start(tsl_job *j, size_t capacity, int budget_met) {
+    const char *why = NULL;
+    if (tsl_session_n_on_host(j->s, &why) && !budget_met)
+        return tsl_fail(TSL_ERR_OOM,
+                        "job '%s': %s; and the plan does not fit either: its footprint is %zu "
+                        "bytes on a device of %zu",
+                        j->name, why, j->plan->predicted_footprint, capacity);
+    tsl_runtime_opts ro = j->o.runtime;
+    ro.profile = j->dev;
+    ro.on_boundary = tsl__job_boundary;
+    ro.boundary_user = j;
+    tsl_status st = tsl_session_attach_runtime(j->s, &ro, j->w);
+    if (st == TSL_OK) st = tsl_session_set_plan(j->s, j->plan);
+    return st;
+}
+
+tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **out) {
+    size_t capacity;
+    tsl_job *j;
+    tsl_status st = job_open(g, opts, &j, &capacity);
+    if (st != TSL_OK) return st;
+    /* the workload: latencies, the kernels' real workspaces */
+    tsl_latency_table tab = {tsl_graph_n_ops(g), j->o.latency_us};
+    st = tsl_workload_from_graph(g, j->name, j->o.latency_us ? &tab : NULL, &j->dev, &j->w);
+    if (st == TSL_OK) st = tsl_workload_match_session(j->w, j->s);
+    /* the first plan, verified */
+    if (st == TSL_OK) {
+        if (j->o.plan.budget == 0) j->o.plan.budget = capacity;
+        st = tsl__job_plan(j, j->w, &j->plan, &j->first);
+    }
+    if (st == TSL_OK) st = job_start(j, capacity, j->first.budget_met);
+    if (st != TSL_OK) {
+        tsl_job_free(j);
+        return st;
+    }
+    *out = j;
+    return TSL_OK;
+}
+
+tsl_status tsl_job_workload_new(const tsl_graph *g, const tsl_job_opts *o,
+                                const tsl_device_profile *dev, tsl_workload **out) {
+    *out = NULL;
+    if (!g || !o || !dev) return tsl_fail(TSL_ERR_INVALID, "job workload: a NULL argument");
+    char name[64];
+    snprintf(name, sizeof name, "%s", o->name ? o->name : tsl_graph_name(g));
+    tsl_latency_table tab = {tsl_graph_n_ops(g), o->latency_us};
+    tsl_workload *w;
+    tsl_status st = tsl_workload_from_graph(g, name, o->latency_us ? &tab : NULL, dev, &w);
+    if (st != TSL_OK) return st;
+    /* the kernels' workspaces, from a backend like the job's that holds no
+     * memory (its arena is reserved, never touched) */
+    tsl_backend *b = o->backend;
+    tsl_backend *probe = NULL;
+    if (!b) {
+        tsl_cpu_backend_opts bo = tsl_cpu_backend_opts_default((size_t)1 << 20);
+        bo.kernels = o->session.kernels;
+        bo.nthreads = o->session.nthreads > 0 ? o->session.nthreads : 1;
+        st = tsl_cpu_backend_new_opts(&bo, &probe);
+        b = probe;
+    }
+    if (st == TSL_OK) st = tsl_workload_match_backend(w, g, b);
+    tsl_backend_free(probe);
+    if (st != TSL_OK) {
+        tsl_workload_free(w);
+        return st;
+    }
+    *out = w;
+    return TSL_OK;
+}
+
+/* Verifies plan p of workload w against dev: TSL_OK, or TSL_ERR_INVALID
+ * naming the job and the first violation. */
+static tsl_status verified(const tsl_job *j, const tsl_workload *w, const tsl_plan *p,
+                           const tsl_device_profile *dev) {
+    tsl_violation *v = NULL;
+    int nv = 0;
+    tsl_status st = tsl_plan_verify(w, p, dev, &v, &nv);
+    if (st != TSL_OK) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", nv ? v[0].what : tsl_last_error());
+        free(v);
+        return tsl_fail(TSL_ERR_INVALID, "job '%s': the plan fails verification: %s", j->name,
+                        why);
+    }
+    free(v);
+    return TSL_OK;
+}
+
+tsl_status tsl_job_new_planned(const tsl_graph *g, const tsl_job_opts *opts, tsl_workload *w,
+                               tsl_plan *plan, tsl_job **out) {
+    *out = NULL;
+    if (!opts || !opts->device_profile || !w || !plan) {
+        tsl_workload_free(w);
+        tsl_plan_free(plan);
+        return tsl_fail(TSL_ERR_INVALID, "job: a planned job needs its options with the "
+                                         "device profile, its workload and its plan");
+    }
+    size_t capacity;
+    tsl_job *j;
+    tsl_status st = job_open(g, opts, &j, &capacity);
+    if (st != TSL_OK) {
+        tsl_workload_free(w);
+        tsl_plan_free(plan);
+        return st;
+    }
+    j->w = w;
+    j->plan = plan;
+    j->o.replan.enabled = 0; /* its planner decides */
+    if (w->n_ops != tsl_graph_n_ops(g))
+        st = tsl_fail(TSL_ERR_INVALID, "job '%s': workload '%s' has %d ops, the graph %d",
+                      j->name, w->job, (int)w->n_ops, (int)tsl_graph_n_ops(g));
+    if (st == TSL_OK) st = verified(j, w, plan, &j->dev);
+    if (st == TSL_OK)
+        st = job_start(j, capacity, plan->n_blocks == 0 || plan->predicted_footprint <= capacity);
+    if (st != TSL_OK) {
+        tsl_job_free(j);
+        return st;
+    }
+    *out = j;
+    return TSL_OK;
+}
+
+tsl_status tsl_job_set_plan(tsl_job *j, tsl_workload *w, tsl_plan *plan,
+                            const tsl_device_profile *dev) {
+    tsl_status st = TSL_OK;
+    if (!j || !w || !plan)
+        st = tsl_fail(TSL_ERR_INVALID, "job: set plan: a NULL job, workload or plan");
+    if (st == TSL_OK) st = verified(j, w, plan, dev ? dev : &j->dev);
+    if (st == TSL_OK) st = tsl_session_set_plan_on(j->s, plan, w, dev);
+    if (st != TSL_OK) {
+        tsl_workload_free(w);
+        tsl_plan_free(plan);
+        return st;
+    }
+    tsl_plan_free(j->plan);
+    tsl_workload_free(j->w);
+    j->plan = plan;
+    j->w = w;
+    if (dev) j->dev = *dev;
+    return TSL_OK;
+}
+
+int64_t tsl_job_plans_installed(const tsl_job *j) {
+    tsl_runtime_stats rs;
+    tsl_session_runtime_stats(j->s, &rs);
+    return rs.plans_installed;
 }
 
 void tsl_job_free(tsl_job *j) {

@@ -640,6 +640,7 @@ static tsl_status install(tsl__runtime *rt) {
     rt->has_pending = 0;
     rt->st.plans_installed++;
     if (rt->cur) {
+        rt->o.profile = rt->cur->profile; /* what the plan was verified against */
         uint8_t *es = realloc(rt->ev_state, (size_t)rt->cur->p->n_events + 1);
         if (!es) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
         rt->ev_state = es;

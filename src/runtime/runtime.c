@@ -104,6 +104,7 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
     for (int32_t e = 0; e < ne; e++) n_rc += p->events[e].type == TSL_EV_RECOMPUTE;
     pl->p = plan_copy(p);
     pl->w = tsl_workload_copy(w, NULL);
+    pl->profile = *dev;
     pl->n_items = no + n_rc;
     pl->n_timed = ne - n_rc;
     pl->items = malloc(sizeof *pl->items * ((size_t)pl->n_items + 1));
@@ -182,16 +183,22 @@ static tsl_status check_workload(tsl_session *s, const tsl_workload *w) {
     return TSL_OK;
 }
 
-tsl_status tsl_workload_match_session(tsl_workload *w, tsl_session *s) {
-    if (!w || !s) return tsl_fail(TSL_ERR_INVALID, "match workload: the workload or session is NULL");
-    if (w->n_ops != tsl_graph_n_ops(s->g))
+tsl_status tsl_workload_match_backend(tsl_workload *w, const tsl_graph *g, tsl_backend *b) {
+    if (!w || !g || !b)
+        return tsl_fail(TSL_ERR_INVALID, "match workload: the workload, graph or backend is NULL");
+    if (w->n_ops != tsl_graph_n_ops(g))
         return tsl_fail(TSL_ERR_INVALID, "match workload: workload '%s' has %d ops, graph '%s' has %d",
-                        w->job, w->n_ops, tsl_graph_name(s->g), tsl_graph_n_ops(s->g));
+                        w->job, w->n_ops, tsl_graph_name(g), tsl_graph_n_ops(g));
     for (int32_t i = 0; i < w->n_ops; i++) {
-        tsl_status st = tsl_session_op_workspace(s, i, &w->ops[i].workspace);
+        tsl_status st = b->iface->op_workspace(b, g, tsl_graph_op(g, i), &w->ops[i].workspace);
         if (st != TSL_OK) return st;
     }
     return TSL_OK;
+}
+
+tsl_status tsl_workload_match_session(tsl_workload *w, tsl_session *s) {
+    if (!w || !s) return tsl_fail(TSL_ERR_INVALID, "match workload: the workload or session is NULL");
+    return tsl_workload_match_backend(w, s->g, s->b);
 }
 
 static tsl_status check_opts(const tsl_runtime_opts *o) {
@@ -358,7 +365,8 @@ static tsl_status need_runtime(const tsl_session *s, const char *what) {
     return TSL_OK;
 }
 
-tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl_workload *w) {
+tsl_status tsl_session_set_plan_on(tsl_session *s, const tsl_plan *p, const tsl_workload *w,
+                                   const tsl_device_profile *dev) {
     tsl_status st = need_runtime(s, "set plan");
     if (st != TSL_OK) return st;
     tsl__runtime *rt = s->rt;
@@ -368,9 +376,18 @@ tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl
     }
     if (!w) w = rt->w0;
     else if ((st = check_workload(s, w)) != TSL_OK) return st;
+    tsl_device_profile prof = dev ? *dev : rt->o.profile;
+    if (dev) {
+        tsl_alloc_stats ms;
+        rt->b->iface->mem_stats(rt->b, &ms);
+        fill_profile(&prof, ms.capacity);
+        tsl_runtime_opts chk = rt->o;
+        chk.profile = prof;
+        if ((st = check_opts(&chk)) != TSL_OK) return st;
+    }
     tsl_violation *v = NULL;
     int nv = 0;
-    st = tsl_plan_verify(w, p, &rt->o.profile, &v, &nv);
+    st = tsl_plan_verify(w, p, &prof, &v, &nv);
     if (st != TSL_OK) {
         if (nv > 0) {
             char first[sizeof v[0].what];
@@ -386,10 +403,14 @@ tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl
     }
     free(v);
     tsl__rt_plan *pl;
-    st = tsl__rt_plan_new(p, w, &rt->o.profile, &pl);
+    st = tsl__rt_plan_new(p, w, &prof, &pl);
     if (st != TSL_OK) return st;
     set_pending(rt, pl);
     return TSL_OK;
+}
+
+tsl_status tsl_session_set_plan_for(tsl_session *s, const tsl_plan *p, const tsl_workload *w) {
+    return tsl_session_set_plan_on(s, p, w, NULL);
 }
 
 tsl_status tsl_session_set_plan(tsl_session *s, const tsl_plan *p) {

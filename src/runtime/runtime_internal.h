@@ -74,6 +74,8 @@ typedef struct tsl__rt_plan {
     int32_t n_timed;
     uint8_t *recomputed;   /* per tensor: the plan recomputes it somewhere */
     double lat_sum;        /* summed op latencies of w (the change rate's base) */
+    tsl_device_profile profile; /* the profile it was verified against: the runtime's
+                                   from its installation on */
 } tsl__rt_plan;
 
 /* One transfer on a copy channel. */
