@@ -649,21 +649,31 @@ Test(alloc, placement_at_a_given_offset) {
     tsl_alloc_destroy(a);
 }
 
-Test(alloc, placement_stress_with_the_validator) {
+/* Random steps under the validator: one third allocations, one third
+ * frees, one third `extra` - placements at random offsets, or capacity
+ * changes (each checked against the footprint). */
+enum { EXTRA_PLACE, EXTRA_CAPACITY };
+static void stress_with_validator(size_t capacity, uint64_t seed, int extra) {
     const int steps = getenv("TSL_TEST_QUICK") ? 4000 : 20000;
-    tsl_alloc *a = tsl_alloc_new(64 * 1024, 256);
+    tsl_alloc *a = tsl_alloc_new(capacity, 256);
     size_t live[256];
     int n = 0;
-    uint64_t s = 99;
+    uint64_t s = seed;
     for (int k = 0; k < steps; k++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         int what = (int)((s >> 33) % 3);
         size_t bytes = 1 + (size_t)((s >> 40) % 2048);
-        if (what == 0 && n < 256) {
+        if (what == 0 && extra == EXTRA_PLACE && n < 256) {
             size_t off = ((s >> 20) % 256) * 256;
             tsl_status st = tsl_alloc_alloc_at(a, off, bytes);
             cr_assert(st == TSL_OK || st == TSL_ERR_BUSY || st == TSL_ERR_OOM);
             if (st == TSL_OK) live[n++] = off;
+        } else if (what == 0 && extra == EXTRA_CAPACITY) {
+            size_t cap = (size_t)((s >> 20) % (2 * capacity)), fp = stats(a).footprint;
+            tsl_status st = tsl_alloc_set_capacity(a, cap);
+            cr_assert_eq(st, (cap & ~(size_t)255) < fp ? TSL_ERR_BUSY : TSL_OK,
+                         "step %d: capacity %zu, footprint %zu", k, cap, fp);
+            if (st == TSL_OK) cr_assert_eq(stats(a).capacity, cap & ~(size_t)255);
         } else if (what == 1 && n < 256) {
             size_t off;
             if (tsl_alloc_alloc(a, bytes, &off) == TSL_OK) live[n++] = off;
@@ -676,6 +686,8 @@ Test(alloc, placement_stress_with_the_validator) {
     }
     tsl_alloc_destroy(a);
 }
+
+Test(alloc, placement_stress_with_the_validator) { stress_with_validator(64 * 1024, 99, EXTRA_PLACE); }
 
 /* ---- capacity changes (tsl_alloc_set_capacity) ----------------------------------- */
 
@@ -752,31 +764,5 @@ Test(alloc, set_capacity_to_zero_and_back) {
 }
 
 Test(alloc, set_capacity_stress_with_the_validator) {
-    const int steps = getenv("TSL_TEST_QUICK") ? 4000 : 20000;
-    tsl_alloc *a = tsl_alloc_new(32 * 1024, 256);
-    size_t live[256];
-    int n = 0;
-    uint64_t s = 7;
-    for (int k = 0; k < steps; k++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        int what = (int)((s >> 33) % 4);
-        size_t bytes = 1 + (size_t)((s >> 40) % 2048);
-        size_t fp = stats(a).footprint;
-        if (what == 0) {
-            size_t cap = (size_t)((s >> 20) % (64 * 1024));
-            tsl_status st = tsl_alloc_set_capacity(a, cap);
-            cr_assert_eq(st, (cap & ~(size_t)255) < fp ? TSL_ERR_BUSY : TSL_OK,
-                         "step %d: capacity %zu, footprint %zu", k, cap, fp);
-            if (st == TSL_OK) cr_assert_eq(stats(a).capacity, cap & ~(size_t)255);
-        } else if (what == 1 && n < 256) {
-            size_t off;
-            if (tsl_alloc_alloc(a, bytes, &off) == TSL_OK) live[n++] = off;
-        } else if (n > 0) {
-            int i = (int)((s >> 24) % (uint64_t)n);
-            tsl_alloc_release(a, live[i]);
-            live[i] = live[--n];
-        }
-        cr_assert(tsl_alloc_check(a), "step %d: %s", k, tsl_last_error());
-    }
-    tsl_alloc_destroy(a);
+    stress_with_validator(32 * 1024, 7, EXTRA_CAPACITY);
 }

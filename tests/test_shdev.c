@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "helpers.h"
 #include "backend/cpu/shchan.h"
 #include "backend/cpu/shdev_block.h"
 #include "tensile/backend_cpu.h"
@@ -64,6 +65,15 @@ static const char *new_name(const char *what) {
     cr_assert_eq(tsl_shdev_name(buf, sizeof names[0], tag), TSL_OK, "%s", tsl_last_error());
     tsl_shdev_unlink(buf);
     return buf;
+}
+
+/* A fresh device for this test (removed by cleanup); *name is its name. */
+static tsl_shdev *new_device(const char *what, size_t capacity, double gbps, int slots,
+                             const char **name) {
+    *name = new_name(what);
+    tsl_shdev *d = NULL;
+    cr_assert_eq(tsl_shdev_create(*name, capacity, gbps, slots, &d), TSL_OK, "%s", tsl_last_error());
+    return d;
 }
 
 static void cleanup(void) {
@@ -173,6 +183,20 @@ static pid_t spawn(void (*fn)(const job *), const job *j) {
     return pid;
 }
 
+/* Claims slots 0 to n-1 (jobs 1 to n) with `region` bytes each and starts
+ * fn in a child per slot: job i has seed seed + i; parties are for the
+ * barriers. */
+static void spawn_jobs(tsl_shdev *d, const char *name, page *pg, int n, size_t region, int parties,
+                       uint64_t seed, void (*fn)(const job *), pid_t *kids) {
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(tsl_shdev_claim(d, i, 1 + (uint64_t)i, 0, region), TSL_OK, "%s",
+                     tsl_last_error());
+        job j = {.name = name, .slot = i, .idx = i, .pg = pg, .parties = parties,
+                 .seed = seed + (uint64_t)i};
+        kids[i] = spawn(fn, &j);
+    }
+}
+
 /* Waits for child pid; asserts it exited with status 0. */
 static void reap_ok(pid_t pid, const char *what) {
     int ws = 0;
@@ -197,21 +221,6 @@ static tsl_backend *child_attach(const char *name, int slot, size_t capacity, ts
 static void child_detach(tsl_backend *b, tsl_shdev *dev) {
     tsl_backend_free(b);
     tsl_shdev_close(dev);
-}
-
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void fill_random(void *p, size_t n, uint64_t seed) {
-    uint8_t *b = p;
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = splitmix(&seed);
-        memcpy(b + i, &v, n - i < 8 ? n - i : 8);
-    }
 }
 
 static tsl_shdev_info *read_info(tsl_shdev *d) {
@@ -467,9 +476,8 @@ static void check_published(tsl_backend *b, tsl_shdev *d, int slot) {
 }
 
 Test(shdev, backend_on_a_shared_device, .fini = cleanup) {
-    const char *name = new_name("backend");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 64 * MiB, 0, 4, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("backend", 64 * MiB, 0, 4, &name);
     cr_assert_eq(tsl_shdev_claim(d, 1, 11, 0, 16 * MiB), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_shdev_claim(d, 2, 12, 1, 4 * MiB), TSL_OK, "%s", tsl_last_error());
     tsl_cpu_backend_opts o = tsl_cpu_backend_opts_default(0);
@@ -555,7 +563,7 @@ Test(shdev, backend_on_a_shared_device, .fini = cleanup) {
     /* copies go through the device's channels and are counted in the slot */
     size_t n = 3 * MiB + 5;
     uint8_t *h = malloc(n), *back = malloc(n);
-    fill_random(h, n, 7);
+    th_fill_bytes(h, n, 7);
     cr_assert_eq(tsl_backend_upload(b, p[1], h, n), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_backend_download(b, back, p[1], n), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(memcmp(h, back, n), 0);
@@ -627,7 +635,7 @@ static void ledger_child(const job *j) {
     int n = 0;
     /* phase 1: allocations only, up to the crest */
     for (int k = 0; k < 40; k++) {
-        size_t bytes = 1 + (size_t)(splitmix(&s) % (256 * KiB));
+        size_t bytes = 1 + (size_t)(th_splitmix64(&s) % (256 * KiB));
         CHILD_CHECK(b->iface->alloc(b, bytes, &live[n]) == TSL_OK, "%s", tsl_last_error());
         n++;
     }
@@ -636,7 +644,7 @@ static void ledger_child(const job *j) {
     CHILD_CHECK(barrier(j->pg, j->parties), "barrier");  /* B */
     /* phase 2: frees only, in a random order */
     while (n > 0) {
-        int i = (int)(splitmix(&s) % (uint64_t)n);
+        int i = (int)(th_splitmix64(&s) % (uint64_t)n);
         b->iface->free(b, live[i]);
         live[i] = live[--n];
     }
@@ -646,7 +654,7 @@ static void ledger_child(const job *j) {
     /* phase 3: churn, a check at each round's barrier */
     for (int round = 0; round < 6; round++) {
         for (int k = 0; k < 300; k++) {
-            uint64_t r = splitmix(&s);
+            uint64_t r = th_splitmix64(&s);
             if (r % 3 != 0 && n < 256) {
                 size_t bytes = 1 + (size_t)((r >> 8) % (512 * KiB));
                 if (b->iface->alloc(b, bytes, &live[n]) == TSL_OK) n++;
@@ -665,18 +673,12 @@ static void ledger_child(const job *j) {
 }
 
 Test(shdev, ledger_exact_across_processes, .fini = cleanup) {
-    const char *name = new_name("ledger");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 96 * MiB, 0, 8, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("ledger", 96 * MiB, 0, 8, &name);
     page *pg = page_new();
     pid_t kids[LEDGER_JOBS];
-    for (int i = 0; i < LEDGER_JOBS; i++) {
-        cr_assert_eq(tsl_shdev_claim(d, 2 * i, 100 + i, 0, 32 * MiB), TSL_OK, "%s", tsl_last_error());
-        job j = {.name = name, .slot = 2 * i, .idx = i, .pg = pg, .parties = LEDGER_JOBS + 1,
-                 .seed = 1000 + (uint64_t)i};
-        kids[i] = spawn(ledger_child, &j);
-    }
     int parties = LEDGER_JOBS + 1;
+    spawn_jobs(d, name, pg, LEDGER_JOBS, 32 * MiB, parties, 1000, ledger_child, kids);
     cr_assert(barrier(pg, parties), "A");
     size_t crest = check_sums(d, "crest");
     cr_assert_gt(crest, 0u);
@@ -704,7 +706,7 @@ Test(shdev, ledger_exact_across_processes, .fini = cleanup) {
     printf("ledger: crest %zu bytes; peak %zu bytes, highest sum seen at a barrier %zu\n", crest,
            in->peak_footprint_bytes, max_seen);
     for (int i = 0; i < LEDGER_JOBS; i++)
-        cr_assert_eq(tsl_shdev_reclaim(d, 2 * i), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(tsl_shdev_reclaim(d, i), TSL_OK, "%s", tsl_last_error());
     page_free(pg);
     tsl_shdev_close(d);
 }
@@ -738,9 +740,8 @@ static void arena_child(const job *j) {
 }
 
 Test(shdev, growing_arena_and_lowered_region_never_cross, .fini = cleanup) {
-    const char *name = new_name("cross");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 16 * MiB, 0, 2, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("cross", 16 * MiB, 0, 2, &name);
     cr_assert_eq(tsl_shdev_claim(d, 0, 1, 0, 8 * MiB), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_shdev_claim(d, 1, 2, 0, 8 * MiB), TSL_OK, "%s", tsl_last_error());
     page *pg = page_new();
@@ -799,9 +800,8 @@ static void arbiter_child(const job *j) {
 }
 
 Test(shdev, arbiter_admits_one_holder_at_a_time, .fini = cleanup) {
-    const char *name = new_name("arbiter");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, MiB, 1, 4, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("arbiter", MiB, 1, 4, &name);
     page *pg = page_new();
     pid_t kids[3];
     for (int i = 0; i < 3; i++) {
@@ -833,8 +833,8 @@ static void copy_child(const job *j) {
     CHILD_CHECK(b->iface->alloc(b, cap, &dev) == TSL_OK, "%s", tsl_last_error());
     CHILD_CHECK(barrier(j->pg, j->parties), "barrier");
     for (int k = 0; k < 8; k++) {
-        size_t n = 1 + (size_t)(splitmix(&s) % cap);
-        fill_random(h, n, splitmix(&s));
+        size_t n = 1 + (size_t)(th_splitmix64(&s) % cap);
+        th_fill_bytes(h, n, th_splitmix64(&s));
         CHILD_CHECK(tsl_backend_upload(b, dev, h, n) == TSL_OK, "%s", tsl_last_error());
         CHILD_CHECK(memcmp(dev, h, n) == 0, "upload %d of %zu bytes differs", k, n);
         memset(back, 0, n);
@@ -849,16 +849,11 @@ static void copy_child(const job *j) {
 }
 
 Test(shdev, copies_from_processes_exclusive_and_intact, .fini = cleanup) {
-    const char *name = new_name("copies");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 64 * MiB, 4, 4, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("copies", 64 * MiB, 4, 4, &name);
     page *pg = page_new();
     pid_t kids[3];
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(tsl_shdev_claim(d, i, 1 + i, 0, 8 * MiB), TSL_OK, "%s", tsl_last_error());
-        job j = {.name = name, .slot = i, .idx = i, .pg = pg, .parties = 3, .seed = 77 + (uint64_t)i};
-        kids[i] = spawn(copy_child, &j);
-    }
+    spawn_jobs(d, name, pg, 3, 8 * MiB, 3, 77, copy_child, kids);
     for (int i = 0; i < 3; i++) reap_ok(kids[i], "copy job");
     tsl_shdev_info *in = read_info(d);
     uint64_t total = atomic_load(&pg->total);
@@ -884,7 +879,7 @@ static void big_child(const job *j) {
     uint8_t *h = malloc(BIG);
     void *dev;
     CHILD_CHECK(h, "host memory");
-    fill_random(h, BIG, j->seed);
+    th_fill_bytes(h, BIG, j->seed);
     CHILD_CHECK(b->iface->alloc(b, BIG, &dev) == TSL_OK, "%s", tsl_last_error());
     memset(dev, 0, BIG); /* touched before the race, not during it */
     CHILD_CHECK(barrier(j->pg, j->parties), "barrier");
@@ -898,17 +893,12 @@ static void big_child(const job *j) {
 }
 
 Test(shdev, concurrent_transfers_interleave_by_chunk, .fini = cleanup) {
-    const char *name = new_name("interleave");
+    const char *name;
     const double gbps = 0.5;
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 2 * BIG, gbps, 2, &d), TSL_OK, "%s", tsl_last_error());
+    tsl_shdev *d = new_device("interleave", 2 * BIG, gbps, 2, &name);
     page *pg = page_new();
     pid_t kids[2];
-    for (int i = 0; i < 2; i++) {
-        cr_assert_eq(tsl_shdev_claim(d, i, 1 + i, 0, BIG), TSL_OK, "%s", tsl_last_error());
-        job j = {.name = name, .slot = i, .idx = i, .pg = pg, .parties = 3, .seed = 5 + (uint64_t)i};
-        kids[i] = spawn(big_child, &j);
-    }
+    spawn_jobs(d, name, pg, 2, BIG, 3, 5, big_child, kids);
     cr_assert(barrier(pg, 3));
     double t0 = now_s();
     for (int i = 0; i < 2; i++) reap_ok(kids[i], "big upload");
@@ -938,7 +928,7 @@ static void victim_child(const job *j) {
     uint8_t *h = malloc(n);
     void *dev, *held;
     CHILD_CHECK(h, "host memory");
-    fill_random(h, n, j->seed);
+    th_fill_bytes(h, n, j->seed);
     CHILD_CHECK(b->iface->alloc(b, (size_t)(j->idx + 1) * MiB, &held) == TSL_OK, "%s",
                 tsl_last_error());
     CHILD_CHECK(b->iface->alloc(b, n, &dev) == TSL_OK, "%s", tsl_last_error());
@@ -964,22 +954,17 @@ static int holds_h2d(const tsl_shdev_info *in, pid_t pid) { return in->chan[0].h
 static int h2d_queued(const tsl_shdev_info *in, pid_t n) { return (pid_t)in->chan[0].queued == n; }
 
 Test(shdev, killed_holder_and_waiter_do_not_stop_the_others, .fini = cleanup) {
-    const char *name = new_name("kill");
     /* 1 MiB at 0.0005 GB/s: a chunk holds the channel for 2.1 s */
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 64 * MiB, 0.0005, 4, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("kill", 64 * MiB, 0.0005, 4, &name);
     page *pg = page_new();
     /* K: the holder, killed mid-chunk; D: a waiter, killed in the queue;
      * W: a waiter behind both, which must finish */
     enum { K, D, W };
     const size_t bytes[3] = {MiB, 4 * KiB, 4 * KiB};
     pid_t kids[3];
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(tsl_shdev_claim(d, i, 1 + i, 0, 8 * MiB), TSL_OK, "%s", tsl_last_error());
-        atomic_store(&pg->value[i], bytes[i]);
-        job j = {.name = name, .slot = i, .idx = i, .pg = pg, .seed = 50 + (uint64_t)i};
-        kids[i] = spawn(victim_child, &j);
-    }
+    for (int i = 0; i < 3; i++) atomic_store(&pg->value[i], bytes[i]);
+    spawn_jobs(d, name, pg, 3, 8 * MiB, 0, 50, victim_child, kids);
     for (int i = 0; i < 3; i++) cr_assert(wait_flag(&pg->ready[i]), "child %d ready", i);
     tsl_shdev_info *in = read_info(d);
     cr_assert_eq(in->load_bytes, (1 + 2 + 3) * MiB + bytes[K] + bytes[D] + bytes[W]);
@@ -1022,9 +1007,8 @@ Test(shdev, killed_holder_and_waiter_do_not_stop_the_others, .fini = cleanup) {
 }
 
 Test(shdev, reap_skips_a_dead_process_tickets_at_once, .fini = cleanup) {
-    const char *name = new_name("reap");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, MiB, 1, 2, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("reap", MiB, 1, 2, &name);
     tsl__shchan *ch = tsl__shdev_chan(d, 1);
     pid_t dead = dead_pid();
     /* a dead process's tickets: one held (as if killed mid-chunk) and one
@@ -1047,9 +1031,8 @@ Test(shdev, reap_skips_a_dead_process_tickets_at_once, .fini = cleanup) {
 }
 
 Test(shdev, reclaim_exact_after_a_death_mid_publication, .fini = cleanup) {
-    const char *name = new_name("midpub");
-    tsl_shdev *d = NULL;
-    cr_assert_eq(tsl_shdev_create(name, 64 * MiB, 0, 4, &d), TSL_OK, "%s", tsl_last_error());
+    const char *name;
+    tsl_shdev *d = new_device("midpub", 64 * MiB, 0, 4, &name);
     tsl__shblock *b = tsl__shdev_block(d);
     pid_t dead = dead_pid();
     cr_assert_eq(tsl_shdev_claim(d, 0, 1, getpid(), MiB), TSL_OK);
