@@ -153,54 +153,64 @@ static void unstick(tsl__shchan *ch, uint32_t s, int64_t stuck_ns) {
 
 /* ---- the lock ----------------------------------------------------------------------------- */
 
-/* Waits until serving == t, completing skips met on the way (a tombstone
- * at the served ticket) and checking the served ticket's owner every
- * TSL__SHCHAN_STUCK_NS that it does not move. Returns 1 with the channel
- * taken, 0 if ticket t was skipped (the caller takes a new one). `mine` is
- * t's record. */
-static int wait_turn(tsl__shchan *ch, uint32_t t, uint64_t mine) {
-    _Atomic uint64_t *e = &ch->owner[t % TSL__SHCHAN_RING];
-    uint32_t seen = t; /* not a value seen while waiting: the first pass sets it */
-    int64_t since = 0, check_at = 0;
-    for (;;) {
-        uint32_t s = atomic_load(&ch->serving);
-        if (s == t) return atomic_compare_exchange_strong(e, &mine, mine | HELD);
-        if ((int32_t)(s - t) > 0) return 0;
-        uint64_t v = atomic_load(&ch->owner[s % TSL__SHCHAN_RING]);
-        if (rec_ticket(v) == s && rec_pid(v) == 0) { /* a skip to complete */
-            advance_past(ch, s);
-            continue;
-        }
-        int64_t now = tsl__mono_ns();
-        if (s != seen) {
-            seen = s;
-            since = now;
-            check_at = now + TSL__SHCHAN_STUCK_NS;
-        } else if (now >= check_at) {
-            unstick(ch, s, now - since);
-            check_at = now + TSL__SHCHAN_STUCK_NS;
-            continue;
-        }
-        sleep_on(ch, s, check_at - now);
+/* A waiter's view of the served ticket: since when it has not moved, and
+ * when its owner is checked next. */
+typedef struct watch {
+    uint32_t seen;
+    int64_t since, check_at;
+} watch;
+
+/* One step of waiting while ticket s is served: completes a skip left at s
+ * (a tombstone) at once; else checks s's owner if s has not moved for
+ * TSL__SHCHAN_STUCK_NS since the last check, or sleeps until s moves, a
+ * wake-up, or the next check. The caller reloads `serving` after it. */
+static void wait_step(tsl__shchan *ch, uint32_t s, watch *w) {
+    uint64_t v = atomic_load(&ch->owner[s % TSL__SHCHAN_RING]);
+    if (rec_ticket(v) == s && rec_pid(v) == 0) {
+        advance_past(ch, s);
+        return;
     }
+    int64_t now = tsl__mono_ns();
+    if (s != w->seen) {
+        w->seen = s;
+        w->since = now;
+        w->check_at = now + TSL__SHCHAN_STUCK_NS;
+    } else if (now >= w->check_at) {
+        unstick(ch, s, now - w->since);
+        w->check_at = now + TSL__SHCHAN_STUCK_NS;
+        return;
+    }
+    sleep_on(ch, s, w->check_at - now);
 }
 
 /* Records ticket t's owner in its slot of the ring. Returns 0 if t was
  * already skipped as unrecorded (the caller takes a new ticket). The slot
  * may hold a ticket RING older than t that is still waiting: then this
- * waits for it to be served. */
-static int record(tsl__shchan *ch, uint32_t t, pid_t pid) {
+ * waits (helping as any waiter does) until it is served. */
+static int record(tsl__shchan *ch, uint32_t t, pid_t pid, watch *w) {
     _Atomic uint64_t *e = &ch->owner[t % TSL__SHCHAN_RING];
     uint64_t old = atomic_load(e);
     for (;;) {
         if (rec_ticket(old) == t) return 0; /* tombstoned: skipped */
         uint32_t s = atomic_load(&ch->serving);
         if ((int32_t)(rec_ticket(old) - s) >= 0) { /* an older ticket, not yet served */
-            sleep_on(ch, s, TSL__SHCHAN_STUCK_NS);
+            wait_step(ch, s, w);
             old = atomic_load(e);
             continue;
         }
         if (atomic_compare_exchange_strong(e, &old, rec(t, pid, 0))) return 1;
+    }
+}
+
+/* Waits until serving == t. Returns 1 with the channel taken, 0 if ticket
+ * t was skipped (the caller takes a new one). `mine` is t's record. */
+static int wait_turn(tsl__shchan *ch, uint32_t t, uint64_t mine, watch *w) {
+    _Atomic uint64_t *e = &ch->owner[t % TSL__SHCHAN_RING];
+    for (;;) {
+        uint32_t s = atomic_load(&ch->serving);
+        if (s == t) return atomic_compare_exchange_strong(e, &mine, mine | HELD);
+        if ((int32_t)(s - t) > 0) return 0;
+        wait_step(ch, s, w);
     }
 }
 
@@ -217,7 +227,8 @@ uint32_t tsl__shchan_acquire(tsl__shchan *ch, pid_t pid) {
     TSL_ASSERT(pid > 0);
     for (;;) {
         uint32_t t = atomic_fetch_add(&ch->next, 1);
-        if (!record(ch, t, pid) || !wait_turn(ch, t, rec(t, pid, 0))) continue;
+        watch w = {.seen = t}; /* not a served value while t waits: the first step sets it */
+        if (!record(ch, t, pid, &w) || !wait_turn(ch, t, rec(t, pid, 0), &w)) continue;
         int32_t prev = atomic_exchange(&ch->holder, (int32_t)pid);
         if (prev != 0 && tsl__pid_alive(prev)) atomic_fetch_add(&ch->overlaps, 1);
         return t;
