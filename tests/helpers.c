@@ -20,14 +20,26 @@ void th_dir_names(const char *dir, char *buf, size_t n) {
 }
 
 static uint64_t splitmix(uint64_t *s) {
+uint64_t th_splitmix64(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
+void th_fill_bytes(void *p, size_t n, uint64_t seed) {
+    uint8_t *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v = th_splitmix64(&seed);
+        memcpy(b + i, &v, 8);
+    }
+    uint64_t v = th_splitmix64(&seed);
+    for (; i < n; i++, v >>= 8) b[i] = (uint8_t)v;
+}
+
 double th_uniform(uint64_t *state, double lo, double hi) {
-    return lo + (hi - lo) * ((double)(splitmix(state) >> 11) * 0x1.0p-53);
+    return lo + (hi - lo) * ((double)(th_splitmix64(state) >> 11) * 0x1.0p-53);
 }
 
 void th_fill_f32(float *x, size_t n, uint64_t seed, float lo, float hi) {

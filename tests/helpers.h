@@ -18,6 +18,11 @@
  * dir cannot be read. */
 void th_dir_names(const char *dir, char *buf, size_t n);
 
+/* The next value of the splitmix64 sequence of *state. */
+uint64_t th_splitmix64(uint64_t *state);
+/* Fills n bytes with a reproducible random stream from seed (little-endian
+ * splitmix64 values, the last one cut short). */
+void th_fill_bytes(void *p, size_t n, uint64_t seed);
 /* splitmix64-based uniform in [lo, hi), reproducible from *state. */
 double th_uniform(uint64_t *state, double lo, double hi);
 void th_fill_f32(float *x, size_t n, uint64_t seed, float lo, float hi);

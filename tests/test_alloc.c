@@ -649,21 +649,31 @@ Test(alloc, placement_at_a_given_offset) {
     tsl_alloc_destroy(a);
 }
 
-Test(alloc, placement_stress_with_the_validator) {
+/* Random steps under the validator: one third allocations, one third
+ * frees, one third `extra` - placements at random offsets, or capacity
+ * changes (each checked against the footprint). */
+enum { EXTRA_PLACE, EXTRA_CAPACITY };
+static void stress_with_validator(size_t capacity, uint64_t seed, int extra) {
     const int steps = getenv("TSL_TEST_QUICK") ? 4000 : 20000;
-    tsl_alloc *a = tsl_alloc_new(64 * 1024, 256);
+    tsl_alloc *a = tsl_alloc_new(capacity, 256);
     size_t live[256];
     int n = 0;
-    uint64_t s = 99;
+    uint64_t s = seed;
     for (int k = 0; k < steps; k++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         int what = (int)((s >> 33) % 3);
         size_t bytes = 1 + (size_t)((s >> 40) % 2048);
-        if (what == 0 && n < 256) {
+        if (what == 0 && extra == EXTRA_PLACE && n < 256) {
             size_t off = ((s >> 20) % 256) * 256;
             tsl_status st = tsl_alloc_alloc_at(a, off, bytes);
             cr_assert(st == TSL_OK || st == TSL_ERR_BUSY || st == TSL_ERR_OOM);
             if (st == TSL_OK) live[n++] = off;
+        } else if (what == 0 && extra == EXTRA_CAPACITY) {
+            size_t cap = (size_t)((s >> 20) % (2 * capacity)), fp = stats(a).footprint;
+            tsl_status st = tsl_alloc_set_capacity(a, cap);
+            cr_assert_eq(st, (cap & ~(size_t)255) < fp ? TSL_ERR_BUSY : TSL_OK,
+                         "step %d: capacity %zu, footprint %zu", k, cap, fp);
+            if (st == TSL_OK) cr_assert_eq(stats(a).capacity, cap & ~(size_t)255);
         } else if (what == 1 && n < 256) {
             size_t off;
             if (tsl_alloc_alloc(a, bytes, &off) == TSL_OK) live[n++] = off;
@@ -675,4 +685,84 @@ Test(alloc, placement_stress_with_the_validator) {
         cr_assert(tsl_alloc_check(a), "step %d: %s", k, tsl_last_error());
     }
     tsl_alloc_destroy(a);
+}
+
+Test(alloc, placement_stress_with_the_validator) { stress_with_validator(64 * 1024, 99, EXTRA_PLACE); }
+
+/* ---- capacity changes (tsl_alloc_set_capacity) ----------------------------------- */
+
+Test(alloc, set_capacity_grows_and_shrinks_the_free_tail) {
+    tsl_alloc *a = tsl_alloc_new(8 * U, U);
+    size_t x = must_alloc(a, 3 * U); /* [0, 3U) */
+    size_t y = must_alloc(a, 100);   /* [3U, 4U) */
+    cr_assert_eq(x, 0u);
+    cr_assert_eq(y, 3 * U);
+    /* grow: the free tail [4U, 8U) becomes [4U, 20U), rounded down */
+    cr_assert_eq(tsl_alloc_set_capacity(a, 20 * U + 17), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    tsl_alloc_stats st = stats(a);
+    cr_assert_eq(st.capacity, 20 * U);
+    cr_assert_eq(st.largest_free, 16 * U);
+    cr_assert_eq(st.n_free_blocks, 1u);
+    cr_assert_eq(st.load, 3 * U + 100);
+    cr_assert_eq(st.footprint, 4 * U);
+    size_t z = must_alloc(a, 16 * U); /* the whole tail: the last block is live */
+    cr_assert_eq(z, 4 * U);
+    must_check(a);
+    /* below the footprint: refused, naming the highest live block */
+    cr_assert_eq(tsl_alloc_set_capacity(a, 19 * U), TSL_ERR_BUSY);
+    cr_assert(strstr(tsl_last_error(), "offset 1024") && strstr(tsl_last_error(), "ends at 5120"),
+              "%s", tsl_last_error());
+    cr_assert_eq(stats(a).capacity, 20 * U, "nothing changed");
+    /* grow after a live tail: a new free tail */
+    cr_assert_eq(tsl_alloc_set_capacity(a, 24 * U), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    cr_assert_eq(stats(a).n_free_blocks, 1u);
+    cr_assert_eq(stats(a).largest_free, 4 * U);
+    /* shrink to exactly the footprint: the free tail is removed */
+    cr_assert_eq(tsl_alloc_set_capacity(a, 20 * U), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    cr_assert_eq(stats(a).n_free_blocks, 0u);
+    cr_assert_eq(stats(a).footprint, 20 * U);
+    size_t off;
+    cr_assert_eq(tsl_alloc_alloc(a, 1, &off), TSL_ERR_OOM, "full");
+    /* free the top: the footprint falls, a shrink below the old one works */
+    tsl_alloc_release(a, z);
+    cr_assert_eq(stats(a).footprint, 4 * U);
+    cr_assert_eq(tsl_alloc_set_capacity(a, 6 * U), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    st = stats(a);
+    cr_assert_eq(st.capacity, 6 * U);
+    cr_assert_eq(st.largest_free, 2 * U);
+    cr_assert_eq(st.peak_footprint, 20 * U, "the peak is history");
+    cr_assert_eq(tsl_alloc_alloc(a, 3 * U, &off), TSL_ERR_OOM, "past the new capacity");
+    cr_assert_eq(tsl_alloc_alloc(a, 2 * U, &off), TSL_OK);
+    cr_assert_eq(off, 4 * U);
+    must_check(a);
+    tsl_alloc_destroy(a);
+}
+
+Test(alloc, set_capacity_to_zero_and_back) {
+    tsl_alloc *a = tsl_alloc_new(0, U);
+    size_t off;
+    cr_assert_eq(tsl_alloc_alloc(a, 1, &off), TSL_ERR_OOM);
+    cr_assert_eq(tsl_alloc_set_capacity(a, 4 * U), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    cr_assert_eq(tsl_alloc_alloc(a, 4 * U, &off), TSL_OK);
+    tsl_alloc_release(a, off);
+    cr_assert_eq(tsl_alloc_set_capacity(a, U - 1), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    tsl_alloc_stats st = stats(a);
+    cr_assert_eq(st.capacity, 0u);
+    cr_assert_eq(st.n_free_blocks, 0u);
+    cr_assert_eq(st.footprint, 0u);
+    cr_assert_eq(tsl_alloc_set_capacity(a, 2 * U), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    cr_assert_eq(tsl_alloc_alloc_at(a, U, 1), TSL_OK, "%s", tsl_last_error());
+    must_check(a);
+    tsl_alloc_destroy(a);
+}
+
+Test(alloc, set_capacity_stress_with_the_validator) {
+    stress_with_validator(32 * 1024, 7, EXTRA_CAPACITY);
 }

@@ -95,26 +95,6 @@ static void set_gbps(tsl_backend *b, double gbps) {
     cr_assert_eq(tsl_cpu_backend_set_pcie_gbps(b, gbps), TSL_OK, "%s", tsl_last_error());
 }
 
-
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Fills n bytes with a reproducible random stream from seed. */
-static void fill_random(void *p, size_t n, uint64_t seed) {
-    uint8_t *b = p;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v = splitmix(&seed);
-        memcpy(b + i, &v, 8);
-    }
-    uint64_t v = splitmix(&seed);
-    for (; i < n; i++, v >>= 8) b[i] = (uint8_t)v;
-}
-
 /* Offset of the first differing byte, or (size_t)-1 if equal. */
 static size_t first_diff(const void *a, const void *b, size_t n) {
     const uint8_t *x = a, *y = b;
@@ -176,7 +156,7 @@ static double wait_release(tsl_backend *b, xcopy *ev, double *start, double *end
 static void round_trip(tsl_backend *b, size_t n, uint64_t seed, double gbps) {
     uint8_t *h = host_alloc(b, n), *back = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
-    fill_random(h, n, seed);
+    th_fill_bytes(h, n, seed);
     memset(back, 0, n);
     set_gbps(b, gbps);
     wait_release(b, submit(b, TSL_STREAM_H2D, d, h, n), NULL, NULL);
@@ -253,13 +233,13 @@ Test(copy_engine, fifo_and_serial_per_channel) {
     tsl_backend *b = new_backend(2 * K * stride + MiB);
     uint8_t *h = host_alloc(b, K * stride), *hb = host_alloc(b, K * stride);
     uint8_t *d = dev_alloc(b, K * stride), *d2 = dev_alloc(b, K * stride);
-    fill_random(h, K * stride, 1);
-    fill_random(d2, K * stride, 2);
+    th_fill_bytes(h, K * stride, 1);
+    th_fill_bytes(d2, K * stride, 2);
     uint64_t rng = 3;
     size_t n[K];
     xcopy *up[K], *down[K];
     for (int k = 0; k < K; k++) {
-        n[k] = 1 + splitmix(&rng) % stride;
+        n[k] = 1 + th_splitmix64(&rng) % stride;
         up[k] = submit(b, TSL_STREAM_H2D, d + k * stride, h + k * stride, n[k]);
         down[k] = submit(b, TSL_STREAM_D2H, hb + k * stride, d2 + k * stride, n[k]);
     }
@@ -294,8 +274,8 @@ Test(copy_engine, channels_overlap_duplex) {
     tsl_backend *b = new_backend(2 * n + MiB);
     uint8_t *h = host_alloc(b, n), *hb = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n), *d2 = dev_alloc(b, n);
-    fill_random(h, n, 11);
-    fill_random(d2, n, 12);
+    th_fill_bytes(h, n, 11);
+    th_fill_bytes(d2, n, 12);
     set_gbps(b, gbps);
     xcopy *up = submit(b, TSL_STREAM_H2D, d, h, n);
     xcopy *down = submit(b, TSL_STREAM_D2H, hb, d2, n);
@@ -324,7 +304,7 @@ Test(copy_engine, throttling_lower_bound_and_rates) {
     tsl_backend *b = new_backend(n + MiB);
     uint8_t *h = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
-    fill_random(h, n, 21);
+    th_fill_bytes(h, n, 21);
     memset(d, 0, n); /* touch the arena's pages before timing */
     const double rates[] = {0, 1.0, 4.0};
     for (int r = 0; r < 3; r++) {
@@ -393,8 +373,8 @@ Test(copy_engine, throttled_channels_sleep) {
     tsl_backend *b = new_backend(2 * n + MiB);
     uint8_t *h = host_alloc(b, n), *hb = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n), *d2 = dev_alloc(b, n);
-    fill_random(h, n, 61);
-    fill_random(d2, n, 62);
+    th_fill_bytes(h, n, 61);
+    th_fill_bytes(d2, n, 62);
     memset(hb, 0, n); /* every page touched before: no page faults in the copies */
     memset(d, 0, n);
     set_gbps(b, gbps);
@@ -436,7 +416,7 @@ Test(copy_engine, event_done_before_and_after) {
     tsl_backend *b = new_backend(n + MiB);
     uint8_t *h = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
-    fill_random(d, n, 31);
+    th_fill_bytes(d, n, 31);
     set_gbps(b, gbps);
     double t0 = tsl_backend_now_ms();
     xcopy *ev = submit(b, TSL_STREAM_D2H, h, d, n);
@@ -471,7 +451,7 @@ Test(copy_engine, release_in_flight_is_safe) {
     tsl_backend *b = new_backend(n + MiB);
     uint8_t *h = host_alloc(b, n);
     uint8_t *d = dev_alloc(b, n);
-    fill_random(d, n, 7);
+    th_fill_bytes(d, n, 7);
     memset(h, 0, n);
     set_gbps(b, 0.1);
     xcopy *ev = submit(b, TSL_STREAM_D2H, h, d, n);
@@ -494,8 +474,8 @@ Test(copy_engine, sync_drains_both_channels) {
     tsl_backend *b = new_backend(2 * K * n + MiB);
     uint8_t *h = host_alloc(b, K * n), *hb = host_alloc(b, K * n);
     uint8_t *d = dev_alloc(b, K * n), *d2 = dev_alloc(b, K * n);
-    fill_random(h, K * n, 41);
-    fill_random(d2, K * n, 42);
+    th_fill_bytes(h, K * n, 41);
+    th_fill_bytes(d2, K * n, 42);
     set_gbps(b, 2.0); /* 40 x 0.26 ms per channel */
     xcopy *ev[2 * K];
     for (int k = 0; k < K; k++) {
@@ -526,7 +506,7 @@ Test(copy_engine, destroy_drains_queued_transfers) {
     cr_assert(out && want);
     memset(out, 0, K * n);
     uint8_t *d = dev_alloc(b, K * n);
-    fill_random(d, K * n, 51);
+    th_fill_bytes(d, K * n, 51);
     memcpy(want, d, K * n);
     set_gbps(b, 1.0); /* ~1 ms each */
     for (int k = 0; k < K; k++) submit(b, TSL_STREAM_D2H, out + k * n, d + k * n, n);
@@ -548,8 +528,8 @@ Test(copy_engine, stress_ten_thousand_small_copies) {
     tsl_backend *b = new_backend((size_t)K * SLOT + MiB);
     uint8_t *hsrc = host_alloc(b, (size_t)K * SLOT), *hdst = host_alloc(b, (size_t)K * SLOT);
     uint8_t *d = dev_alloc(b, (size_t)K * SLOT);
-    fill_random(hsrc, (size_t)K * SLOT, 61);
-    fill_random(d, (size_t)K * SLOT, 62);
+    th_fill_bytes(hsrc, (size_t)K * SLOT, 61);
+    th_fill_bytes(d, (size_t)K * SLOT, 62);
     memset(hdst, 0, (size_t)K * SLOT);
     xcopy **ev = calloc(K, sizeof *ev);
     double *start = calloc(K, sizeof *start), *end = calloc(K, sizeof *end);
@@ -560,12 +540,12 @@ Test(copy_engine, stress_ten_thousand_small_copies) {
     int polled_done = 0;
     for (int k = 0; k < K; k++) {
         size_t off = (size_t)k * SLOT;
-        dir[k] = (uint8_t)(splitmix(&rng) & 1);
-        n[k] = 1 + splitmix(&rng) % SLOT;
+        dir[k] = (uint8_t)(th_splitmix64(&rng) & 1);
+        n[k] = 1 + th_splitmix64(&rng) % SLOT;
         ev[k] = dir[k] == TSL_STREAM_H2D ? submit(b, TSL_STREAM_H2D, d + off, hsrc + off, n[k])
                                         : submit(b, TSL_STREAM_D2H, hdst + off, d + off, n[k]);
-        uint64_t what = splitmix(&rng) % 8;
-        int j = (int)(splitmix(&rng) % (uint64_t)(k + 1));
+        uint64_t what = th_splitmix64(&rng) % 8;
+        int j = (int)(th_splitmix64(&rng) % (uint64_t)(k + 1));
         if (released[j]) continue;
         if (what == 0) { /* wait for a random earlier one */
             xwait(b, ev[j]);
@@ -632,7 +612,7 @@ static void *submit_main(void *arg) {
     uint64_t rng = s->seed;
     for (int k = 0; k < s->count; k++) {
         size_t off = (size_t)k * SLOT2;
-        size_t n = 1 + splitmix(&rng) % SLOT2;
+        size_t n = 1 + th_splitmix64(&rng) % SLOT2;
         tsl_stream dir = (k & 1) ? TSL_STREAM_D2H : TSL_STREAM_H2D;
         /* even slots go up (h -> d), odd ones come down (d -> h) */
         void *dst = dir == TSL_STREAM_H2D ? (void *)(s->d + off) : (void *)(s->h + off);
@@ -656,8 +636,8 @@ Test(copy_engine, concurrent_submitters_and_waiters) {
     tsl_backend *b = new_backend((size_t)T * C * SLOT2 + MiB);
     uint8_t *h = host_alloc(b, (size_t)T * C * SLOT2);
     uint8_t *d = dev_alloc(b, (size_t)T * C * SLOT2);
-    fill_random(h, (size_t)T * C * SLOT2, 71);
-    fill_random(d, (size_t)T * C * SLOT2, 72);
+    th_fill_bytes(h, (size_t)T * C * SLOT2, 71);
+    th_fill_bytes(d, (size_t)T * C * SLOT2, 72);
     /* afterwards the first n bytes of a slot hold its source's bytes on
      * both sides: h0's for up-slots, d0's for down-slots */
     uint8_t *h0 = malloc((size_t)T * C * SLOT2), *d0 = malloc((size_t)T * C * SLOT2);
@@ -680,7 +660,7 @@ Test(copy_engine, concurrent_submitters_and_waiters) {
         uint64_t rng = s[t].seed;
         for (int k = 0; k < C; k++) {
             size_t off = ((size_t)t * C + (size_t)k) * SLOT2;
-            size_t n = 1 + splitmix(&rng) % SLOT2;
+            size_t n = 1 + th_splitmix64(&rng) % SLOT2;
             const uint8_t *src0 = (k & 1) ? d0 + off : h0 + off;
             cr_assert_eq(first_diff(h + off, src0, n), (size_t)-1, "thread %d slot %d host side", t, k);
             cr_assert_eq(first_diff(d + off, src0, n), (size_t)-1, "thread %d slot %d device side", t, k);
@@ -722,13 +702,13 @@ static void *alloc_main(void *arg) {
     size_t len[LIVE] = {0};
     uint64_t rng = w->seed;
     for (int i = 0; i < w->ops; i++) {
-        int j = (int)(splitmix(&rng) % LIVE);
+        int j = (int)(th_splitmix64(&rng) % LIVE);
         if (blk[j]) {
             if (!cookie_ok(blk[j], len[j], w->cookie)) w->bad_cookie++;
             w->b->iface->free(w->b, blk[j]);
             blk[j] = NULL;
         } else {
-            size_t n = 1 + splitmix(&rng) % MAXB;
+            size_t n = 1 + th_splitmix64(&rng) % MAXB;
             void *p;
             if (w->b->iface->alloc(w->b, n, &p) != TSL_OK) {
                 w->ooms++;

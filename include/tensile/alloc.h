@@ -77,6 +77,17 @@ tsl_status tsl_alloc_alloc(tsl_alloc *a, size_t nbytes, size_t *offset);
  * any allocation. O(log n) expected, as tsl_alloc_alloc. */
 tsl_status tsl_alloc_alloc_at(tsl_alloc *a, size_t offset, size_t nbytes);
 
+/* Changes the capacity to `capacity` rounded down to the alignment, as
+ * tsl_alloc_new does: the free tail grows or shrinks (or a free tail is
+ * added after a live one, or removed); live blocks never move. Returns
+ * TSL_ERR_BUSY, with a message naming the highest live block (its offset,
+ * size and end), if the footprint is above the new capacity; TSL_ERR_OOM if
+ * the host is out of memory for the bookkeeping of a new tail. On failure
+ * nothing changes. The ledger keeps its figures (the peaks are history and
+ * may stay above a lowered capacity); tsl_alloc_check holds after it.
+ * O(log n) expected. */
+tsl_status tsl_alloc_set_capacity(tsl_alloc *a, size_t capacity);
+
 /* Frees the live block at `offset` and coalesces it with free neighbours.
  * Freeing anything but a live block's offset is a bug (TSL_ASSERT). */
 void tsl_alloc_release(tsl_alloc *a, size_t offset);

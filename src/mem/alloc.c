@@ -511,6 +511,56 @@ void tsl_alloc_release(tsl_alloc *a, size_t offset) {
     tr_insert(a, n);
 }
 
+/* Contract: see tsl_alloc_set_capacity in alloc.h. The last block of the
+ * list is the only one that changes: a free tail is resized in place (out
+ * of the treaps and back, its size being a key) or unlinked when the new
+ * capacity is its offset; a live tail (or no block at all) gets a new free
+ * tail when growing. */
+tsl_status tsl_alloc_set_capacity(tsl_alloc *a, size_t capacity) {
+    TSL_ASSERT(a);
+    size_t cap = capacity & ~(a->align - 1);
+    size_t fp = footprint_of(a);
+    if (cap < fp) {
+        /* the highest live block: the tail, or the one before a free tail */
+        int32_t t = a->tail;
+        int32_t hi = a->b[t].live ? t : a->b[t].prev;
+        return tsl_fail(TSL_ERR_BUSY,
+                        "device allocator: cannot set the capacity to %zu bytes (%zu rounded down "
+                        "to the alignment %zu): the highest live block, at offset %zu of %zu "
+                        "bytes (%zu requested), ends at %zu",
+                        cap, capacity, a->align, a->b[hi].off, a->b[hi].size, a->b[hi].req, fp);
+    }
+    if (cap == a->capacity) return TSL_OK;
+    int32_t t = a->tail;
+    if (t != NIL && !a->b[t].live) {
+        tr_erase(a, t);
+        if (cap == a->b[t].off) { /* nothing left of the free tail */
+            int32_t p = a->b[t].prev;
+            if (p != NIL) a->b[p].next = NIL;
+            else a->head = NIL;
+            a->tail = p;
+            node_put(a, t);
+        } else {
+            a->b[t].size = cap - a->b[t].off;
+            tr_insert(a, t);
+        }
+    } else { /* cap > capacity: a live tail (footprint = capacity) or no block */
+        if (!node_reserve(a))
+            return tsl_fail(TSL_ERR_OOM, "device allocator: host out of memory for the "
+                                         "bookkeeping of a capacity of %zu bytes", cap);
+        int32_t n = node_take(a);
+        a->b[n].off = a->capacity;
+        a->b[n].size = cap - a->capacity;
+        a->b[n].prev = t;
+        if (t != NIL) a->b[t].next = n;
+        else a->head = n;
+        a->tail = n;
+        tr_insert(a, n);
+    }
+    a->capacity = cap;
+    return TSL_OK;
+}
+
 /* Contract: `offset` is a live block's offset (TSL_ASSERT otherwise). */
 size_t tsl_alloc_size_of(const tsl_alloc *a, size_t offset) {
     TSL_ASSERT(a);

@@ -11,7 +11,18 @@
  * writes stays put while the table grows.
  *
  * The arena allocator is guarded by a mutex, so that other threads (the
- * Swap Executor) may allocate and free device memory concurrently.
+ * Swap Executor) may allocate and free device memory concurrently. The
+ * mutex also guards the arena's capacity (tsl_cpu_backend_set_capacity):
+ * the whole reservation is mapped at creation, so a change of capacity
+ * moves nothing.
+ *
+ * On a shared device (tensile/shdev.h) the backend is a job: it attaches
+ * to its slot at creation and detaches when freed (publishing zeros), and
+ * after every successful allocation and free it publishes its allocator's
+ * load and footprint into its slot, still under the arena's mutex - so one
+ * thread at a time publishes for a slot, in the order of the changes. The
+ * allocator itself knows nothing of this. The arena is reserved at the
+ * device's capacity; its capacity is the job's arena, at most its region.
  */
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +33,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/shdev_block.h"
 #include "backend/cpu/streams.h"
 #include "core/assert.h"
 #include "tensile/backend_cpu.h"
@@ -36,9 +48,10 @@ typedef struct op_state {
 
 typedef struct cpu_ctx {
     uint8_t *base;
-    size_t capacity;
+    size_t reserve;           /* bytes mapped at base (never changes) */
+    size_t capacity;          /* the arena's capacity (alloc_mu) */
     tsl_alloc *alloc;
-    pthread_mutex_t alloc_mu; /* guards alloc */
+    pthread_mutex_t alloc_mu; /* guards alloc, capacity, the slot's publications */
     tsl__streams *streams;
     tsl_cpu_backend_opts o;
     op_state **states; /* open addressing on (g, op); each entry its own block */
@@ -50,6 +63,15 @@ static const char *cpu_name(tsl_backend *b) {
     return c->o.kernels == TSL_KERNELS_FAST ? "cpu (oneDNN + OpenBLAS)" : "cpu (reference kernels)";
 }
 
+/* A shared device's job publishes its ledger after each change (under
+ * alloc_mu); a private device has nothing to do. */
+static void publish(cpu_ctx *c) {
+    if (!c->o.shdev) return;
+    tsl_alloc_stats st;
+    tsl_alloc_get_stats(c->alloc, &st);
+    tsl__shdev_publish(c->o.shdev, c->o.shdev_slot, st.load, st.footprint);
+}
+
 /* The allocator calls below take the arena's lock; the error message of a
  * failed allocation is recorded on the calling thread, as usual. */
 static tsl_status cpu_alloc(tsl_backend *b, size_t nbytes, void **ptr) {
@@ -57,6 +79,7 @@ static tsl_status cpu_alloc(tsl_backend *b, size_t nbytes, void **ptr) {
     size_t off;
     pthread_mutex_lock(&c->alloc_mu);
     tsl_status st = tsl_alloc_alloc(c->alloc, nbytes, &off);
+    if (st == TSL_OK) publish(c);
     pthread_mutex_unlock(&c->alloc_mu);
     if (st != TSL_OK) return st;
     *ptr = c->base + off;
@@ -67,6 +90,7 @@ static tsl_status cpu_alloc_at(tsl_backend *b, size_t offset, size_t nbytes, voi
     cpu_ctx *c = b->context;
     pthread_mutex_lock(&c->alloc_mu);
     tsl_status st = tsl_alloc_alloc_at(c->alloc, offset, nbytes);
+    if (st == TSL_OK) publish(c);
     pthread_mutex_unlock(&c->alloc_mu);
     if (st != TSL_OK) return st;
     *ptr = c->base + offset;
@@ -75,9 +99,10 @@ static tsl_status cpu_alloc_at(tsl_backend *b, size_t offset, size_t nbytes, voi
 
 static void cpu_free(tsl_backend *b, void *ptr) {
     cpu_ctx *c = b->context;
-    TSL_ASSERT((uint8_t *)ptr >= c->base && (uint8_t *)ptr < c->base + c->capacity);
+    TSL_ASSERT((uint8_t *)ptr >= c->base && (uint8_t *)ptr < c->base + c->reserve);
     pthread_mutex_lock(&c->alloc_mu);
     tsl_alloc_release(c->alloc, (size_t)((uint8_t *)ptr - c->base));
+    publish(c);
     pthread_mutex_unlock(&c->alloc_mu);
 }
 
@@ -237,7 +262,9 @@ static tsl_status cpu_synchronize(tsl_backend *b) {
 static void cpu_caps(tsl_backend *b, tsl_backend_caps *caps) {
     cpu_ctx *c = b->context;
     memset(caps, 0, sizeof *caps);
+    pthread_mutex_lock(&c->alloc_mu);
     caps->capacity = c->capacity;
+    pthread_mutex_unlock(&c->alloc_mu);
     caps->async_compute = c->o.async_compute != 0;
     caps->copy_engines = 2;
     caps->host_addressable = 1;
@@ -258,11 +285,12 @@ static void cpu_host_free(tsl_backend *b, void *p) {
 }
 
 /* Drains and joins the streams first (a kernel or a copy in flight may read
- * or write the arena), then frees the kernel states, the arena and the
- * allocator. */
+ * or write the arena), then detaches from a shared device's slot, frees the
+ * kernel states, the arena and the allocator. */
 static void cpu_destroy(tsl_backend *b) {
     cpu_ctx *c = b->context;
     tsl__streams_free(c->streams);
+    if (c->o.shdev) tsl__shdev_detach(c->o.shdev, c->o.shdev_slot);
     for (size_t i = 0; i < c->cap_states; i++) {
         op_state *st = c->states[i];
         if (!st) continue;
@@ -273,7 +301,7 @@ static void cpu_destroy(tsl_backend *b) {
     free(c->states);
     tsl_alloc_destroy(c->alloc);
     pthread_mutex_destroy(&c->alloc_mu);
-    if (c->base) munmap(c->base, c->capacity);
+    if (c->base) munmap(c->base, c->reserve);
     free(c);
     free(b);
 }
@@ -322,7 +350,8 @@ tsl_cpu_backend_opts tsl_cpu_backend_opts_default(size_t capacity) {
 }
 
 static tsl_status check_opts(const tsl_cpu_backend_opts *o) {
-    if (o->capacity == 0) return tsl_fail(TSL_ERR_INVALID, "device memory must be > 0 bytes");
+    if (o->capacity == 0 && !o->shdev)
+        return tsl_fail(TSL_ERR_INVALID, "device memory must be > 0 bytes");
     if (o->nthreads < 1) return tsl_fail(TSL_ERR_INVALID, "threads must be >= 1, got %d", o->nthreads);
     if (o->kernels != TSL_KERNELS_FAST && o->kernels != TSL_KERNELS_REF)
         return tsl_fail(TSL_ERR_INVALID, "cpu backend: kernels %d is neither fast nor reference",
@@ -330,53 +359,77 @@ static tsl_status check_opts(const tsl_cpu_backend_opts *o) {
     if (!(o->pcie_gbps >= 0) || !isfinite(o->pcie_gbps))
         return tsl_fail(TSL_ERR_INVALID, "cpu backend: pcie_gbps %g must be finite and >= 0",
                         o->pcie_gbps);
+    if (o->shdev && o->pcie_gbps != 0 && o->pcie_gbps != tsl_shdev_pcie_gbps(o->shdev))
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: pcie_gbps %g given for a shared device, "
+                        "whose channels run at its own %g GB/s (set by tsl_shdev_create): leave "
+                        "it 0", o->pcie_gbps, tsl_shdev_pcie_gbps(o->shdev));
     if (!(o->kernel_delay_us >= 0) || !isfinite(o->kernel_delay_us) || o->kernel_delay_us > 1e6)
         return tsl_fail(TSL_ERR_INVALID, "cpu backend: kernel_delay_us %g outside [0, 1e6]",
                         o->kernel_delay_us);
     return TSL_OK;
 }
 
+/* A shared device's job: attaches to its slot; the arena's capacity
+ * (o->capacity, 0: the region) is recorded as the slot's arena, within the
+ * region; the reservation is the device's capacity. Detached again on
+ * failure. */
+static tsl_status attach_shared(const tsl_cpu_backend_opts *o, size_t *capacity, size_t *reserve) {
+    size_t region;
+    tsl_status st = tsl__shdev_attach(o->shdev, o->shdev_slot, &region);
+    if (st != TSL_OK) return st;
+    *capacity = o->capacity ? o->capacity : region;
+    *reserve = tsl_shdev_capacity(o->shdev);
+    st = *capacity == 0 ? tsl_fail(TSL_ERR_INVALID, "cpu backend: slot %d has a region of 0 "
+                                   "bytes", o->shdev_slot)
+                        : tsl__shdev_set_arena(o->shdev, o->shdev_slot, *capacity);
+    if (st != TSL_OK) tsl__shdev_detach(o->shdev, o->shdev_slot);
+    return st;
+}
+
+/* Frees what tsl_cpu_backend_new_opts made before failing (c and b made,
+ * c->o and c->reserve set; a MAP_FAILED base and a NULL allocator are
+ * skipped) and detaches from a shared device. Returns st. */
+static tsl_status undo_new(cpu_ctx *c, tsl_backend *b, void *base, tsl_status st) {
+    tsl_alloc_destroy(c->alloc);
+    if (base != MAP_FAILED) munmap(base, c->reserve);
+    if (c->o.shdev) tsl__shdev_detach(c->o.shdev, c->o.shdev_slot);
+    free(c);
+    free(b);
+    return st;
+}
+
 tsl_status tsl_cpu_backend_new_opts(const tsl_cpu_backend_opts *o, tsl_backend **out) {
     tsl_status st = check_opts(o);
     if (st != TSL_OK) return st;
-    size_t capacity = o->capacity;
+    size_t capacity = o->capacity, reserve = o->capacity;
+    if (o->shdev && (st = attach_shared(o, &capacity, &reserve)) != TSL_OK) return st;
     cpu_ctx *c = calloc(1, sizeof *c);
     tsl_backend *b = calloc(1, sizeof *b);
     if (!c || !b) {
         free(c);
         free(b);
+        if (o->shdev) tsl__shdev_detach(o->shdev, o->shdev_slot);
         return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
     }
-    void *base = mmap(NULL, capacity, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) {
-        free(c);
-        free(b);
-        return tsl_fail(TSL_ERR_OOM, "cpu backend: cannot reserve a device arena of %zu bytes",
-                        capacity);
-    }
-    c->base = base;
-    c->capacity = capacity;
-    c->alloc = tsl_alloc_new(capacity, TSL_ALLOC_ALIGN);
     c->o = *o;
+    c->reserve = reserve;
+    c->capacity = capacity;
+    void *base = mmap(NULL, reserve, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
+        return undo_new(c, b, base, tsl_fail(TSL_ERR_OOM, "cpu backend: cannot reserve a device "
+                                             "arena of %zu bytes", reserve));
+    c->base = base;
+    c->alloc = tsl_alloc_new(capacity, TSL_ALLOC_ALIGN);
     c->o.nthreads = tsl_cpu_usable_threads(o->nthreads); /* what OpenMP can give */
-    if (!c->alloc) {
-        munmap(base, capacity);
-        free(c);
-        free(b);
-        return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
-    }
+    if (!c->alloc)
+        return undo_new(c, b, base, tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory"));
     tsl__streams_opts so = {.async_compute = o->async_compute,
-                            .kernel_delay_us = o->kernel_delay_us, .nthreads = c->o.nthreads};
+                            .kernel_delay_us = o->kernel_delay_us, .nthreads = c->o.nthreads,
+                            .shdev = o->shdev, .shdev_slot = o->shdev_slot};
     st = tsl__streams_new(&so, &c->streams);
-    if (st != TSL_OK) {
-        tsl_alloc_destroy(c->alloc);
-        munmap(base, capacity);
-        free(c);
-        free(b);
-        return st;
-    }
-    tsl__streams_set_gbps(c->streams, o->pcie_gbps);
+    if (st != TSL_OK) return undo_new(c, b, base, st);
+    if (!o->shdev) tsl__streams_set_gbps(c->streams, o->pcie_gbps);
     pthread_mutex_init(&c->alloc_mu, NULL);
     tsl_cpu_set_threads(c->o.nthreads);
     b->iface = &cpu_iface;
@@ -402,9 +455,43 @@ tsl_status tsl_cpu_backend_set_pcie_gbps(tsl_backend *b, double gbps) {
     if (!(gbps >= 0) || !isfinite(gbps))
         return tsl_fail(TSL_ERR_INVALID, "set pcie_gbps: %g must be finite and >= 0", gbps);
     cpu_ctx *c = b->context;
+    if (c->o.shdev)
+        return tsl_fail(TSL_ERR_INVALID, "set pcie_gbps: the backend is a job on a shared device, "
+                        "whose channels run at its %g GB/s", tsl_shdev_pcie_gbps(c->o.shdev));
     tsl__streams_set_gbps(c->streams, gbps);
     c->o.pcie_gbps = gbps;
     return TSL_OK;
+}
+
+/* Contract: tensile/backend_cpu.h. Growing a shared job's arena records it
+ * in its slot first (refused above the region), then grows the allocator;
+ * shrinking shrinks the allocator first (refused above its footprint),
+ * then records it: the slot's arena is never below the allocator's
+ * capacity. */
+tsl_status tsl_cpu_backend_set_capacity(tsl_backend *b, size_t bytes) {
+    if (!tsl_backend_is_cpu(b))
+        return tsl_fail(TSL_ERR_INVALID, "set capacity: backend '%s' is not a CPU backend",
+                        b ? b->iface->name(b) : "(null)");
+    cpu_ctx *c = b->context;
+    if (bytes == 0 || bytes > c->reserve)
+        return tsl_fail(TSL_ERR_INVALID, "set capacity: %zu bytes outside [1, %zu], %s", bytes,
+                        c->reserve, c->o.shdev ? "the shared device's capacity"
+                                               : "the arena reserved at creation");
+    tsl_shdev *dev = c->o.shdev;
+    int slot = c->o.shdev_slot;
+    pthread_mutex_lock(&c->alloc_mu);
+    size_t old = c->capacity;
+    tsl_status st = TSL_OK;
+    if (dev && bytes > old) st = tsl__shdev_set_arena(dev, slot, bytes);
+    if (st == TSL_OK) st = tsl_alloc_set_capacity(c->alloc, bytes);
+    if (st == TSL_OK) {
+        c->capacity = bytes;
+        if (dev && bytes < old) tsl__shdev_set_arena(dev, slot, bytes); /* a shrink: never fails */
+    } else if (dev && bytes > old) {
+        tsl__shdev_set_arena(dev, slot, old); /* undo the record */
+    }
+    pthread_mutex_unlock(&c->alloc_mu);
+    return st;
 }
 
 void tsl_backend_free(tsl_backend *b) {

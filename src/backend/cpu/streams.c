@@ -10,8 +10,11 @@
  * of live events and the sticky error. A stream's items are run with no
  * lock held. Reference counts are atomic; the thread that drops the last
  * reference frees the event (unlinking it under ev_mu).
+ *
+ * A copy stream of a shared device holds its channel (shchan.c) for one
+ * chunk at a time, with no lock of this file held: the ticket lock is the
+ * only thing it waits for besides its own queue.
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
+#include <unistd.h>
 
+#include "backend/cpu/clock.h"
+#include "backend/cpu/shdev_block.h"
 #include "backend/cpu/streams.h"
 #include "core/assert.h"
 
@@ -54,6 +59,7 @@ typedef struct stream {
     pthread_cond_t work;
     item *head, *tail;
     double gbps;           /* copy streams */
+    tsl__shchan *chan;     /* copy streams of a shared device: its channel */
     int stop;
     int running;           /* its thread was created and not joined */
     int inline_run;        /* synchronous compute: items run at enqueue */
@@ -69,25 +75,12 @@ struct tsl__streams {
     tsl_status err;        /* first failure of an asynchronous kernel */
     char err_msg[512];
     uint64_t kernels;      /* kernels run on the compute thread (delay sequence) */
+    pid_t pid;             /* this process (a shared device's tickets name it) */
 };
 
 /* ---- the clock ------------------------------------------------------------------ */
 
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
-}
-
-double tsl_backend_now_ms(void) { return (double)mono_ns() * 1e-6; }
-
-/* Sleeps until CLOCK_MONOTONIC reaches due_ns (returns at once if past). */
-static void sleep_until_ns(int64_t due_ns) {
-    struct timespec ts = {.tv_sec = (time_t)(due_ns / 1000000000),
-                          .tv_nsec = (long)(due_ns % 1000000000)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
+double tsl_backend_now_ms(void) { return (double)tsl__mono_ns() * 1e-6; }
 
 /* ---- events --------------------------------------------------------------------- */
 
@@ -168,16 +161,13 @@ void tsl__event_release(tsl__streams *s, tsl_dev_event *ev) {
 
 /* ---- items ---------------------------------------------------------------------- */
 
-/* Waits shorter than this spin instead of sleeping (see transfer). */
-#define COPY_SPIN_NS 20000
-
 /* Copies n bytes; throttled to gbps GB/s in chunks (see streams.h). */
 static void transfer(void *dst, const void *src, size_t n, double gbps) {
     if (gbps <= 0) {
         if (n) memcpy(dst, src, n);
         return;
     }
-    int64_t t0 = mono_ns();
+    int64_t t0 = tsl__mono_ns();
     size_t off = 0;
     while (off < n) {
         size_t c = n - off < TSL__COPY_CHUNK ? n - off : TSL__COPY_CHUNK;
@@ -187,14 +177,27 @@ static void transfer(void *dst, const void *src, size_t n, double gbps) {
          * throttle of 1e-300 GB/s) waits to the end of the clock: never a
          * wrapped, negative deadline that would not throttle at all */
         double wait = ceil((double)off / gbps);
-        int64_t due = wait < 4e18 ? t0 + (int64_t)wait : INT64_MAX;
-        /* a short wait spins: a sleep overshoots by the thread's timer
-         * slack and wake-up (tens of µs), which would make every small
-         * copy cost far more than its bytes (a GPU copy engine has a few
-         * µs of fixed cost) */
-        if (due - mono_ns() > COPY_SPIN_NS) sleep_until_ns(due);
-        while (mono_ns() < due) {
-        }
+        tsl__wait_until_ns(wait < 4e18 ? t0 + (int64_t)wait : INT64_MAX);
+    }
+}
+
+/* Copies n bytes through a shared device's channel: each chunk under a
+ * ticket of its own, throttled on the channel's clock at the device's rate,
+ * never starting before the transfer did (shchan.h). */
+static void transfer_shared(stream *st, void *dst, const void *src, size_t n) {
+    tsl__streams *s = st->owner;
+    int dir = st->id == TSL_STREAM_H2D ? 0 : 1;
+    double gbps = tsl_shdev_pcie_gbps(s->o.shdev);
+    int64_t t0 = tsl__mono_ns();
+    for (size_t off = 0; off < n;) {
+        size_t c = n - off < TSL__COPY_CHUNK ? n - off : TSL__COPY_CHUNK;
+        uint32_t ticket = tsl__shchan_acquire(st->chan, s->pid);
+        int64_t due = tsl__shchan_reserve(st->chan, t0, c, gbps);
+        memcpy((uint8_t *)dst + off, (const uint8_t *)src + off, c);
+        tsl__wait_until_ns(due);
+        tsl__shchan_release(st->chan, ticket, s->pid);
+        tsl__shdev_count_copy(s->o.shdev, s->o.shdev_slot, dir, c);
+        off += c;
     }
 }
 
@@ -208,7 +211,7 @@ static tsl_status run_item(stream *st, item *it) {
             /* a late start, varying from kernel to kernel (deterministic) */
             uint64_t k = s->kernels++ * 0x9E3779B97F4A7C15ull;
             double frac = (double)(k >> 40) / (double)(1ull << 24);
-            sleep_until_ns(mono_ns() + (int64_t)(s->o.kernel_delay_us * 1e3 * frac));
+            tsl__sleep_until_ns(tsl__mono_ns() + (int64_t)(s->o.kernel_delay_us * 1e3 * frac));
         }
         tsl_status rc = it->fn(&it->args);
         if (rc != TSL_OK && !st->inline_run) {
@@ -226,7 +229,8 @@ static tsl_status run_item(stream *st, item *it) {
         return rc;
     }
     case IT_COPY:
-        transfer(it->dst, it->src, it->n, st->id == TSL_STREAM_COMPUTE ? 0.0 : st->gbps);
+        if (st->chan) transfer_shared(st, it->dst, it->src, it->n);
+        else transfer(it->dst, it->src, it->n, st->id == TSL_STREAM_COMPUTE ? 0.0 : st->gbps);
         return TSL_OK;
     case IT_RECORD:
         event_complete(s, it->ev);
@@ -361,7 +365,7 @@ tsl_status tsl__streams_sync(tsl__streams *s) {
                 int empty = st->head == NULL;
                 pthread_mutex_unlock(&st->mu);
                 if (empty) break;
-                sleep_until_ns(mono_ns() + 100000);
+                tsl__sleep_until_ns(tsl__mono_ns() + 100000);
             }
             continue;
         }
@@ -400,6 +404,7 @@ tsl_status tsl__streams_new(const tsl__streams_opts *o, tsl__streams **out) {
     if (!s) return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory");
     s->o = *o;
     if (s->o.nthreads < 1) s->o.nthreads = 1;
+    s->pid = getpid();
     pthread_mutex_init(&s->ev_mu, NULL);
     pthread_cond_init(&s->ev_cv, NULL);
     static const char *const names[] = {"compute", "host-to-device", "device-to-host"};
@@ -409,6 +414,8 @@ tsl_status tsl__streams_new(const tsl__streams_opts *o, tsl__streams **out) {
         st->id = (tsl_stream)i;
         pthread_mutex_init(&st->mu, NULL);
         pthread_cond_init(&st->work, NULL);
+        if (i != TSL_STREAM_COMPUTE && o->shdev)
+            st->chan = tsl__shdev_chan(o->shdev, i == TSL_STREAM_H2D ? 0 : 1);
         if (i == TSL_STREAM_COMPUTE && !o->async_compute) {
             st->inline_run = 1;
             continue;

@@ -29,6 +29,13 @@
  * progress is smooth. G = 0 is a plain memcpy. The compute stream's
  * device-to-device copies are never throttled.
  *
+ * On a shared device (tensile/shdev.h, opts.shdev) each copy stream's
+ * chunks go through the device's channel of its direction instead
+ * (shchan.h): one chunk at a time across every attached process, in FIFO
+ * order of tickets, each chunk throttled on the channel's clock at the
+ * device's pcie_gbps (tsl__streams_set_gbps is then not used), and the
+ * bytes counted in the job's slot.
+ *
  * Errors: a kernel that fails on the compute thread records the first
  * failure (status and message); event_sync and sync return it from then
  * on. In synchronous mode the kernel's status is returned by enqueue itself.
@@ -43,6 +50,7 @@
 #include <stddef.h>
 #include "backend/cpu/kernel.h"
 #include "tensile/backend.h"
+#include "tensile/shdev.h"
 
 typedef struct tsl__streams tsl__streams;
 
@@ -53,6 +61,8 @@ typedef struct tsl__streams_opts {
     int async_compute;      /* 1: the compute stream has its own thread */
     double kernel_delay_us; /* async only: each kernel starts up to this late (tests) */
     int nthreads;           /* the compute thread's kernel threads (OpenMP, OpenBLAS) */
+    tsl_shdev *shdev;       /* NULL: private channels; else the shared device's (attached) */
+    int shdev_slot;         /* with shdev: the job's slot */
 } tsl__streams_opts;
 
 /* Starts the streams' threads, unthrottled. TSL_ERR_OOM, or
