@@ -19,7 +19,6 @@ void th_dir_names(const char *dir, char *buf, size_t n) {
     closedir(d);
 }
 
-static uint64_t splitmix(uint64_t *s) {
 uint64_t th_splitmix64(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
