@@ -180,7 +180,7 @@ Test(daemon_ms, drift_lasting_patience_reports_calls_for_a_replan) {
     cr_assert_eq(tsl__ms_report(&ms, j, us, n), 0);
     cr_assert_eq(tsl__ms_report(&ms, j, us, n), 0);
     cr_assert_eq(tsl__ms_report(&ms, j, us, n), 1, "third report above the threshold");
-    cr_assert_eq(tsl__ms_replan(&ms), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl__ms_replan(&ms, "drift"), TSL_OK, "%s", tsl_last_error());
     cr_assert(j->to_send);
     cr_assert_eq(j->replans, 1);
     cr_assert_eq(tsl__ms_report(&ms, j, us, n), 0, "the new plan is the new base");
@@ -223,7 +223,7 @@ Test(daemon_ms, random_lives_never_overcommit) {
                 tsl__djob *j = ms.jobs[(int)th_uniform(&r, 0, ms.n - 0.001)];
                 if (j->state == TSL__DJ_RUNNING) {
                     tsl__ms_end(&ms, j, TSL__DJ_DONE, NULL);
-                    cr_assert_neq(tsl__ms_replan(&ms), TSL_ERR_OOM);
+                    cr_assert_neq(tsl__ms_replan(&ms, "drift"), TSL_ERR_OOM);
                     while (tsl__ms_admit(&ms, step) == 1) {
                     }
                 }

@@ -33,7 +33,7 @@ static const char *const valid[TSL_MSG_TYPE_END] = {
     [TSL_MSG_QUEUED] = "{\"job_id\":4,\"reason\":\"needs 3 GiB, 1 GiB free\",\"needed_bytes\":"
                        "3221225472,\"available_bytes\":1073741824,\"position\":1}",
     [TSL_MSG_PLAN] = "{\"job_id\":1,\"slot\":0,\"plan_seq\":1,\"region_bytes\":536870912,"
-                     "\"channel_share\":0.5,\"reason\":"
+                     "\"channel_share\":0.5,\"latencies_us\":[1.5,2],\"reason\":"
                      "\"admitted\",\"plan\":{\"job\":\"j1\",\"events\":[]}}",
     [TSL_MSG_PLAN_ACK] = "{\"plan_seq\":1,\"iteration\":0,\"footprint_bytes\":1000}",
     [TSL_MSG_REPORT] = "{\"iteration\":1,\"iter_ms\":12.5,\"kernel_ms\":10,\"latencies_us\":[1.5,2,"
@@ -44,7 +44,7 @@ static const char *const valid[TSL_MSG_TYPE_END] = {
     [TSL_MSG_FAILED] = "{\"message\":\"out of memory\"}",
     [TSL_MSG_RESUME] = "{\"job_id\":1,\"name\":\"j1\",\"model\":\"resnet18\",\"batch\":16,"
                        "\"iterations\":100,\"max_swap_rate\":0,\"slot\":0,\"plan_seq\":3,"
-                       "\"region_bytes\":536870912,\"channel_share\":1,\"iteration\":42,"
+                       "\"region_bytes\":536870912,\"channel_share\":1,\"latencies_us\":[1],\"iteration\":42,"
                        "\"workload\":{},\"plan\":{}}",
     [TSL_MSG_STATUS_REQ] = "{}",
     [TSL_MSG_STATUS] =

@@ -551,6 +551,8 @@ static json_t *json_run(const run_result *r, int scheduled) {
 }
 
 int cmd_run(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) /* under the daemon: run_connected.c */
+        if (!strcmp(argv[i], "--connect")) return cmd_run_connected(argc, argv);
     run_opts t;
     parse(argc, argv, &t);
     if (!tool_check_model("run", "--model", t.model)) return 2;

@@ -9,6 +9,11 @@ int cmd_train(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_run_connected(int argc, char **argv); /* tensile run --connect (run_connected.c) */
+int cmd_serve(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
 
 /* Builds model + loss + backward + optimizer and finalizes. On error prints
  * "tensile CMD: ..." with the library's message and returns NULL with

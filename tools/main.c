@@ -92,7 +92,13 @@ static const char usage[] =
     "  plan    plan swapping and recomputation for one or several jobs on a\n"
     "          device profile (TENSILE), verify and simulate the plans\n"
     "  run     train with the vanilla executor and with a policy (TENSILE's plan\n"
-    "          run by the runtime) on the same data; compare memory, time, results\n"
+    "          run by the runtime) on the same data; compare memory, time, results;\n"
+    "          with --connect, one job under the daemon\n"
+    "  serve   the daemon (also tensiled): several jobs planned together on one\n"
+    "          device, each in a region sized to its plan, queued when none fits\n"
+    "  submit  start a job under the daemon in the background; prints its id\n"
+    "  status  the daemon's device and jobs\n"
+    "  cancel  stop a queued or running job\n"
     "\n"
     "'tensile COMMAND --help' describes each command's options.\n"
     "\n"
@@ -102,6 +108,12 @@ static const char usage[] =
     "parameters differ, 130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 int main(int argc, char **argv) {
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    if (!strcmp(base, "tensiled")) { /* the daemon's own name: tensile serve */
+        install_handlers("serve");
+        return finish(cmd_serve(argc - 1, argv + 1));
+    }
     install_handlers(argc >= 2 && strlen(argv[1]) < 32 && argv[1][0] != '-' ? argv[1] : "");
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
@@ -119,6 +131,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "calibrate") == 0) return finish(cmd_calibrate(argc - 2, argv + 2));
     if (strcmp(argv[1], "plan") == 0) return finish(cmd_plan(argc - 2, argv + 2));
     if (strcmp(argv[1], "run") == 0) return finish(cmd_run(argc - 2, argv + 2));
+    if (strcmp(argv[1], "serve") == 0) return finish(cmd_serve(argc - 2, argv + 2));
+    if (strcmp(argv[1], "submit") == 0) return finish(cmd_submit(argc - 2, argv + 2));
+    if (strcmp(argv[1], "status") == 0) return finish(cmd_status(argc - 2, argv + 2));
+    if (strcmp(argv[1], "cancel") == 0) return finish(cmd_cancel(argc - 2, argv + 2));
     command = "tensile";
     fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;

@@ -28,7 +28,7 @@
  *       tsl_ipc_connect(path, 2000, &fd) != TSL_OK) die(tsl_last_error());
  *   tsl_conv conv; tsl_conv_init(&conv, TSL_CONV_JOB);
  *   tsl_msg m;
- *   tsl_msg_pack(&m, TSL_MSG_HELLO, "{s:s, s:I, s:s}", "role", "job",
+ *   tsl_msg_pack(&m, TSL_MSG_HELLO, "{s:s, s:I, s:s}", "role", "job", "pid",
  *                (json_int_t)getpid(), "client", "tensile 0.1.0");
  *   tsl_conv_sending(&conv, &m);
  *   tsl_msg_send(fd, &m, 5000);

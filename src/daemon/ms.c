@@ -137,7 +137,7 @@ static tsl_status plan_together(tsl__ms *ms, tsl__djob **js, int n, tsl_plan **p
     tsl_tensile_opts to = tsl_tensile_opts_default();
     tsl_plan_opts po = tsl_plan_opts_default();
     po.policy = ms->policy;
-    po.budget = ms->capacity;
+    po.budget = ms->capacity > ms->reserved ? ms->capacity - ms->reserved : 1;
     po.channel_share = share;
     if (!ms->policy || strcmp(ms->policy->name, "tensile") == 0) {
         to.max_swap_rate = (tsl_per_job){.n = n, .v = rates};
@@ -177,7 +177,8 @@ static tsl_status plan_together(tsl__ms *ms, tsl__djob **js, int n, tsl_plan **p
 
 /* Gives each job of js[0..n) its new plan (taken from plans[], which is
  * emptied), waiting to be sent. */
-static tsl_status take_plans(tsl__ms *ms, tsl__djob **js, int n, tsl_plan **plans) {
+static tsl_status take_plans(tsl__ms *ms, tsl__djob **js, int n, tsl_plan **plans,
+                             const char *why) {
     tsl_status st = TSL_OK;
     for (int i = 0; i < n; i++) {
         tsl__djob *j = js[i];
@@ -196,6 +197,7 @@ static tsl_status take_plans(tsl__ms *ms, tsl__djob **js, int n, tsl_plan **plan
         j->share = 1.0 / n;
         j->seq = ms->next_seq++;
         j->to_send = 1;
+        snprintf(j->why, sizeof j->why, "%s", j->state == TSL__DJ_QUEUED ? "admitted" : why);
         j->base_sum = sum_latency(j->w);
         j->drift_run = 0;
     }
@@ -234,12 +236,12 @@ int tsl__ms_admit(tsl__ms *ms, double now) {
     size_t need = 0;
     tsl_status st = plan_together(ms, js, n, plans, &need);
     if (st == TSL_OK) {
-        h->state = TSL__DJ_ADMITTED;
         h->t_admit = now;
         snprintf(h->reason, sizeof h->reason,
                  "admitted; its memory comes free as the other jobs shrink at their next "
                  "iteration boundary");
-        rc = take_plans(ms, js, n, plans) == TSL_OK ? 1 : -2;
+        rc = take_plans(ms, js, n, plans, "arrival") == TSL_OK ? 1 : -2;
+        h->state = TSL__DJ_ADMITTED;
     } else if (st == TSL_ERR_BUDGET) {
         tsl_clear_error();
         h->needed = need;
@@ -269,7 +271,7 @@ int tsl__ms_admit(tsl__ms *ms, double now) {
     return rc;
 }
 
-tsl_status tsl__ms_replan(tsl__ms *ms) {
+tsl_status tsl__ms_replan(tsl__ms *ms, const char *why) {
     tsl__djob **js = malloc(((size_t)ms->n + 1) * sizeof *js);
     tsl_plan **plans = calloc((size_t)ms->n + 1, sizeof *plans);
     tsl_status st = TSL_OK;
@@ -277,7 +279,7 @@ tsl_status tsl__ms_replan(tsl__ms *ms) {
     int n = st == TSL_OK ? to_run(ms, NULL, js) : 0;
     size_t need = 0;
     if (st == TSL_OK && n > 0) st = plan_together(ms, js, n, plans, &need);
-    if (st == TSL_OK && n > 0) st = take_plans(ms, js, n, plans);
+    if (st == TSL_OK && n > 0) st = take_plans(ms, js, n, plans, why);
     if (st == TSL_ERR_BUDGET)
         tsl_fail(TSL_ERR_BUDGET, "the jobs' new plans need %zu bytes, the device has %zu: the "
                                  "plans in force stay",
@@ -310,7 +312,7 @@ int tsl__ms_sendable(const tsl__ms *ms, const tsl__djob *j) {
     if (j->sent_seq > j->acked_seq) return 0; /* one plan in flight at a time */
     size_t target = j->plan->predicted_footprint;
     if (target <= j->region) return 1;
-    size_t others = tsl__ms_committed(ms) - held(j);
+    size_t others = tsl__ms_committed(ms) - held(j) + ms->reserved;
     return others <= ms->capacity && target <= ms->capacity - others;
 }
 
@@ -375,4 +377,42 @@ void tsl__ms_end(tsl__ms *ms, tsl__djob *j, tsl__dj_state state, const char *rea
     j->sent_target = 0;
     drop_plan(j);
     snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
+}
+
+tsl_status tsl__ms_resume(tsl__ms *ms, int64_t id, const char *name, const char *model,
+                          int64_t batch, int64_t iterations, double max_swap_rate,
+                          tsl_workload *w, tsl_plan *plan, int64_t seq, size_t region,
+                          double share, double now, tsl__djob **out) {
+    *out = NULL;
+    tsl_status st = TSL_OK;
+    if (tsl__ms_find(ms, id))
+        st = tsl_fail(TSL_ERR_INVALID, "job %lld resumes, but a job %lld is known already",
+                      (long long)id, (long long)id);
+    tsl_workload *pw = st == TSL_OK ? tsl_workload_copy(w, NULL) : NULL;
+    if (st == TSL_OK && !pw) st = tsl_fail(TSL_ERR_OOM, "daemon: out of host memory");
+    tsl__djob *j = NULL;
+    if (st == TSL_OK) st = tsl__ms_submit(ms, name, model, batch, iterations, max_swap_rate, w, now,
+                                         &j);
+    else tsl_workload_free(w);
+    if (st != TSL_OK) {
+        tsl_workload_free(pw);
+        tsl_plan_free(plan);
+        return st;
+    }
+    ms->next_id--; /* it keeps its own id */
+    j->id = id;
+    if (ms->next_id <= id) ms->next_id = id + 1;
+    if (ms->next_seq <= seq) ms->next_seq = seq + 1;
+    j->state = TSL__DJ_RUNNING;
+    j->reason[0] = '\0';
+    j->plan = plan;
+    j->plan_w = pw;
+    j->share = share;
+    j->seq = j->sent_seq = j->acked_seq = seq;
+    j->sent_target = j->region = region;
+    j->base_sum = sum_latency(j->w);
+    snprintf(j->why, sizeof j->why, "resume");
+    ms->reserved = ms->reserved > region ? ms->reserved - region : 0;
+    *out = j;
+    return TSL_OK;
 }

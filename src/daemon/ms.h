@@ -71,6 +71,8 @@ typedef struct tsl__djob {
     /* the queue */
     double t_submit, t_admit; /* ms, the controller's clock */
     size_t needed;          /* while queued: its footprint when last tried */
+    char why[16];           /* why its plan was made: "admitted", "arrival", "departure",
+                               "drift", "resume" (the PLAN message's reason) */
     char reason[512];       /* why it is queued, or failed */
 } tsl__djob;
 
@@ -84,6 +86,8 @@ typedef struct tsl__ms {
     int n, cap;
     int64_t next_id, next_seq;
     double last_planning_ms;
+    size_t reserved;          /* bytes held by jobs a restarted daemon has not heard from yet
+                                 (the device's adopted regions): not planned with */
 } tsl__ms;
 
 /* An empty scheduler for a device of `capacity` bytes described by dev
@@ -110,7 +114,17 @@ int tsl__ms_admit(tsl__ms *ms, double now);
 /* Plans every job to run again (a departure, drift, a resumed job):
  * TSL_OK with their new plans waiting to be sent, or TSL_ERR_BUDGET when
  * they would not fit (the plans in force stay), or the planner's error. */
-tsl_status tsl__ms_replan(tsl__ms *ms);
+tsl_status tsl__ms_replan(tsl__ms *ms, const char *why);
+
+/* A job that was running under a previous daemon tells who it is (RESUME):
+ * it is RUNNING again with id `id`, its workload w (with the latencies its
+ * plan was made from) and plan (both taken over, freed on failure too), its
+ * plan `seq` acknowledged, its region and share. TSL_ERR_INVALID for an id
+ * that is known already (named). */
+tsl_status tsl__ms_resume(tsl__ms *ms, int64_t id, const char *name, const char *model,
+                          int64_t batch, int64_t iterations, double max_swap_rate,
+                          tsl_workload *w, tsl_plan *plan, int64_t seq, size_t region,
+                          double share, double now, tsl__djob **out);
 
 /* 1 if j's plan may be sent now (see the head of the file). */
 int tsl__ms_sendable(const tsl__ms *ms, const tsl__djob *j);

@@ -83,7 +83,8 @@ static const field queued[] = {POS("job_id"), TEXT("reason", TEXT_MAX), NONNEG("
 /* where a job runs under a plan, in PLAN and again in RESUME */
 #define PLACE_FIELDS                                                                               \
     POS("job_id"), NONNEG("slot"), POS("plan_seq"), POS("region_bytes"),                         \
-        NUM("channel_share", NUM_UNIT), OBJ("plan")
+        NUM("channel_share", NUM_UNIT),                                                          \
+        {.name = "latencies_us", .kind = K_NUMS, .lo = 1, .hi = 10000000}, OBJ("plan")
 static const field plan[] = {PLACE_FIELDS, ENUM("reason", plan_reasons)};
 static const field plan_ack[] = {POS("plan_seq"), NONNEG("iteration"), NONNEG("footprint_bytes")};
 static const field report[] = {POS("iteration"),
