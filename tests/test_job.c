@@ -22,6 +22,9 @@
 #include "helpers.h"
 #include "runtime/runtime_internal.h"
 #include "tensile/job.h"
+#include "tensile/shdev.h"
+#include "tensile/backend_cpu.h"
+#include <unistd.h>
 
 #define STEPS 3
 
@@ -320,4 +323,83 @@ Test(job, follows_plans_made_elsewhere) {
         tsl_job_free(j);
     }
     fx_free(&f);
+}
+
+/* A job whose device grows between iterations (a daemon's grant: the
+ * shared device's region raised, the arena grown, a plan that needs the
+ * room set for the next boundary) uses all of it: the runtime takes the
+ * device's capacity anew at every iteration, so the new plan's peak is not
+ * held to the old capacity (it was: every iteration evicted). */
+Test(job, a_device_grown_between_iterations_is_used) {
+    enum { N = 256 };
+    tsl_graph *g = th_wide_graph(N);
+    static float x[N * 64];
+    static int32_t y[N];
+    th_fill_f32(x, N * 64, 5, -1, 1);
+    for (int i = 0; i < N; i++) y[i] = i % 10;
+    tsl_mem_report r;
+    cr_assert_eq(tsl_graph_dry_run(g, (size_t)1 << 30, &r), TSL_OK);
+    uint64_t van;
+    {
+        tsl_session_opts so = th_session_opts();
+        so.device_memory = (size_t)1 << 30;
+        so.kernels = TSL_KERNELS_REF;
+        tsl_session *s;
+        cr_assert_eq(tsl_session_new(g, &so, &s), TSL_OK, "%s", tsl_last_error());
+        for (int i = 0; i < STEPS; i++) cr_assert_eq(tsl_session_step(s, x, y, NULL), TSL_OK);
+        van = tsl_session_param_checksum(s);
+        tsl_session_free(s);
+    }
+    char name[64], tag[32];
+    snprintf(tag, sizeof tag, "testjob%d", (int)getpid());
+    cr_assert_eq(tsl_shdev_name(name, sizeof name, tag), TSL_OK);
+    tsl_shdev *sd;
+    cr_assert_eq(tsl_shdev_create(name, (size_t)1 << 30, 0, 2, &sd), TSL_OK, "%s", tsl_last_error());
+    tsl_job_opts o = tsl_job_opts_default();
+    o.session = th_session_opts();
+    o.session.kernels = TSL_KERNELS_REF;
+    tsl_device_profile dev = th_cpu_profile((size_t)1 << 30);
+    o.device_profile = &dev;
+    tsl_workload *w;
+    cr_assert_eq(tsl_job_workload_new(g, &o, &dev, &w), TSL_OK, "%s", tsl_last_error());
+    /* the first plan squeezed to 70 % of vanilla's peak, the second none */
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.budget = (size_t)((double)r.peak_load * 0.7);
+    tsl_plan *p1, *p2;
+    tsl_status ps = tsl_plan_jobs(&w, 1, &dev, &po, &p1, NULL);
+    cr_assert(ps == TSL_OK || ps == TSL_ERR_BUDGET, "%s", tsl_last_error());
+    tsl_workload *w2 = tsl_workload_copy(w, NULL);
+    po.budget = (size_t)1 << 30;
+    po.policy = tsl_policy_find("vanilla"); /* the empty plan: vanilla's peak */
+    cr_assert_eq(tsl_plan_jobs(&w2, 1, &dev, &po, &p2, NULL), TSL_OK, "%s", tsl_last_error());
+    cr_assert_gt(p2->predicted_peak, p1->predicted_footprint, "the second plan needs more room: %zu vs %zu (p1 peak %zu)", p2->predicted_peak, p1->predicted_footprint, p1->predicted_peak);
+    cr_assert_eq(tsl_shdev_claim(sd, 0, 1, getpid(), p1->predicted_footprint), TSL_OK);
+    tsl_cpu_backend_opts bo = tsl_cpu_backend_opts_default(0);
+    bo.kernels = TSL_KERNELS_REF;
+    bo.nthreads = o.session.nthreads;
+    bo.shdev = sd;
+    bo.shdev_slot = 0;
+    tsl_backend *b;
+    cr_assert_eq(tsl_cpu_backend_new_opts(&bo, &b), TSL_OK, "%s", tsl_last_error());
+    o.backend = b;
+    tsl_job *j;
+    cr_assert_eq(tsl_job_new_planned(g, &o, w, p1, &j), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_job_step(j, x, y, NULL), TSL_OK, "%s", tsl_last_error());
+    /* the grant: the region, then the arena, then the plan */
+    cr_assert_eq(tsl_shdev_set_region(sd, 0, p2->predicted_footprint), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_cpu_backend_set_capacity(b, p2->predicted_footprint), TSL_OK, "%s",
+                 tsl_last_error());
+    cr_assert_eq(tsl_job_set_plan(j, w2, p2, NULL), TSL_OK, "%s", tsl_last_error());
+    for (int i = 1; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, x, y, NULL), TSL_OK, "%s", tsl_last_error());
+    tsl_runtime_stats rs;
+    tsl_session_runtime_stats(tsl_job_session(j), &rs);
+    cr_assert_eq(rs.plans_installed, 2);
+    cr_assert_eq(rs.evictions, 0, "%lld evictions on a device that grew", (long long)rs.evictions);
+    cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van);
+    tsl_job_free(j);
+    tsl_backend_free(b);
+    tsl_shdev_close(sd);
+    tsl_shdev_unlink(name);
+    tsl_graph_free(g);
 }

@@ -304,8 +304,12 @@ tsl_status tsl_daemon_run(const tsl_daemon_opts *o) {
         }
         pf = npf;
         pf[0] = (struct pollfd){d->lfd, POLLIN, 0};
-        for (int i = 0; i < d->n_conns; i++)
-            pf[i + 1] = (struct pollfd){d->conns[i].fd, POLLIN, 0};
+        for (int i = 0; i < d->n_conns; i++) {
+            const tsl__conn *k = &d->conns[i];
+            short ev = POLLIN;
+            if (!k->mute && k->out_off < k->out_len) ev |= POLLOUT;
+            pf[i + 1] = (struct pollfd){k->fd, ev, 0};
+        }
         int n = poll(pf, (nfds_t)d->n_conns + 1, 200);
         if (n < 0 && errno != EINTR) {
             tsl__d_log(d, "poll: %s: stopping", strerror(errno));
@@ -313,9 +317,11 @@ tsl_status tsl_daemon_run(const tsl_daemon_opts *o) {
         }
         if (n > 0) {
             int n_before = d->n_conns;
-            for (int i = 0; i < n_before; i++)
+            for (int i = 0; i < n_before; i++) {
+                if (pf[i + 1].fd >= 0 && (pf[i + 1].revents & POLLOUT)) tsl__d_flush(d, i);
                 if (pf[i + 1].fd >= 0 && (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                     serve(d, i);
+            }
             if (pf[0].revents & POLLIN) accept_all(d);
         }
         tick(d);

@@ -42,6 +42,11 @@ typedef struct tsl__conn {
     tsl_msg_reader *r;
     tsl_conv conv;
     int64_t job;             /* the job it speaks for (a job's connection), 0 */
+    int mute;                /* a send failed: nothing more is sent, but what the peer sent
+                                before it went (a DONE) is still read, up to its end */
+    uint8_t *out;            /* bytes queued for the peer, written as its socket takes them
+                                (never a blocking send: a job reads between iterations) */
+    size_t out_len, out_off;
     double since_ms;
 } tsl__conn;
 
@@ -90,8 +95,14 @@ json_t *tsl__d_status(tsl__daemon *d);
 /* conn.c: closes connection c (its job, if any, keeps running: a job
  * whose connection closes without DONE or FAILED is checked for life). */
 void tsl__d_close(tsl__daemon *d, int c);
-/* conn.c: sends m on connection c through its conversation; closes the
- * connection on failure. Returns 0 or -1. */
+/* conn.c: sends m on connection c through its conversation: queued and
+ * written as far as the socket takes it now (the rest when it can take
+ * more: tsl__d_flush). Returns 0, or -1 when the peer is gone or has left
+ * more than TSL__D_OUT_MAX bytes unread (the connection is then muted). */
 int tsl__d_send(tsl__daemon *d, int c, tsl_msg *m);
+/* conn.c: writes what connection c has queued, as far as its socket takes
+ * it. */
+void tsl__d_flush(tsl__daemon *d, int c);
+#define TSL__D_OUT_MAX ((size_t)64 << 20)
 
 #endif

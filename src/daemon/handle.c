@@ -140,6 +140,11 @@ static void tell_queue(tsl__daemon *d) {
         tsl_msg m = {TSL_MSG_QUEUED, b};
         if (b) tsl__d_send(d, c, &m);
         tsl_msg_free(&m);
+        if (strcmp(j->reason, j->told) != 0) { /* a line when its reason changes */
+            tsl__d_log(d, "job %lld %s queued (position %d): %s", (long long)j->id, j->name, pos,
+                       j->reason);
+            snprintf(j->told, sizeof j->told, "%s", j->reason);
+        }
     }
 }
 

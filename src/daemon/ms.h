@@ -74,6 +74,7 @@ typedef struct tsl__djob {
     char why[16];           /* why its plan was made: "admitted", "arrival", "departure",
                                "drift", "resume" (the PLAN message's reason) */
     char reason[512];       /* why it is queued, or failed */
+    char told[512];         /* the reason last logged (the controller's) */
 } tsl__djob;
 
 typedef struct tsl__ms {

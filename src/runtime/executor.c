@@ -823,6 +823,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     tsl_alloc_stats ms;
     rt->b->iface->mem_stats(rt->b, &ms);
     rt->used = ms.load;
+    rt->capacity = ms.capacity; /* the device may have grown or shrunk between iterations */
     size_t pp = rt->cur->p->predicted_peak;
     rt->limit = rt->o.strict && pp > 0 && pp < rt->capacity ? pp : rt->capacity;
     rt->iter++;
