@@ -574,7 +574,8 @@ static void real_graph(const char *model, int batch, int image) {
     tsl_graph_free(g);
 }
 
-Test(sched_cases, cnn_with_the_a6000_profile) { real_graph("cnn", th_quick() ? 8 : 64, 0); }
+/* quick: batch 32, the smallest whose activations are worth a copy (min-swap-bytes) */
+Test(sched_cases, cnn_with_the_a6000_profile) { real_graph("cnn", th_quick() ? 32 : 64, 0); }
 
 Test(sched_cases, resnet18_with_the_a6000_profile) {
     if (th_quick())
