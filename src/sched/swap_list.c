@@ -81,6 +81,10 @@ static int32_t place_out(tsl__kit *K, const tsl__swap_req *r) {
     int wrap = r->precede <= r->last;
     double gen = r->out_after < 0 ? 0.0 : tl->e[r->out_after];
     double by = wrap ? tl->period - tsl__margin(tl->period) : tl->s[r->precede];
+    /* a FIFO stream: after the copies placed before it (so the channel's
+     * search starts at its last booking instead of walking the queue) */
+    const tsl__chan *c = tsl__chan_of(K, 0);
+    if (c->n > 0 && c->e[c->n - 1] > gen) gen = c->e[c->n - 1];
     tsl__swap_draft d = {.tensor = r->tensor};
     double rel = tsl__place_swap_out(K, J, r->tensor, gen, r->last, by, &d);
     if (rel < 0 || !d.has_out) return -1;
@@ -143,11 +147,15 @@ static int place_in(tsl__kit *K, const tsl__swap_req *r, int32_t rel, double *ol
     if (!find_in(K, J, r, lo, W, S, r->in_early, &d) &&
         !find_in(K, J, r, lo, W, S, !r->in_early, &d))
         return 0;
-    snapshot(J, old, d.si_issue, d.si_end - d.si_issue);
+    /* the copies' times before a wait moves them (a wait comes only from a
+     * copy landing after its op would start, or from a recomputation) */
+    int may_wait = d.si_end - W > TSL__WAIT_EPS_US || tl->n_rc > 0;
+    if (may_wait) snapshot(J, old, d.si_issue, d.si_end - d.si_issue);
     int32_t n_wait = tl->n_wait;
     double stall = tl->stall;
     if (!tsl__commit_swap_in(K, J, &d)) return 0;
     if (J->tl.n_wait == n_wait && J->tl.stall == stall) return 1;
+    TSL_ASSERT(may_wait);
     /* a planned wait moved the later ops: move their copies too */
     if (tsl__kit_rebook(K, J, old)) return 1;
     tsl__chan_unbook(tsl__chan_of(K, 1), d.si_issue, d.si_end);
