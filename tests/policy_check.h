@@ -1,0 +1,56 @@
+/*
+ * policy_check.h - what the tests of the baseline policies (vDNN,
+ * AutoSwap: test_policy_vdnn.c, test_policy_autoswap.c) check on every plan
+ * they make, and the workloads they make them for: the zoo's models at
+ * small shapes, and the random workloads of tests/random_workload.h.
+ *
+ * Example usage:
+ *
+ *   tsl_device_profile dev = rtf_cpu_profile();
+ *   tsl_workload *w = pc_zoo_workload("resnet18", &dev);
+ *   pc_result r;
+ *   pc_plan_and_check(&w, 1, &dev, "vdnn-all", NULL, 0, &r);
+ *   ... r.rep.waits[0], r.p[0]->n_events ...
+ *   pc_result_free(&r);
+ *   tsl_workload_free(w);
+ */
+#ifndef TSL_TESTS_POLICY_CHECK_H
+#define TSL_TESTS_POLICY_CHECK_H
+#include <stddef.h>
+#include "tensile/policy.h"
+
+#define PC_MAXJ 8
+
+/* Plans and their report. */
+typedef struct pc_result {
+    int n;
+    tsl_plan *p[PC_MAXJ];
+    tsl_plan_report rep;
+    int waits;                 /* planned waits over the jobs (the verifier's) */
+    double stall_us;           /* their stall */
+} pc_result;
+
+/* Plans the n (<= PC_MAXJ) workloads w with the policy called `policy`
+ * (options opts, NULL: its defaults; budget 0: the profile's memory) and
+ * fails the calling test unless: planning succeeds or reports the budget
+ * unmet (TSL_ERR_BUDGET); the plans verify together (tsl_plan_check: no
+ * violation; planned waits are counted into r) with each predicted peak
+ * and period equal to tsl_peak_analysis's and no peak above vanilla's
+ * (th_plan_checked); every copy ends within its iteration; each job
+ * simulated alone with exact latencies reproduces its predicted peak
+ * exactly, its predicted period and its planned stall (to 1e-6 relative);
+ * the jobs simulate together; and planning the same inputs again gives
+ * the same plans, byte for byte as JSON. `what` names the case in
+ * failure messages. */
+void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev, const char *policy,
+                       const void *opts, size_t budget, const char *what, pc_result *r);
+void pc_result_free(pc_result *r);
+
+/* The training workload of zoo model `model` at small shapes (batch 2,
+ * images 32x32, 75x75 for the Inceptions, 10 classes; Adam if adam, else
+ * SGD with momentum) on dev's cost model. Free with tsl_workload_free. */
+tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam);
+
+/* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
+size_t pc_persistent_bytes(const tsl_workload *w);
+#endif
