@@ -97,15 +97,19 @@ static void plan_once(tsl_workload **w, int n, const tsl_device_profile *dev, co
     th_plan_checked(w, n, dev, po, r->p, &r->rep);
 }
 
-void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev, const char *policy,
-                       const void *opts, size_t budget, const char *what, pc_result *r) {
-    cr_assert(n >= 1 && n <= PC_MAXJ);
+tsl_plan_opts pc_opts(const char *policy, const void *opts, size_t budget) {
     tsl_plan_opts po = tsl_plan_opts_default();
     po.policy = tsl_policy_find(policy);
     cr_assert_not_null(po.policy, "%s", tsl_last_error());
     po.opts = opts;
     po.budget = budget;
-    plan_once(w, n, dev, &po, r);
+    return po;
+}
+
+void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
+                       const tsl_plan_opts *po, const char *what, pc_result *r) {
+    cr_assert(n >= 1 && n <= PC_MAXJ);
+    plan_once(w, n, dev, po, r);
     /* the verifier's report: no violation, the planned waits counted */
     tsl_verify_report vr;
     cr_assert_eq(tsl_plan_check((const tsl_workload *const *)w, (const tsl_plan *const *)r->p, n,
@@ -131,7 +135,7 @@ void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev, c
     }
     /* determinism: the same inputs, the same plans, byte for byte */
     pc_result again;
-    plan_once(w, n, dev, &po, &again);
+    plan_once(w, n, dev, po, &again);
     char *a = plans_json(r->p, n, w), *b = plans_json(again.p, n, w);
     cr_assert(strcmp(a, b) == 0, "%s: planning twice gives other plans", what);
     free(a);

@@ -9,7 +9,8 @@
  *   tsl_device_profile dev = rtf_cpu_profile();
  *   tsl_workload *w = pc_zoo_workload("resnet18", &dev);
  *   pc_result r;
- *   pc_plan_and_check(&w, 1, &dev, "vdnn-all", NULL, 0, &r);
+ *   tsl_plan_opts po = pc_opts("vdnn-all", NULL, 0);
+ *   pc_plan_and_check(&w, 1, &dev, &po, "resnet18", &r);
  *   ... r.rep.waits[0], r.p[0]->n_events ...
  *   pc_result_free(&r);
  *   tsl_workload_free(w);
@@ -30,9 +31,13 @@ typedef struct pc_result {
     double stall_us;           /* their stall */
 } pc_result;
 
-/* Plans the n (<= PC_MAXJ) workloads w with the policy called `policy`
- * (options opts, NULL: its defaults; budget 0: the profile's memory) and
- * fails the calling test unless: planning succeeds or reports the budget
+/* Planning options for the policy called `policy` (failing the calling
+ * test if there is none) with its options opts (NULL: its defaults) and
+ * the budget (0: the profile's memory). */
+tsl_plan_opts pc_opts(const char *policy, const void *opts, size_t budget);
+
+/* Plans the n (<= PC_MAXJ) workloads w with po and fails the calling test
+ * unless: planning succeeds or reports the budget
  * unmet (TSL_ERR_BUDGET); the plans verify together (tsl_plan_check: no
  * violation; planned waits are counted into r) with each predicted peak
  * and period equal to tsl_peak_analysis's and no peak above vanilla's
@@ -42,8 +47,8 @@ typedef struct pc_result {
  * the jobs simulate together; and planning the same inputs again gives
  * the same plans, byte for byte as JSON. `what` names the case in
  * failure messages. */
-void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev, const char *policy,
-                       const void *opts, size_t budget, const char *what, pc_result *r);
+void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
+                       const tsl_plan_opts *po, const char *what, pc_result *r);
 void pc_result_free(pc_result *r);
 
 /* The training workload of zoo model `model` at small shapes (batch 2,

@@ -58,6 +58,14 @@
 #include "tensile/models.h"
 #include "tensile/policy.h"
 
+/* The planning options of a policy of no options, the profile's memory
+ * (valid until the next call). */
+static const tsl_plan_opts *PC_OPTS(const char *policy) {
+    static tsl_plan_opts po;
+    po = pc_opts(policy, NULL, 0);
+    return &po;
+}
+
 /* ---- the hand-made chain ----------------------------------------------------------- */
 
 enum { IN, W1, W2, W3, C1, C2, P2, C3, LO, G3, GP2, DW3, G2, G1, DW2, DW1 };
@@ -198,7 +206,7 @@ Test(vdnn, conv_offloads_the_convolutions_inputs_and_prefetches_a_convolution_ah
     tsl_workload *w = chain();
     tsl_device_profile dev = exact_profile();
     pc_result r;
-    pc_plan_and_check(&w, 1, &dev, "vdnn-conv", NULL, 0, "vdnn-conv chain", &r);
+    pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-conv"), "vdnn-conv chain", &r);
     const tsl_event want[] = {
         EV(TSL_EV_SWAP_OUT, C1, 0, 0, -1), EV(TSL_EV_RELEASE, C1, 1, 0, -1),
         EV(TSL_EV_SWAP_OUT, P2, 3, 0, -1), EV(TSL_EV_RELEASE, P2, 3, 0, -1),
@@ -217,7 +225,7 @@ Test(vdnn, all_offloads_every_layers_input_and_waits_for_a_late_prefetch) {
     tsl_workload *w = chain();
     tsl_device_profile dev = exact_profile();
     pc_result r;
-    pc_plan_and_check(&w, 1, &dev, "vdnn-all", NULL, 0, "vdnn-all chain", &r);
+    pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-all"), "vdnn-all chain", &r);
     const tsl_event want[] = {
         EV(TSL_EV_SWAP_OUT, C1, 0, 0, -1), EV(TSL_EV_RELEASE, C1, 1, 0, -1),
         EV(TSL_EV_SWAP_OUT, C2, 3, 0, -1), EV(TSL_EV_RELEASE, C2, 3, 0, -1),
@@ -271,7 +279,7 @@ static void zoo(const char *model, int adam) {
         pc_result r;
         char what[96];
         snprintf(what, sizeof what, "%s %s", pol[k], model);
-        pc_plan_and_check(&w, 1, &dev, pol[k], NULL, 0, what, &r);
+        pc_plan_and_check(&w, 1, &dev, PC_OPTS(pol[k]), what, &r);
         swaps[k] = r.rep.swaps[0];
         printf("%-12s %-9s %3d swaps, %3d waits (%8.1f us), peak %zu -> %zu, period %.1f -> "
                "%.1f us\n",
@@ -305,7 +313,7 @@ Test(vdnn_zoo, several_jobs_share_the_channels) {
     for (int k = 0; k < 2; k++) {
         pc_result r;
         const char *pol = k ? "vdnn-all" : "vdnn-conv";
-        pc_plan_and_check(w, 3, &dev, pol, NULL, 0, pol, &r);
+        pc_plan_and_check(w, 3, &dev, PC_OPTS(pol), pol, &r);
         int sw = 0;
         for (int j = 0; j < 3; j++) sw += r.rep.swaps[j];
         cr_assert_gt(sw, 0);
@@ -333,7 +341,7 @@ static void random_cases(int n_jobs, int cases) {
             char what[96];
             snprintf(what, sizeof what, "%s, seed %llu, %d jobs", k ? "vdnn-all" : "vdnn-conv",
                      (unsigned long long)seed, n_jobs);
-            pc_plan_and_check(w, n_jobs, &dev, k ? "vdnn-all" : "vdnn-conv", NULL, 0, what, &r);
+            pc_plan_and_check(w, n_jobs, &dev, PC_OPTS(k ? "vdnn-all" : "vdnn-conv"), what, &r);
             for (int j = 0; j < n_jobs; j++) swaps += r.rep.swaps[j];
             waits += r.waits;
             with += r.waits > 0;
