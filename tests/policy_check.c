@@ -142,3 +142,35 @@ void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
     free(b);
     pc_result_free(&again);
 }
+
+tsl_device_profile pc_exact_profile(void) {
+    tsl_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "exact");
+    d.flops = 1e12;
+    d.mem_bw = 1e11;
+    d.mem_bytes = (size_t)1 << 30;
+    d.h2d_bw = d.d2h_bw = 1e9;
+    d.duplex = 1;
+    return d;
+}
+
+void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what) {
+    int ok = p->n_events == n;
+    for (int i = 0; ok && i < n; i++) {
+        const tsl_event *a = &p->events[i], *b = &want[i];
+        ok = a->type == b->type && a->tensor == b->tensor && a->trigger == b->trigger &&
+             a->delay_us == b->delay_us && a->precede == b->precede;
+    }
+    if (!ok) {
+        fprintf(stderr, "%s: %d events (expected %d):\n", what, p->n_events, n);
+        for (int i = 0; i < p->n_events; i++)
+            fprintf(stderr, "  got  type %d t%d trigger %d delay %.17g precede %d\n",
+                    p->events[i].type, p->events[i].tensor, p->events[i].trigger,
+                    p->events[i].delay_us, p->events[i].precede);
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "  want type %d t%d trigger %d delay %.17g precede %d\n", want[i].type,
+                    want[i].tensor, want[i].trigger, want[i].delay_us, want[i].precede);
+    }
+    cr_assert(ok, "%s: the events differ from the expected ones (see stderr)", what);
+}

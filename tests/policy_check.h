@@ -58,4 +58,27 @@ tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, 
 
 /* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
 size_t pc_persistent_bytes(const tsl_workload *w);
+
+/* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
+ * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */
+tsl_device_profile pc_exact_profile(void);
+
+/* An op of latency 10 us appended to hand-made workload builder b
+ * (random_workload.h), its inputs and outputs given as PC_L1(x),
+ * PC_L2(x, y) or PC_L3(x, y, z). */
+#define PC_OP(b, name, ins, outs)                                                                  \
+    rw_build_op(b, name, 10.0, 0, (const int32_t[])ins, (int)(sizeof((int32_t[])ins) / 4),        \
+                (const int32_t[])outs, (int)(sizeof((int32_t[])outs) / 4))
+#define PC_L1(x) {x}
+#define PC_L2(x, y) {x, y}
+#define PC_L3(x, y, z) {x, y, z}
+
+/* An event, for the lists below. */
+static inline tsl_event pc_ev(tsl_event_type ty, int32_t t, int32_t trig, double delay,
+                              int32_t precede) {
+    return (tsl_event){ty, t, trig, delay, precede};
+}
+/* Fails the calling test (printing both lists) unless p's events are
+ * exactly want[0..n), in order, field by field. */
+void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what);
 #endif

@@ -69,40 +69,20 @@ static tsl_workload *small(void) {
     };
     for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
         cr_assert_eq(rw_build_tensor(bl, t[i].n, t[i].b, t[i].k), i);
-#define OP(name, ins, outs)                                                                        \
-    rw_build_op(bl, name, 10.0, 0, (const int32_t[])ins, (int)(sizeof((int32_t[])ins) / 4),       \
-                (const int32_t[])outs, (int)(sizeof((int32_t[])outs) / 4))
-#define L1(x) {x}
-#define L2(x, y) {x, y}
-#define L3(x, y, z) {x, y, z}
-    OP("f1", L2(IN, W), L1(A));
-    OP("f2", L1(A), L1(B));
-    OP("f3", L1(B), L1(C));
-    OP("big", L1(C), L1(D));
-    OP("b3", L2(D, C), L1(GC));
-    OP("b2", L2(GC, B), L1(GB));
-    OP("b1", L3(GB, A, W), L1(GW));
+    PC_OP(bl, "f1", PC_L2(IN, W), PC_L1(A));
+    PC_OP(bl, "f2", PC_L1(A), PC_L1(B));
+    PC_OP(bl, "f3", PC_L1(B), PC_L1(C));
+    PC_OP(bl, "big", PC_L1(C), PC_L1(D));
+    PC_OP(bl, "b3", PC_L2(D, C), PC_L1(GC));
+    PC_OP(bl, "b2", PC_L2(GC, B), PC_L1(GB));
+    PC_OP(bl, "b1", PC_L3(GB, A, W), PC_L1(GW));
     rw_build_mark_optimizer(bl);
-    OP("upd", L2(W, GW), L1(W));
-#undef OP
+    PC_OP(bl, "upd", PC_L2(W, GW), PC_L1(W));
     tsl_workload *w = rw_build_end(bl);
     cr_assert_not_null(w);
     char why[256];
     cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
     return w;
-}
-
-/* 1 GB/s both ways, no copy latency. */
-static tsl_device_profile exact_profile(void) {
-    tsl_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "exact");
-    d.flops = 1e12;
-    d.mem_bw = 1e11;
-    d.mem_bytes = (size_t)1 << 30;
-    d.h2d_bw = d.d2h_bw = 1e9;
-    d.duplex = 1;
-    return d;
 }
 
 #define CLOSE(a, b, what)                                                                          \
@@ -111,7 +91,7 @@ static tsl_device_profile exact_profile(void) {
 
 Test(autoswap, candidates_and_scores_by_hand) {
     tsl_workload *w = small();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     tsl_plan *plan = tsl_plan_new("small");
     tsl_plan_request rq = {.w = &w, .n_jobs = 1, .dev = &dev, .budget = dev.mem_bytes};
     tsl__kit K;
@@ -165,27 +145,6 @@ Test(autoswap, candidates_and_scores_by_hand) {
     rw_free(w);
 }
 
-static tsl_event EV(tsl_event_type ty, int32_t t, int32_t trig, double d, int32_t prec) {
-    return (tsl_event){ty, t, trig, d, prec};
-}
-
-static void expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what) {
-    int ok = p->n_events == n;
-    for (int i = 0; ok && i < n; i++) {
-        const tsl_event *x = &p->events[i], *y = &want[i];
-        ok = x->type == y->type && x->tensor == y->tensor && x->trigger == y->trigger &&
-             x->delay_us == y->delay_us && x->precede == y->precede;
-    }
-    if (!ok) {
-        fprintf(stderr, "%s: %d events (expected %d):\n", what, p->n_events, n);
-        for (int i = 0; i < p->n_events; i++)
-            fprintf(stderr, "  type %d t%d trigger %d delay %.17g precede %d\n", p->events[i].type,
-                    p->events[i].tensor, p->events[i].trigger, p->events[i].delay_us,
-                    p->events[i].precede);
-    }
-    cr_assert(ok, "%s: the events differ from the expected ones (see stderr)", what);
-}
-
 /* Exact layouts (alignment 1), so that the budget of footprints is the
  * load's. */
 static tsl_plan_opts exact_opts(const tsl_autoswap_opts *ao, size_t budget) {
@@ -196,16 +155,16 @@ static tsl_plan_opts exact_opts(const tsl_autoswap_opts *ao, size_t budget) {
 
 Test(autoswap, aoa_selects_until_the_limit_and_schedules_as_late_as_it_can) {
     tsl_workload *w = small();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     ao.score = TSL_AUTOSWAP_AOA;
     tsl_plan_opts po = exact_opts(&ao, 60000);
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, &po, "autoswap AOA", &r);
-    const tsl_event want[] = {EV(TSL_EV_SWAP_OUT, A, 1, 0, -1), EV(TSL_EV_RELEASE, A, 1, 0, -1),
-                              EV(TSL_EV_SWAP_IN, A, 4, 0, 6)};
-    expect_events(r.p[0], want, 3, "AOA at 60000");
+    const tsl_event want[] = {pc_ev(TSL_EV_SWAP_OUT, A, 1, 0, -1), pc_ev(TSL_EV_RELEASE, A, 1, 0, -1),
+                              pc_ev(TSL_EV_SWAP_IN, A, 4, 0, 6)};
+    pc_expect_events(r.p[0], want, 3, "AOA at 60000");
     cr_assert_eq(r.p[0]->predicted_peak, 58000);
     cr_assert_eq(r.waits, 0);
     cr_assert_eq(r.rep.budget_met, 1);
@@ -216,15 +175,15 @@ Test(autoswap, aoa_selects_until_the_limit_and_schedules_as_late_as_it_can) {
 
 Test(autoswap, a_late_swap_in_makes_its_access_wait) {
     tsl_workload *w = small();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 15000;
     tsl_plan_opts po = exact_opts(&ao, 60000);
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, &po, "autoswap, b alone", &r);
-    const tsl_event want[] = {EV(TSL_EV_SWAP_OUT, B, 2, 0, -1), EV(TSL_EV_RELEASE, B, 2, 0, -1),
-                              EV(TSL_EV_SWAP_IN, B, 4, 0, 5)};
-    expect_events(r.p[0], want, 3, "b alone");
+    const tsl_event want[] = {pc_ev(TSL_EV_SWAP_OUT, B, 2, 0, -1), pc_ev(TSL_EV_RELEASE, B, 2, 0, -1),
+                              pc_ev(TSL_EV_SWAP_IN, B, 4, 0, 5)};
+    pc_expect_events(r.p[0], want, 3, "b alone");
     cr_assert_eq(r.waits, 1);
     cr_assert_eq(r.stall_us, 20.0, "stall %.17g", r.stall_us);
     cr_assert_eq(r.p[0]->predicted_period_us, 100.0);
@@ -236,7 +195,7 @@ Test(autoswap, a_late_swap_in_makes_its_access_wait) {
 
 Test(autoswap, bayesian_optimisation_meets_the_limit_at_no_overhead) {
     tsl_workload *w = small();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     tsl_plan_opts po = exact_opts(&ao, 60000);
@@ -264,7 +223,7 @@ Test(autoswap, no_pressure_no_swaps) {
     /* the budget is the device's memory: the vanilla peak fits, AutoSwap
      * selects nothing (its own rule) */
     tsl_workload *w = small();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     tsl_plan_opts po = exact_opts(&ao, 0);

@@ -84,68 +84,27 @@ static tsl_workload *chain(void) {
     };
     for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
         cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
-#define OP(name, ins, outs)                                                                        \
-    rw_build_op(b, name, 10.0, 0, (const int32_t[])ins, (int)(sizeof((int32_t[])ins) / 4),        \
-                (const int32_t[])outs, (int)(sizeof((int32_t[])outs) / 4))
-#define L2(a, b) {a, b}
-#define L1(a) {a}
-    OP("conv1", L2(IN, W1), L1(C1));
-    OP("conv2", L2(C1, W2), L1(C2));
-    OP("pool2", L1(C2), L1(P2));
-    OP("conv3", L2(P2, W3), L1(C3));
-    OP("loss", L1(C3), L1(LO));
-    OP("loss.dlogits", L1(LO), L1(G3));
-    OP("conv3.bwd_data", L2(G3, W3), L1(GP2));
-    OP("conv3.bwd_filter", L2(G3, P2), L1(DW3));
-    OP("pool2.bwd", L2(GP2, C2), L1(G2));
-    OP("conv2.bwd_data", L2(G2, W2), L1(G1));
-    OP("conv2.bwd_filter", L2(G2, C1), L1(DW2));
-    OP("conv1.bwd_filter", L2(G1, IN), L1(DW1));
+    PC_OP(b, "conv1", PC_L2(IN, W1), PC_L1(C1));
+    PC_OP(b, "conv2", PC_L2(C1, W2), PC_L1(C2));
+    PC_OP(b, "pool2", PC_L1(C2), PC_L1(P2));
+    PC_OP(b, "conv3", PC_L2(P2, W3), PC_L1(C3));
+    PC_OP(b, "loss", PC_L1(C3), PC_L1(LO));
+    PC_OP(b, "loss.dlogits", PC_L1(LO), PC_L1(G3));
+    PC_OP(b, "conv3.bwd_data", PC_L2(G3, W3), PC_L1(GP2));
+    PC_OP(b, "conv3.bwd_filter", PC_L2(G3, P2), PC_L1(DW3));
+    PC_OP(b, "pool2.bwd", PC_L2(GP2, C2), PC_L1(G2));
+    PC_OP(b, "conv2.bwd_data", PC_L2(G2, W2), PC_L1(G1));
+    PC_OP(b, "conv2.bwd_filter", PC_L2(G2, C1), PC_L1(DW2));
+    PC_OP(b, "conv1.bwd_filter", PC_L2(G1, IN), PC_L1(DW1));
     rw_build_mark_optimizer(b);
-    OP("w1.sgd", L2(W1, DW1), L1(W1));
-    OP("w2.sgd", L2(W2, DW2), L1(W2));
-    OP("w3.sgd", L2(W3, DW3), L1(W3));
-#undef OP
+    PC_OP(b, "w1.sgd", PC_L2(W1, DW1), PC_L1(W1));
+    PC_OP(b, "w2.sgd", PC_L2(W2, DW2), PC_L1(W2));
+    PC_OP(b, "w3.sgd", PC_L2(W3, DW3), PC_L1(W3));
     tsl_workload *w = rw_build_end(b);
     cr_assert_not_null(w);
     char why[256];
     cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
     return w;
-}
-
-/* 1 GB/s both ways, no copy latency: a copy of B bytes takes B/1000 us. */
-static tsl_device_profile exact_profile(void) {
-    tsl_device_profile d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "exact");
-    d.flops = 1e12;
-    d.mem_bw = 1e11;
-    d.mem_bytes = (size_t)1 << 30;
-    d.h2d_bw = d.d2h_bw = 1e9;
-    d.duplex = 1;
-    return d;
-}
-
-static tsl_event EV(tsl_event_type ty, int32_t t, int32_t trig, double d, int32_t prec) {
-    return (tsl_event){ty, t, trig, d, prec};
-}
-
-/* The plan's events are exactly want[0..n) (sorted as tsl_plan_sort does). */
-static void expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what) {
-    int ok = p->n_events == n;
-    for (int i = 0; ok && i < n; i++) {
-        const tsl_event *a = &p->events[i], *b = &want[i];
-        ok = a->type == b->type && a->tensor == b->tensor && a->trigger == b->trigger &&
-             a->delay_us == b->delay_us && a->precede == b->precede;
-    }
-    if (!ok) {
-        fprintf(stderr, "%s: %d events (expected %d):\n", what, p->n_events, n);
-        for (int i = 0; i < p->n_events; i++)
-            fprintf(stderr, "  type %d t%d trigger %d delay %.17g precede %d\n",
-                    p->events[i].type, p->events[i].tensor, p->events[i].trigger,
-                    p->events[i].delay_us, p->events[i].precede);
-    }
-    cr_assert(ok, "%s: the events differ from the expected ones (see stderr)", what);
 }
 
 Test(layers, of_the_chain_by_name) {
@@ -204,15 +163,15 @@ Test(layers, gradient_sums_join_the_group_before_them) {
 
 Test(vdnn, conv_offloads_the_convolutions_inputs_and_prefetches_a_convolution_ahead) {
     tsl_workload *w = chain();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-conv"), "vdnn-conv chain", &r);
     const tsl_event want[] = {
-        EV(TSL_EV_SWAP_OUT, C1, 0, 0, -1), EV(TSL_EV_RELEASE, C1, 1, 0, -1),
-        EV(TSL_EV_SWAP_OUT, P2, 3, 0, -1), EV(TSL_EV_RELEASE, P2, 3, 0, -1),
-        EV(TSL_EV_SWAP_IN, P2, 4, 0, 7),   EV(TSL_EV_SWAP_IN, C1, 5, 0, 10),
+        pc_ev(TSL_EV_SWAP_OUT, C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, C1, 1, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, P2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, P2, 3, 0, -1),
+        pc_ev(TSL_EV_SWAP_IN, P2, 4, 0, 7),   pc_ev(TSL_EV_SWAP_IN, C1, 5, 0, 10),
     };
-    expect_events(r.p[0], want, 6, "vdnn-conv");
+    pc_expect_events(r.p[0], want, 6, "vdnn-conv");
     cr_assert_eq(r.waits, 0);
     cr_assert_eq(r.p[0]->predicted_period_us, 150.0);
     cr_assert_eq(r.rep.vanilla_peak[0], 84400);
@@ -223,17 +182,17 @@ Test(vdnn, conv_offloads_the_convolutions_inputs_and_prefetches_a_convolution_ah
 
 Test(vdnn, all_offloads_every_layers_input_and_waits_for_a_late_prefetch) {
     tsl_workload *w = chain();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-all"), "vdnn-all chain", &r);
     const tsl_event want[] = {
-        EV(TSL_EV_SWAP_OUT, C1, 0, 0, -1), EV(TSL_EV_RELEASE, C1, 1, 0, -1),
-        EV(TSL_EV_SWAP_OUT, C2, 3, 0, -1), EV(TSL_EV_RELEASE, C2, 3, 0, -1),
-        EV(TSL_EV_SWAP_OUT, P2, 3, 8, -1), EV(TSL_EV_RELEASE, P2, 4, 0, -1),
-        EV(TSL_EV_SWAP_IN, P2, 4, 2, 7),   EV(TSL_EV_SWAP_IN, C2, 5, 0, 8),
-        EV(TSL_EV_SWAP_IN, C1, 7, 0, 10),
+        pc_ev(TSL_EV_SWAP_OUT, C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, C1, 1, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, C2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, C2, 3, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, P2, 3, 8, -1), pc_ev(TSL_EV_RELEASE, P2, 4, 0, -1),
+        pc_ev(TSL_EV_SWAP_IN, P2, 4, 2, 7),   pc_ev(TSL_EV_SWAP_IN, C2, 5, 0, 8),
+        pc_ev(TSL_EV_SWAP_IN, C1, 7, 0, 10),
     };
-    expect_events(r.p[0], want, 9, "vdnn-all");
+    pc_expect_events(r.p[0], want, 9, "vdnn-all");
     cr_assert_eq(r.waits, 1, "%d planned waits", r.waits);
     cr_assert_eq(r.stall_us, 10.0, "stall %.17g us, expected 10", r.stall_us);
     cr_assert_eq(r.p[0]->predicted_period_us, 160.0);
@@ -244,7 +203,7 @@ Test(vdnn, all_offloads_every_layers_input_and_waits_for_a_late_prefetch) {
 
 Test(vdnn, ignores_the_budget_and_has_no_options) {
     tsl_workload *w = chain();
-    tsl_device_profile dev = exact_profile();
+    tsl_device_profile dev = pc_exact_profile();
     const tsl_policy *p = tsl_policy_find("vdnn-all");
     cr_assert_not_null(p);
     cr_assert_eq(p->n_options, 0);

@@ -496,4 +496,8 @@ int tsl__rc_producer_ok(const tsl__pjob *J, int32_t t, int32_t q, int32_t b);
  * events in event order. Returns 1, or 0 if a new booking clashes or ends
  * after J's period (the old bookings are then restored). */
 int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old);
+/* Writes the (issue, end) of every copy of J (its swap-outs and swap-ins,
+ * in event order) into old, two doubles per copy - tsl__kit_rebook's
+ * input - and returns how many copies. */
+int32_t tsl__pjob_copy_times(const tsl__pjob *J, double *old);
 #endif

@@ -96,14 +96,7 @@ static int32_t place_out(tsl__kit *K, const tsl__swap_req *r) {
 /* The (issue, end) of every copy of J in event order, plus one more
  * (x, x + d) at the end, into old (2 * (copies + 1) doubles). */
 static void snapshot(const tsl__pjob *J, double *old, double x, double d) {
-    int32_t m = 0;
-    for (int32_t k = 0; k < J->plan->n_events; k++) {
-        tsl_event_type ty = J->plan->events[k].type;
-        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-        old[2 * m] = J->ev_time[k];
-        old[2 * m + 1] = J->ev_end[k];
-        m++;
-    }
+    int32_t m = tsl__pjob_copy_times(J, old);
     old[2 * m] = x;
     old[2 * m + 1] = x + d;
 }
