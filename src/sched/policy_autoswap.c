@@ -156,7 +156,7 @@ static void order_by(as_state *S, const double *w) {
         S->comb[i] = v;
         S->order[i] = i;
     }
-    for (int i = 1; i < S->n; i++) { /* insertion sort: stable, n is small */
+    for (int i = 1; i < S->n; i++) { /* insertion sort: stable; n is at most a few thousand */
         int32_t x = S->order[i];
         int k = i;
         while (k > 0 && S->comb[S->order[k - 1]] < S->comb[x]) {
@@ -257,10 +257,7 @@ static outcome probe(as_state *S, int k) {
     if (S->n_seen == S->cap_seen) {
         int cap = S->cap_seen ? 2 * S->cap_seen : 64;
         seen_sel *v = realloc(S->seen, (size_t)cap * sizeof *v);
-        if (!v) { /* only the cache is lost */
-            S->K.status = tsl_fail(TSL_ERR_OOM, "autoswap: out of host memory");
-            return o;
-        }
+        if (!v) return o; /* out of host memory: this one is not cached, that is all */
         S->seen = v;
         S->cap_seen = cap;
     }
