@@ -103,15 +103,61 @@ tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan
 
 /* See rt_fixture.h. The caller frees the plan. */
 tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget) {
+    return rtf_policy_plan(c, "tensile", NULL, budget);
+}
+
+/* See rt_fixture.h. The caller frees the plan. */
+tsl_plan *rtf_policy_plan(const rtf_case *c, const char *policy, const void *opts, size_t budget) {
     tsl_plan_opts po = tsl_plan_opts_default();
-    po.policy = tsl_policy_find("tensile");
+    po.policy = tsl_policy_find(policy);
+    cr_assert_not_null(po.policy, "%s", tsl_last_error());
+    po.opts = opts;
     po.budget = budget;
     tsl_plan *p = NULL;
     tsl_workload *w = c->w;
     cr_assert(TH_PLANNED(tsl_plan_jobs(&w, 1, &c->dev, &po, &p, NULL)), "%s: %s", c->model,
                  tsl_last_error());
     char why[400];
-    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why), "%s: planner's plan invalid: %s",
-              c->model, why);
+    cr_assert(pg_finish_and_verify(c->w, p, &c->dev, why, sizeof why),
+              "%s: %s's plan invalid: %s", c->model, policy, why);
     return p;
+}
+
+/* See rt_fixture.h. */
+void rtf_zoo_case(rtf_case *c, const char *model, int adam) {
+    tsl_model_cfg cfg = tsl_model_cfg_default(model);
+    cfg.batch = 2;
+    cfg.n_classes = 10;
+    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
+    rtf_make(c, model, &cfg, adam);
+    for (int k = 0; k < RTF_ITERS; k++) {
+        th_fill_f32(c->x[k], c->nx, 1000 + (uint64_t)k, -1, 1);
+        for (size_t i = 0; i < c->ny; i++) c->y[k][i] = (int32_t)((i * 7 + (size_t)k * 3) % 10);
+    }
+    rtf_reference(c);
+    tsl_plan *empty = tsl_plan_new(model);
+    char why[400];
+    cr_assert(pg_finish_and_verify(c->w, empty, &c->dev, why, sizeof why), "%s: %s", model, why);
+    cr_assert_eq(c->ref_peak, empty->predicted_peak, "%s: vanilla peak %zu, the empty plan's %zu",
+                 model, c->ref_peak, empty->predicted_peak);
+    tsl_plan_free(empty);
+}
+
+/* See rt_fixture.h. */
+void rtf_run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gbps, const char *what,
+                  rtf_run *o) {
+    memset(o, 0, sizeof *o);
+    tsl_session *s = rtf_open_runtime(c, 2 * c->ref_fp + ((size_t)16 << 20), p, vclock, gbps, what);
+    for (int k = 0; k < RTF_ITERS; k++) {
+        tsl_step_stats st;
+        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
+                     c->model, what, k + 1, tsl_last_error());
+        o->peak[k] = st.peak_load;
+        o->fp[k] = st.peak_footprint;
+        o->ms[k] = st.ms;
+        tsl_session_runtime_stats(s, &o->rs);
+        o->stalls[k] = o->rs.stalls;
+    }
+    o->checksum = tsl_session_param_checksum(s);
+    tsl_session_free(s);
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "tensile/models.h"
 #include "tensile/plan.h"
+#include "tensile/runtime.h"
 #include "tensile/session.h"
 
 #define RTF_ITERS 3 /* iterations of the reference run, one batch each */
@@ -77,4 +78,31 @@ tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan
 /* TENSILE's plan for c's workload within `budget` bytes (0: the profile's
  * memory), finished and checked by pg_finish_and_verify. */
 tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget);
+/* The same with the policy called `policy` and its options opts (NULL:
+ * its defaults); a budget it cannot meet still gives its plan. */
+tsl_plan *rtf_policy_plan(const rtf_case *c, const char *policy, const void *opts, size_t budget);
+
+/* Zoo model `model` at batch 2, images 32x32 (75x75 for the Inceptions),
+ * 10 classes (rtf_make, Adam if adam), fixed batches filled, the vanilla
+ * reference run (rtf_reference); and a check that the workload describes
+ * the vanilla run exactly: the empty plan's peak is the ledger's (fast
+ * kernels' scratch included). */
+void rtf_zoo_case(rtf_case *c, const char *model, int adam);
+
+/* What RTF_ITERS iterations under a plan measured. */
+typedef struct rtf_run {
+    uint64_t checksum;
+    size_t peak[RTF_ITERS];    /* measured peak load per iteration */
+    size_t fp[RTF_ITERS];      /* measured peak footprint per iteration */
+    double ms[RTF_ITERS];      /* iteration time (virtual clock: the iteration's virtual time) */
+    int64_t stalls[RTF_ITERS]; /* stalls counted up to the end of each iteration */
+    tsl_runtime_stats rs;
+} rtf_run;
+
+/* RTF_ITERS iterations of a fresh session on c's batches (capacity: twice
+ * vanilla's footprint plus 16 MiB, so that no allocation fails) with the
+ * runtime attached and plan p installed before the first (rtf_open_runtime:
+ * vclock, gbps, what), into *o. */
+void rtf_run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gbps, const char *what,
+                  rtf_run *o);
 #endif

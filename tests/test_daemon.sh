@@ -47,6 +47,7 @@ wait_for() { # SECONDS COMMAND...: until the command succeeds
   local n=$(( $1 * 10 )); shift
   for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 state_is() { [ "$(jobfield "$1" state)" = "$2" ]; }
+iterations_reach() { [ "$(jobfield "$1" iterations_done)" -ge "$2" ] 2>/dev/null; }
 start_daemon() {
   "$bin" serve --device-memory "$cap" --socket "$sock" --pcie-gbps 2 --foreground "$@" \
     >>"$tmp/daemon.log" 2>&1 &
@@ -89,7 +90,7 @@ expect_exit 0 "the daemon serves on after it" "$bin" status --socket "$sock"
 jv=$(submit "${A[@]}" --iterations 400)
 jw=$(submit "${C[@]}" --iterations 30)
 wait_for 60 state_is "$jv" running
-wait_for 60 test "$(jobfield "$jv" iterations_done)" -ge 2 2>/dev/null
+wait_for 60 iterations_reach "$jv" 2
 vpid=$(grep -o "job $jv resnet18:8 (resnet18, batch 8, 400 iterations, pid [0-9]*" "$tmp/daemon.log" | grep -o "[0-9]*$")
 kill -9 "$vpid"
 wait_for 20 state_is "$jv" failed
@@ -100,23 +101,23 @@ check "the other job finished" "$(state_is "$jw" done && echo 1 || echo 0)"
 check "job $jw's parameters equal its solo run's" "$([ "$(jobfield "$jw" param_checksum)" = "$(solo "${C[@]}" --iterations 30)" ] && echo 1 || echo 0)"
 
 # ---- 4. the daemon killed: the jobs go on and resume under the next one
-jx=$(submit "${C[@]}" --iterations 60)
-wait_for 60 test "$(jobfield "$jx" iterations_done)" -ge 3 2>/dev/null
-kill -9 "$dpid"
+jx=$(submit "${C[@]}" --iterations 150)
+wait_for 60 iterations_reach "$jx" 3
+kill -9 "$dpid"; { wait "$dpid"; } 2>/dev/null
 sleep 2
-xpid=$(grep -o "job $jx cnn:32 (cnn, batch 32, 60 iterations, pid [0-9]*" "$tmp/daemon.log" | grep -o "[0-9]*$")
+xpid=$(grep -o "job $jx cnn:32 (cnn, batch 32, 150 iterations, pid [0-9]*" "$tmp/daemon.log" | grep -o "[0-9]*$")
 check "the job runs on without its daemon" "$(kill -0 "$xpid" 2>/dev/null && echo 1 || echo 0)"
 start_daemon
 wait_for 30 grep -q "job $jx cnn:32 resumed" "$tmp/daemon.log"
 check "a new daemon recovers the job from its reconnection" "$(grep -q "job $jx cnn:32 resumed" "$tmp/daemon.log" && echo 1 || echo 0)"
 wait_for 120 state_is "$jx" done
-check "the resumed job finished with its solo parameters" "$([ "$(jobfield "$jx" param_checksum)" = "$(solo "${C[@]}" --iterations 60)" ] && echo 1 || echo 0)"
+check "the resumed job finished with its solo parameters" "$([ "$(jobfield "$jx" param_checksum)" = "$(solo "${C[@]}" --iterations 150)" ] && echo 1 || echo 0)"
 
 # ---- 5. a silent job is timed out and reclaimed
 kill "$dpid"; wait "$dpid" 2>/dev/null
 start_daemon --job-timeout 2
 jy=$(submit "${C[@]}" --iterations 500)
-wait_for 60 test "$(jobfield "$jy" iterations_done)" -ge 2 2>/dev/null
+wait_for 60 iterations_reach "$jy" 2
 ypid=$(grep -o "job $jy cnn:32 (cnn, batch 32, 500 iterations, pid [0-9]*" "$tmp/daemon.log" | tail -1 | grep -o "[0-9]*$")
 kill -STOP "$ypid"
 wait_for 20 state_is "$jy" failed

@@ -5,12 +5,16 @@
 # --OPTION VALUE (an unknown option, a bad value or a per-job list of the
 # wrong length exits 2 naming the policy, the option and the value); the
 # TENSILE options of old (--max-swap-rate, --swap-in-slack, --no-recompute)
-# keep working; any number of jobs plans (40 here), zero is refused.
+# keep working; the baselines (vdnn-conv, vdnn-all, autoswap) plan through
+# the same interface, and `tensile run` takes any policy and its options;
+# any number of jobs plans (40 here), zero is refused.
 set -uo pipefail
 bin=${1:?usage: test_plan_cli.sh TENSILE}
 . "$(dirname "$0")/cli/checks.sh"
 
 expect_exit 0 "plan --help" "$bin" plan --help
+help_out=$out
+plan_help_has() { case "$help_out" in *"$1"*) echo 1 ;; *) echo 0 ;; esac; }
 for w in "vanilla " "tensile " "--max-swap-rate X\[,X...\]" "--swap-in-slack X" "--recompute B" "--max-iterations N"; do
   check "plan --help lists '$w'" "$(has "$w")"
 done
@@ -36,6 +40,28 @@ expect_exit 0 "--OPTION before --policy" "$bin" plan --model mlp --recompute off
 check "policy in the JSON: $out" "$(python3 -c "import json,sys; print(1 if json.loads(sys.argv[1])['policy']=='tensile' and json.loads(sys.argv[1])['planner_iterations']<=3 else 0)" "$out" 2>/dev/null || echo 0)"
 expect_exit 0 "vanilla" "$bin" plan --model mlp --policy vanilla --json
 check "vanilla plans nothing: $out" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['policy']=='vanilla' and all(j['swaps']==0 and j['planned_peak_bytes']==j['vanilla_peak_bytes'] for j in d['jobs']) else 0)" "$out" 2>/dev/null || echo 0)"
+
+# the baselines of issue 11: vDNN (no options) and AutoSwap (its options), in
+# plan and in run
+for w in "vdnn-conv " "vdnn-all " "autoswap " "--size-threshold X" "--score N" "--evaluations N" "--seed N"; do
+  check "plan --help lists '$w'" "$(plan_help_has "$w")"
+done
+for p in vdnn-conv vdnn-all; do
+  expect_exit 0 "$p" "$bin" plan --model cnn --batch 4 --policy $p --json
+  check "$p swaps and verifies: ${out:0:160}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['policy']=='$p' and d['jobs'][0]['swaps']>0 else 0)" "$out" 2>/dev/null || echo 0)"
+done
+expect_exit 0 "autoswap at the device's memory: no pressure" "$bin" plan --model cnn --batch 4 --policy autoswap --json
+check "autoswap swaps nothing then: ${out:0:160}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['jobs'][0]['swaps']==0 else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "autoswap under a budget" "$bin" plan --model resnet18 --batch 8 --policy autoswap --size-threshold 0 --evaluations 6 --budget 300MiB --json
+check "autoswap swaps then: ${out:0:160}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['jobs'][0]['swaps']>0 and d['planner_iterations']==6 else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 2 "an autoswap option out of range" "$bin" plan --model cnn --policy autoswap --score 5
+check "the message names the option and the range: $out" "$(has "option score: score = 5 outside \[0, 4\]")"
+expect_exit 2 "vDNN has no options" "$bin" plan --model cnn --policy vdnn-all --seed 1
+check "the message says so: $out" "$(has "policy 'vdnn-all' has no option 'seed' (its options: none)")"
+expect_exit 2 "run: a policy's bad option" "$bin" run --model cnn --policy autoswap --evaluations 0
+check "the message names the option: $out" "$(has "option evaluations: evaluations = 0 outside \[1, 1000\]")"
+expect_exit 2 "run: an option the policy lacks" "$bin" run --model cnn --policy vanilla --swap-in-slack 0.1
+check "the message names the policy: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
 
 # 40 jobs at once
 jobs=$(python3 -c "print(','.join('mlp:%d' % (2 + i % 3) for i in range(40)))")

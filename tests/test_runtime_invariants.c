@@ -54,63 +54,7 @@
 
 #define ITERS RTF_ITERS
 
-/* ---- one model: graph, workload, batches, the vanilla reference --------------- */
-
-/* model at batch 2, images 32x32 (75x75 for the Inceptions), 10 classes
- * (rt_fixture.h); then checks that the workload describes the vanilla run
- * exactly: the empty plan's peak is the ledger's (fast kernels' scratch
- * included). */
-static void zcase_make(rtf_case *c, const char *model, int adam) {
-    tsl_model_cfg cfg = tsl_model_cfg_default(model);
-    cfg.batch = 2;
-    cfg.n_classes = 10;
-    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
-    rtf_make(c, model, &cfg, adam);
-    for (int k = 0; k < ITERS; k++) {
-        th_fill_f32(c->x[k], c->nx, 1000 + (uint64_t)k, -1, 1);
-        for (size_t i = 0; i < c->ny; i++) c->y[k][i] = (int32_t)((i * 7 + (size_t)k * 3) % 10);
-    }
-    rtf_reference(c);
-    tsl_plan *empty = tsl_plan_new(model);
-    char why[400];
-    cr_assert(pg_finish_and_verify(c->w, empty, &c->dev, why, sizeof why), "%s: %s", model, why);
-    cr_assert_eq(c->ref_peak, empty->predicted_peak, "%s: vanilla peak %zu, the empty plan's %zu",
-                 model, c->ref_peak, empty->predicted_peak);
-    tsl_plan_free(empty);
-}
-
 /* ---- running a plan ------------------------------------------------------------------ */
-
-typedef struct run_out {
-    uint64_t checksum;
-    size_t peak[ITERS];        /* measured peak load per iteration */
-    size_t fp[ITERS];          /* measured peak footprint per iteration */
-    double ms[ITERS];          /* iteration time (virtual clock: the iteration's virtual time) */
-    int64_t stalls[ITERS];     /* stalls counted up to the end of each iteration */
-    tsl_runtime_stats rs;
-} run_out;
-
-/* ITERS iterations of a fresh session (capacity: twice vanilla's
- * footprint, so that no allocation fails) with the runtime attached and
- * plan p installed before the first. vclock: the virtual clock; gbps:
- * channel throttle (real-time clock). */
-static void run_plan(const rtf_case *c, const tsl_plan *p, int vclock, double gbps, const char *what,
-                     run_out *o) {
-    memset(o, 0, sizeof *o);
-    tsl_session *s = rtf_open_runtime(c, 2 * c->ref_fp + ((size_t)16 << 20), p, vclock, gbps, what);
-    for (int k = 0; k < ITERS; k++) {
-        tsl_step_stats st;
-        cr_assert_eq(tsl_session_step(s, c->x[k], c->y[k], &st), TSL_OK, "%s %s: step %d: %s",
-                     c->model, what, k + 1, tsl_last_error());
-        o->peak[k] = st.peak_load;
-        o->fp[k] = st.peak_footprint;
-        o->ms[k] = st.ms;
-        tsl_session_runtime_stats(s, &o->rs);
-        o->stalls[k] = o->rs.stalls;
-    }
-    o->checksum = tsl_session_param_checksum(s);
-    tsl_session_free(s);
-}
 
 /* 1 if the plan releases a persistent tensor after its last access with no
  * swap-in after that release (absent at the iteration start, SCHEDULING.md):
@@ -131,7 +75,7 @@ static int releases_across(const tsl_workload *w, const tsl_plan *p) {
 
 /* The checks of one virtual-clock run of a valid plan. `random`: a plan of
  * plan_gen (nothing may stall, be swapped in passively or evicted). */
-static void check_virtual(const rtf_case *c, const tsl_plan *p, const run_out *o, const char *what,
+static void check_virtual(const rtf_case *c, const tsl_plan *p, const rtf_run *o, const char *what,
                           int random) {
     cr_assert_eq(o->checksum, c->ref,
                  "%s %s (%d events): parameters %016llx differ from vanilla's %016llx", c->model,
@@ -200,8 +144,8 @@ static int realtime_for(const char *m) {
 
 static void check_model(const char *model, int adam) {
     rtf_case c;
-    zcase_make(&c, model, adam);
-    run_out o;
+    rtf_zoo_case(&c, model, adam);
+    rtf_run o;
     char what[96];
     /* TENSILE at three budgets: the profile's memory (swaps only), half and
      * a quarter of the way from the persistent bytes to vanilla's peak
@@ -214,11 +158,11 @@ static void check_model(const char *model, int adam) {
         planned_events += p->n_events;
         for (int32_t k = 0; k < p->n_events; k++) planned_rc += p->events[k].type == TSL_EV_RECOMPUTE;
         snprintf(what, sizeof what, "tensile plan (budget %zu)", budgets[b]);
-        run_plan(&c, p, 1, 0, what, &o);
+        rtf_run_plan(&c, p, 1, 0, what, &o);
         check_virtual(&c, p, &o, what, 0);
         if (b == 0 && realtime_for(model)) {
             /* strict mode in real time: copies throttled to the profile's rate */
-            run_plan(&c, p, 0, c.dev.h2d_bw / 1e9, "tensile plan, real-time clock", &o);
+            rtf_run_plan(&c, p, 0, c.dev.h2d_bw / 1e9, "tensile plan, real-time clock", &o);
             cr_assert_eq(o.checksum, c.ref, "%s real-time: parameters %016llx differ from %016llx",
                          model, (unsigned long long)o.checksum, (unsigned long long)c.ref);
             for (int k = 0; k < ITERS; k++)
@@ -248,7 +192,7 @@ static void check_model(const char *model, int adam) {
         rcs += st.recomputes;
         events += p->n_events;
         snprintf(what, sizeof what, "random plan %d", i);
-        run_plan(&c, p, 1, 0, what, &o);
+        rtf_run_plan(&c, p, 1, 0, what, &o);
         check_virtual(&c, p, &o, what, 1);
         tsl_plan_free(p);
     }
@@ -263,7 +207,7 @@ static void check_model(const char *model, int adam) {
 
 Test(plan_gen, plans_are_valid_deterministic_and_varied) {
     rtf_case c;
-    zcase_make(&c, "cnn", 0);
+    rtf_zoo_case(&c, "cnn", 0);
     pg_opts po = pg_opts_default();
     int swaps = 0, rcs = 0, empty = 0, n = th_quick() ? 20 : 100;
     for (int i = 0; i < n; i++) {
@@ -300,7 +244,7 @@ Test(plan_gen, plans_are_valid_deterministic_and_varied) {
  * the planned stalls included - and stalls exactly as planned. */
 static void check_waits(const char *model, int adam, int n) {
     rtf_case c;
-    zcase_make(&c, model, adam);
+    rtf_zoo_case(&c, model, adam);
     pg_opts po = pg_opts_default();
     po.p_wait = 0.6;
     int waits = 0, plans_waiting = 0;
@@ -315,8 +259,8 @@ static void check_waits(const char *model, int adam, int n) {
         plans_waiting += pi.n_waits > 0;
         char what[64];
         snprintf(what, sizeof what, "waiting plan %d (%d waits, %.1f us)", i, pi.n_waits, pi.stall_us);
-        run_out o;
-        run_plan(&c, p, 1, 0, what, &o);
+        rtf_run o;
+        rtf_run_plan(&c, p, 1, 0, what, &o);
         cr_assert_eq(o.checksum, c.ref, "%s %s: parameters differ from vanilla's", model, what);
         int first = p->n_blocks == 0 && releases_across(c.w, p) ? 1 : 0;
         for (int k = first; k < ITERS; k++) {

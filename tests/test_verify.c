@@ -254,6 +254,23 @@ Test(verify, release_while_a_swap_out_is_pending_waits_for_it) {
     tsl_workload_free(w);
 }
 
+Test(verify, swap_in_right_when_a_waiting_release_frees_inside_an_op) {
+    /* swap_out x issued at 190 (copy until 210, inside f3's run); the
+     * release after f2 waits for it and frees x at 210, a completion (step 1
+     * of that time point); the swap-in of x issued at 210 (f2 + 10) comes
+     * after it (step 3): x is absent then, and the load is back to 10110 */
+    tsl_workload *w = chain("A", 0);
+    tsl_device_profile d = profile(1);
+    tsl_plan *p = PLAN("A", 10110, 700, SO(X, F1, 90), REL(X, F2), SI(X, F2, 10, B2));
+    EXPECT_VALID(w, p, &d);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, p, &d, &pi), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(pi.peak, 10110);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
 Test(verify, across_iteration_swap_of_a_parameter) {
     /* w is written by upd (600..700) and first read by f2 (100): swap_out
      * after upd (700..701), release after upd (frees at 701), swap_in at the
@@ -616,8 +633,7 @@ Test(verify, wrong_predicted_peak_and_period) {
     tsl_plan *p = p1("A", 9000, 710);
     EXPECT(w, p, &d,
            "predicted_peak_bytes 9000 differs from the peak the events imply, 9110 bytes (at 350.0 "
-           "us, "
-           "after op 'f3' ends)",
+           "us, while op 'b3' runs)",
            "predicted_period_us 710.0 differs from the period the events imply, 700.0 us (0 "
            "recomputations adding 0.0 us)");
     p->predicted_period_us = NAN;

@@ -19,6 +19,7 @@
 #include "args.h"
 #include "commands.h"
 #include "job_list.h"
+#include "policy_args.h"
 #include "tensile/policy.h"
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
@@ -58,27 +59,6 @@ static const char help[] =
     "  --trace FILE           write a Chrome trace of the simulation (Perfetto)\n"
     "  --json                 one JSON object on stdout\n";
 
-/* Prints the registry's policies and each one's options. */
-static void print_policies(void) {
-    printf("\npolicies (--policy NAME) and their options (--OPTION VALUE):\n");
-    for (int i = 0; i < tsl_policy_count(); i++) {
-        const tsl_policy *p = tsl_policy_at(i);
-        printf("  %-22s %s\n", p->name, p->summary);
-        for (int k = 0; k < p->n_options; k++) {
-            const tsl_policy_option *o = &p->options[k];
-            static const char *const meta[] = {"B", "N", "X", "X[,X...]"};
-            char flag[96];
-            snprintf(flag, sizeof flag, "--%s %s", o->name, meta[o->kind]);
-            printf("    %-24s %s\n", flag, o->help);
-            if (o->kind == TSL_OPT_BOOL)
-                printf("    %-24s (default %g: 0 or 1)\n", "", o->def);
-            else
-                printf("    %-24s (default %g; %g..%g%s)\n", "", o->def, o->min, o->max,
-                       o->kind == TSL_OPT_PER_JOB ? "; one value, or one per job" : "");
-        }
-    }
-}
-
 /* Appends a job (exit 2 if the host is out of memory). */
 static job_spec *add_job(tsl_args *a, job_list *l) {
     job_spec *j = job_list_add(l);
@@ -90,29 +70,6 @@ static job_spec *add_job(tsl_args *a, job_list *l) {
 static void add_jobs(tsl_args *a, const char *list, job_list *l) {
     char err[400];
     if (job_list_parse(list, l, err, sizeof err) != 0) args_die(a, "--jobs: %s", err);
-}
-
-/* A policy option given on the command line, applied once the policy is
- * known. */
-typedef struct opt_pair {
-    char *name;          /* without "--", owned */
-    const char *value;
-} opt_pair;
-
-/* The policy named on the command line, with its options set from the
- * pairs (exit 2 naming the option and the value on any error). */
-static tsl_policy_opts *policy_options(tsl_args *a, const char *name, const opt_pair *pairs, int n) {
-    const tsl_policy *p = tsl_policy_find(name);
-    if (!p) args_die(a, "--policy: %s", tsl_last_error());
-    tsl_policy_opts *o;
-    if (tsl_policy_opts_new(p, &o) != TSL_OK) args_die(a, "%s", tsl_last_error());
-    for (int i = 0; i < n; i++) {
-        if (!tsl_policy_option_find(p, pairs[i].name))
-            args_die(a, "unknown option '--%s' (%s)", pairs[i].name, tsl_last_error());
-        if (tsl_policy_opts_set(o, pairs[i].name, pairs[i].value) != TSL_OK)
-            args_die(a, "--%s: %s", pairs[i].name, tsl_last_error());
-    }
-    return o;
 }
 
 /* The longest iteration a plan can describe (the plan and workload files'
@@ -297,18 +254,16 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
 int cmd_plan(int argc, char **argv) {
     tsl_args a = {.cmd = "plan", .argc = argc, .argv = argv};
     job_list jobs = {0};
-    int json = 0, sgd = 0, batch = 0, image = 0, n_pairs = 0;
+    int json = 0, sgd = 0, batch = 0, image = 0;
     const char *model = NULL, *profile = "a6000", *out = NULL, *trace = NULL, *policy = "tensile";
     size_t budget = 0;
-    opt_pair *pairs = calloc((size_t)argc + 1, sizeof *pairs);
-    if (!pairs) args_die(&a, "out of host memory");
+    policy_pairs pairs = policy_pairs_new(&a, argc);
     static const char *const optims[] = {"adam", "sgd", NULL};
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(help, stdout);
             print_policies();
-            for (int i = 0; i < n_pairs; i++) free(pairs[i].name);
-            free(pairs);
+            policy_pairs_free(&pairs);
             job_list_free(&jobs);
             return 0;
         } else if (!strcmp(o, "--model")) model = args_value(&a, o);
@@ -320,18 +275,15 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(o, "--policy")) policy = args_value(&a, o);
         else if (!strcmp(o, "--budget")) budget = args_size(&a, o);
         else if (!strcmp(o, "--optimizer")) sgd = args_choice(&a, o, optims);
-        else if (!strcmp(o, "--no-recompute")) pairs[n_pairs++] = (opt_pair){strdup("recompute"), "0"};
+        else if (!strcmp(o, "--no-recompute")) policy_pairs_add(&a, &pairs, "recompute", "0");
         else if (!strcmp(o, "--out")) out = args_value(&a, o);
         else if (!strcmp(o, "--trace")) trace = args_value(&a, o);
         else if (!strcmp(o, "--json")) json = 1;
         else if (!strncmp(o, "--", 2) && o[2]) /* the policy's (checked below) */
-            pairs[n_pairs++] = (opt_pair){strdup(o + 2), args_value(&a, o)};
+            policy_pairs_add(&a, &pairs, o + 2, args_value(&a, o));
         else args_die(&a, "unknown option '%s'", o);
-        if (n_pairs && !pairs[n_pairs - 1].name) args_die(&a, "out of host memory");
     }
-    tsl_policy_opts *popts = policy_options(&a, policy, pairs, n_pairs);
-    for (int i = 0; i < n_pairs; i++) free(pairs[i].name);
-    free(pairs);
+    tsl_policy_opts *popts = policy_pairs_apply(&a, &pairs, policy);
     if (model) {
         job_spec *j = add_job(&a, &jobs);
         snprintf(j->model, sizeof j->model, "%s", model);
@@ -342,10 +294,7 @@ int cmd_plan(int argc, char **argv) {
     }
     if (jobs.n == 0) args_die(&a, "no job: give --model, --jobs or --workload");
     int n = jobs.n, rc = 0;
-    if (tsl_policy_opts_values(popts) &&
-        tsl_policy_opts_check(tsl_policy_opts_policy(popts), tsl_policy_opts_values(popts), n) !=
-            TSL_OK)
-        args_die(&a, "%s", tsl_last_error());
+    policy_opts_check_jobs(&a, popts, n);
     for (int i = 0; i < n; i++)
         if (!jobs.v[i].workload_path &&
             !tool_check_model("plan", model && i == n - 1 ? "--model" : "--jobs", jobs.v[i].model))

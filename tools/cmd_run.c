@@ -1,12 +1,13 @@
 /*
  * cmd_run.c - `tensile run`: train a model with the vanilla executor and
- * with a policy (TENSILE's plan run by the runtime, or vanilla) on the same
- * data, and report both side by side: peak load, footprint, iteration time,
+ * with a policy (the plan of a policy of the registry - TENSILE's by
+ * default - run by the runtime, or vanilla alone) on the same data, and
+ * report both side by side: peak load, footprint, iteration time,
  * MSR, EOR, CBR, the swaps and recomputations done, passive swap-ins,
  * evictions, stall time, replans, and whether the final parameters are
  * bitwise identical (DESIGN.md invariant 5).
  *
- * The TENSILE run: the kernel times of vanilla's first WARMUP iterations
+ * The policy's run: the kernel times of vanilla's first WARMUP iterations
  * (per-op medians, the first iteration left out when there are several)
  * are the latency table of the workload, and each op's workspace is the
  * scratch its kernel really takes on this backend; the device profile is
@@ -39,14 +40,15 @@
 #include "tensile/backend.h"
 #include "tensile/data.h"
 #include "tensile/job.h"
-#include "tensile/policy_tensile.h"
+#include "policy_args.h"
+#include "tensile/policy.h"
 #include "tensile/sched_json.h"
 #include "tensile/session.h"
 #include "tensile/sim.h"
 
 static const char help[] =
     "usage: tensile run --model M --batch B [--image-size S] [--dataset fashion-mnist|synthetic]\n"
-    "                   --policy tensile|vanilla [--device-memory SIZE] [--pcie-gbps G]\n"
+    "                   --policy NAME [--OPTION VALUE]... [--device-memory SIZE] [--pcie-gbps G]\n"
     "                   [--iterations N] [--trace out.json] [--json] [more options]\n"
     "\n"
     "Trains the model with the vanilla executor (every tensor freed after its\n"
@@ -59,7 +61,7 @@ static const char help[] =
     "against vanilla as measured, the planned and simulated MSR load and EOR,\n"
     "the swaps and recomputations done,\n"
     "passive swap-ins, evictions, stall time, replans, and whether the final\n"
-    "parameters are bitwise identical. TENSILE is planned from the kernel times\n"
+    "parameters are bitwise identical. The policy plans from the kernel times\n"
     "of vanilla's first 3 iterations; then the two runs alternate, one\n"
     "iteration each, and each run's time is its median over that stretch.\n"
     "\n"
@@ -67,8 +69,11 @@ static const char help[] =
     "  --batch B            batch size (default 64)\n"
     "  --dataset D          fashion-mnist (default) or synthetic\n"
     "  --image-size S       synthetic data only: image size (default: the model's)\n"
-    "  --policy P           tensile (default): plan swaps and recomputations, run\n"
-    "                       the plan; vanilla: the vanilla executor alone\n"
+    "  --policy NAME        a planning policy of the registry (below; default\n"
+    "                       tensile): its plan is verified and run by the\n"
+    "                       runtime; vanilla: the vanilla executor alone\n"
+    "  --OPTION VALUE       an option of the policy (below), e.g. --swap-in-slack\n"
+    "                       0.25 for tensile, --evaluations 10 for autoswap\n"
     "  --device-memory SIZE the device budget, e.g. 24MiB, or P% of vanilla's peak\n"
     "                       load (dry run), e.g. 60%, or plan[+P%]: the footprint\n"
     "                       of the plan made with no budget (plus P %), a device\n"
@@ -79,8 +84,6 @@ static const char help[] =
     "                       (default 0: unthrottled, the profile's copy bandwidth\n"
     "                       is planned with); a run the plan predicts to last over\n"
     "                       a minute says so before it starts\n"
-    "  --swap-in-slack F    plan each swap-in to land F times its copy time before\n"
-    "                       its access (default 0: the paper's placement)\n"
     "  --iterations N       training iterations per run (default 20)\n"
     "  --epochs E           instead of --iterations: E passes over the training set\n"
     "  --eval               also report test accuracy after each run\n"
@@ -91,7 +94,7 @@ static const char help[] =
     "  --online-placement   ignore the plan's layout: every block from the online\n"
     "                       best-fit allocator, as before layouts (for comparison)\n"
     "  --threads T          kernel threads of both runs (default: the online CPUs,\n"
-    "                       less one for the copy channels with --policy tensile)\n"
+    "                       less one for the copy channels with a planned policy)\n"
     "  --seed S             initialisation, shuffling and dropout seed (default 42)\n"
     "  --train-examples N   use only the first N training examples (at most 2^31)\n"
     "  --test-examples N    use only the first N test examples (at most 2^31)\n"
@@ -105,11 +108,11 @@ static const char help[] =
     "2 bad arguments (a --profile that cannot be read or is malformed included),\n"
     "3 the policy's run does not fit in --device-memory (out of device memory;\n"
     "vanilla refused under a budget below its peak is reported, not an error,\n"
-    "when the policy is tensile), 4 the final parameters differ from vanilla's,\n"
+    "when the policy plans), 4 the final parameters differ from vanilla's,\n"
     "130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 /* Vanilla iterations run alone first: their kernel times (the first left
- * out when there are several) are the latency table of TENSILE's plan. */
+ * out when there are several) are the latency table of the policy's plan. */
 #define WARMUP 3
 
 /* The slowest copy throttle: 1 MB/s. Below it a few MiB of swaps take
@@ -122,7 +125,10 @@ static const char help[] =
 typedef struct run_opts {
     const char *model, *trace, *profile;
     int dataset; /* 0 fashion-mnist, 1 synthetic */
-    int batch, image, policy, optimizer, threads, json, quiet, eval, epochs;
+    int batch, image, optimizer, threads, json, quiet, eval, epochs;
+    const char *policy;   /* the policy's name */
+    int planned;          /* the policy plans (not vanilla): the runtime runs its plan */
+    tsl_policy_opts *popts; /* the policy and its options (owned) */
     int threads_default; /* no --threads given */
     int online_placement; /* --online-placement: ignore the plan's layout */
     int64_t iterations, train_n, test_n;
@@ -131,7 +137,6 @@ typedef struct run_opts {
     int budget_plan;      /* --device-memory plan[+P%]: the plan's predicted footprint */
     double budget_plan_pct; /* ... plus this percentage */
     double pcie_gbps, lr;
-    tsl_tensile_opts tensile; /* the policy's options (--swap-in-slack) */
     uint64_t seed;
 } run_opts;
 
@@ -173,36 +178,37 @@ static double median(double *v, int64_t n) {
 }
 
 /* The default kernel thread count: every online CPU, less one when the
- * runtime's copy channels run beside the kernels (--policy tensile), so
+ * runtime's copy channels run beside the kernels (a planned policy), so
  * that the channels have a core of their own, as a GPU's copy engines do:
  * a kernel thread preempted by a copy stalls the kernel's other threads,
  * which wait for it (OpenMP), and the kernels then take several times
  * their time (docs/RESULTS.md, "Threads"). At least one. Both runs of
  * `tensile run` use the same count, so EOR compares like with like. */
-static int default_threads(int policy) {
+static int default_threads(int planned) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1) cpus = 1;
-    if (policy && cpus > 1) cpus--;
+    if (planned && cpus > 1) cpus--;
     return cpus > 1024 ? 1024 : (int)cpus;
 }
 
 static void parse(int argc, char **argv, run_opts *t) {
     tsl_args a = {.cmd = "run", .argc = argc, .argv = argv};
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
-    static const char *const policies[] = {"vanilla", "tensile", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
-    *t = (run_opts){.batch = 64, .policy = 1, .threads = 0, .lr = -1,
-                    .seed = 42, .iterations = 20, .tensile = tsl_tensile_opts_default()};
+    *t = (run_opts){.batch = 64, .policy = "tensile", .threads = 0, .lr = -1, .seed = 42,
+                    .iterations = 20};
+    policy_pairs pairs = policy_pairs_new(&a, argc);
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(help, stdout);
+            print_policies();
             exit(0);
         } else if (!strcmp(o, "--model")) t->model = args_value(&a, o);
         else if (!strcmp(o, "--batch")) t->batch = (int)args_int(&a, o, 1, 1 << 20);
         else if (!strcmp(o, "--dataset")) t->dataset = args_choice(&a, o, datasets);
         else if (!strcmp(o, "--image-size")) t->image = (int)args_int(&a, o, 1, 4096);
-        else if (!strcmp(o, "--policy")) t->policy = args_choice(&a, o, policies);
+        else if (!strcmp(o, "--policy")) t->policy = args_value(&a, o);
         else if (!strcmp(o, "--device-memory")) {
             const char *v = args_value(&a, o);
             size_t len = strlen(v);
@@ -233,7 +239,6 @@ static void parse(int argc, char **argv, run_opts *t) {
                          "copies would take hours (0 leaves the channels unthrottled)",
                          t->pcie_gbps, MIN_PCIE_GBPS);
         }
-        else if (!strcmp(o, "--swap-in-slack")) t->tensile.swap_in_slack = args_double(&a, o, 0, 10);
         else if (!strcmp(o, "--iterations")) {
             t->iterations = args_int(&a, o, 1, 100000000);
             have_iter = 1;
@@ -250,21 +255,26 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--quiet")) t->quiet = 1;
         else if (!strcmp(o, "--online-placement")) t->online_placement = 1;
         else if (!strcmp(o, "--json")) t->json = 1;
+        else if (!strncmp(o, "--", 2) && o[2]) /* the policy's (checked below) */
+            policy_pairs_add(&a, &pairs, o + 2, args_value(&a, o));
         else args_die(&a, "unknown option '%s'", o);
     }
+    t->popts = policy_pairs_apply(&a, &pairs, t->policy);
+    policy_opts_check_jobs(&a, t->popts, 1);
+    t->planned = strcmp(t->policy, "vanilla") != 0;
     if (!t->model) args_die(&a, "--model is required");
     if (have_iter && t->epochs) args_die(&a, "give --iterations or --epochs, not both");
     if (t->image && t->dataset == 0)
         args_die(&a, "--image-size applies to --dataset synthetic only (Fashion-MNIST is 28x28)");
-    if (t->trace && t->policy == 0)
-        args_die(&a, "--trace records the runtime's run: it needs --policy tensile");
-    if (t->budget_plan && t->policy == 0)
-        args_die(&a, "--device-memory plan sizes the device to TENSILE's plan: it needs --policy "
-                     "tensile");
+    if (t->trace && !t->planned)
+        args_die(&a, "--trace records the runtime's run: it needs a planned policy (not vanilla)");
+    if (t->budget_plan && !t->planned)
+        args_die(&a, "--device-memory plan sizes the device to the policy's plan: it needs a "
+                     "planned policy (not vanilla)");
     if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
     if (!t->threads) {
-        t->threads = default_threads(t->policy);
+        t->threads = default_threads(t->planned);
         t->threads_default = 1;
     }
 }
@@ -484,12 +494,12 @@ static int predict(tsl_job *job, prediction *pr) {
     return 1;
 }
 
-/* The TENSILE run: a job (tensile/job.h) on a device of `capacity` bytes,
+/* The policy's run: a job (tensile/job.h) on a device of `capacity` bytes,
  * its workload from the vanilla latencies with the kernels' real
  * workspaces, planned within `budget`, verified, run by the runtime and
  * replanned on drift. Returns 0 on a setup error (message printed) or with
  * r->refused when the persistent tensors do not fit (r->error). */
-static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
+static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
                         int64_t n_iter, run_result *r, prediction *pr, tsl_device_profile *dev) {
     const run_opts *t = e->o;
     memset(pr, 0, sizeof *pr);
@@ -500,13 +510,13 @@ static int open_tensile(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.session = session_opts(t, capacity);
     jo.profile = t->profile;
     jo.latency_us = lat_us;
-    jo.plan.policy = tsl_policy_find("tensile");
+    jo.plan.policy = tsl_policy_opts_policy(t->popts);
     jo.plan.budget = budget;
-    jo.plan.opts = &t->tensile;
+    jo.plan.opts = tsl_policy_opts_values(t->popts);
     jo.runtime.online_placement = t->online_placement;
     if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
-        if (!refused) fprintf(stderr, "tensile run: %s\n", r->error);
+        if (!refused) fprintf(stderr, "tensile run: %s: %s\n", t->policy, r->error);
         runner_close(u);
         return refused;
     }
@@ -550,17 +560,14 @@ static json_t *json_run(const run_result *r, int scheduled) {
     return o;
 }
 
-int cmd_run(int argc, char **argv) {
-    for (int i = 0; i < argc; i++) /* under the daemon: run_connected.c */
-        if (!strcmp(argv[i], "--connect")) return cmd_run_connected(argc, argv);
-    run_opts t;
-    parse(argc, argv, &t);
+/* The command once its arguments are parsed; returns the exit status. */
+static int run_parsed(run_opts t) {
     if (!tool_check_model("run", "--model", t.model)) return 2;
     {
         /* the profile the plan will use, read before any run: a corrupt
          * calibration must stop the command at once, not after vanilla ran */
         tsl_device_profile probe;
-        if (t.policy && tsl_job_default_profile(t.profile, t.pcie_gbps, 1, &probe) != TSL_OK) {
+        if (t.planned && tsl_job_default_profile(t.profile, t.pcie_gbps, 1, &probe) != TSL_OK) {
             fprintf(stderr, "tensile run: %s%s\n", t.profile ? "--profile: " : "profile: ",
                     tsl_last_error());
             if (!t.profile)
@@ -659,8 +666,8 @@ int cmd_run(int argc, char **argv) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         fprintf(stderr, "tensile run: threads: %d kernel thread%s (oneDNN, OpenBLAS)%s, %s on %ld "
                         "online CPU%s (%s)\n",
-                t.threads, t.threads == 1 ? "" : "s", t.policy ? " for both runs" : "",
-                t.policy ? "the 2 copy channels (host to device, device to host) on threads "
+                t.threads, t.threads == 1 ? "" : "s", t.planned ? " for both runs" : "",
+                t.planned ? "the 2 copy channels (host to device, device to host) on threads "
                            "of their own, mostly asleep"
                          : "no copy channels (vanilla)",
                 cpus, cpus == 1 ? "" : "s", t.threads_default ? "the default; --threads to change"
@@ -672,11 +679,11 @@ int cmd_run(int argc, char **argv) {
     run_result van, sched;
     char refused_msg[512] = "";
     int vanilla_refused = 0;
-    int64_t warm = t.policy ? (n_iter < WARMUP ? n_iter : WARMUP) : n_iter;
+    int64_t warm = t.planned ? (n_iter < WARMUP ? n_iter : WARMUP) : n_iter;
     tsl_progress p;
     int vok = runner_open(&e, &V, budget ? budget : roomy, n_iter, lat, NULL, &van);
     if (vok) {
-        progress_begin(&p, t.policy ? "vanilla (kernel times)" : "vanilla", warm, t.quiet);
+        progress_begin(&p, t.planned ? "vanilla (kernel times)" : "vanilla", warm, t.quiet);
         while (vok && V.done < warm) {
             vok = runner_step(&e, &V);
             progress_update(&p, V.done, NULL);
@@ -688,7 +695,7 @@ int cmd_run(int argc, char **argv) {
         snprintf(refused_msg, sizeof refused_msg, "%s", van.error);
         fprintf(stderr, "vanilla in %s: refused: %s\n", fmt_bytes(budget, b1, sizeof b1), refused_msg);
         runner_close(&V);
-        if (t.policy == 0) {
+        if (!t.planned) {
             rc = 3;
             goto out;
         }
@@ -714,13 +721,13 @@ int cmd_run(int argc, char **argv) {
     tsl_device_profile dev;
     memset(&dev, 0, sizeof dev);
     int tok = 1;
-    if (t.policy == 1) {
+    if (t.planned) {
         if (tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK) {
             rc = 1;
             goto out;
         }
         if (t.budget_plan) { /* the device sized to the plan: planned once with no budget, */
-            if (!open_tensile(&e, &T, roomy, 0, lat_us, n_iter, &sched, &pr, &dev)) { /* probe */
+            if (!open_planned(&e, &T, roomy, 0, lat_us, n_iter, &sched, &pr, &dev)) { /* probe */
                 rc = 1;
                 goto out;
             }
@@ -733,7 +740,7 @@ int cmd_run(int argc, char **argv) {
                         fmt_bytes(budget, b2, sizeof b2));
             memset(&sched, 0, sizeof sched);
         }
-        if (!open_tensile(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
+        if (!open_planned(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
             rc = 1;
             goto out;
         }
@@ -744,8 +751,10 @@ int cmd_run(int argc, char **argv) {
                     "%.0f s (%.1f h) for %lld iterations\n", pr.sim_iter_us * 1e-6,
                     t.pcie_gbps > 0 ? " with the channels throttled" : "", predicted_s,
                     predicted_s / 3600, (long long)n_iter);
-        /* side by side: one tensile iteration, one vanilla iteration */
-        progress_begin(&p, "tensile | vanilla", n_iter, t.quiet);
+        /* side by side: one iteration of the policy's run, one of vanilla */
+        char label[96];
+        snprintf(label, sizeof label, "%s | vanilla", t.policy);
+        progress_begin(&p, label, n_iter, t.quiet);
         while (tok && vok && T.done < n_iter) {
             tok = runner_step(&e, &T);
             if (tok && V.done < n_iter) vok = runner_step(&e, &V);
@@ -763,7 +772,7 @@ int cmd_run(int argc, char **argv) {
         rc = van.refused ? 3 : 1;
         goto out;
     }
-    if (t.policy == 1) {
+    if (t.planned) {
         if (tok) {
             runner_time(&T, 1, n_iter - warm + 1);
             tok = runner_finish(&e, &T, roomy);
@@ -774,7 +783,7 @@ int cmd_run(int argc, char **argv) {
             rc = 1;
         }
         if (!tok) {
-            fprintf(stderr, "tensile run: tensile: %s\n", sched.error);
+            fprintf(stderr, "tensile run: %s: %s\n", t.policy, sched.error);
             rc = sched.refused ? 3 : 1;
             goto out;
         }
@@ -793,17 +802,17 @@ int cmd_run(int argc, char **argv) {
      * holds it, with the online allocator's fragmentation: beside it, the
      * MSR the plan's footprint would have against that same measured
      * vanilla, which is what the runtime answers for */
-    double pmsr = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_footprint,
+    double pmsr = t.planned ? 1.0 - ratio_or_zero((double)pr.planned_footprint,
                                                  (double)pr.vanilla_footprint) : 0;
-    double held_msr = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_footprint,
+    double held_msr = t.planned ? 1.0 - ratio_or_zero((double)pr.planned_footprint,
                                                      (double)van.peak_fp) : 0;
-    double pmsr_load = t.policy ? 1.0 - ratio_or_zero((double)pr.planned_peak,
+    double pmsr_load = t.planned ? 1.0 - ratio_or_zero((double)pr.planned_peak,
                                                       (double)pr.vanilla_peak) : 0;
-    double peor = t.policy ? ratio_or_zero(pr.sim_iter_us, pr.sim_vanilla_iter_us) : 1;
+    double peor = t.planned ? ratio_or_zero(pr.sim_iter_us, pr.sim_vanilla_iter_us) : 1;
     /* the simulator's MSR for the same plan (steady-state peaks) */
-    double smsr = t.policy ? 1.0 - ratio_or_zero((double)pr.sim_peak, (double)pr.sim_vanilla_peak) : 0;
+    double smsr = t.planned ? 1.0 - ratio_or_zero((double)pr.sim_peak, (double)pr.sim_vanilla_peak) : 0;
     int identical = sched.checksum == van.checksum;
-    const char *pname = t.policy ? "tensile" : "vanilla";
+    const char *pname = t.policy;
     if (t.json) {
         json_t *o = json_object();
         json_object_set_new(o, "model", json_string(t.model));
@@ -822,7 +831,7 @@ int cmd_run(int argc, char **argv) {
             json_object_set_new(s, "test_accuracy", json_real(sched.accuracy));
             json_object_set_new(s, "evaluated_outside_budget", json_boolean(sched.eval_elsewhere));
         }
-        if (t.policy) {
+        if (t.planned) {
             json_object_set_new(s, "predicted_peak_bytes", json_integer((json_int_t)pr.planned_peak));
             json_object_set_new(s, "predicted_footprint_bytes",
                                 json_integer((json_int_t)pr.planned_footprint));
@@ -867,7 +876,7 @@ int cmd_run(int argc, char **argv) {
             printf("+ evaluated with the trained parameters on a device of %s: the budget holds the "
                    "scheduled training, not a vanilla evaluation pass\n",
                    fmt_bytes(roomy, b1, sizeof b1));
-        if (t.policy)
+        if (t.planned)
             printf("memory saved: %s of vanilla's %s footprint (%.1f %%), at %.3fx vanilla's "
                    "iteration time\n",
                    fmt_bytes(van.peak_fp > sched.peak_fp ? van.peak_fp - sched.peak_fp : 0, b1,
@@ -877,7 +886,7 @@ int cmd_run(int argc, char **argv) {
                "measured), MSR on the load %.3f (planned %.3f, simulated %.3f), EOR %.3f "
                "(simulated %.3f), CBR %.3f\n",
                msr, pmsr, held_msr, msr_load, pmsr_load, smsr, eor, peor, cbr);
-        if (t.policy) {
+        if (t.planned) {
             const tsl_runtime_stats *s = &sched.js.runtime;
             char b4[32], b5[32];
             printf("plan: %d swaps, %d recomputations per iteration, predicted footprint %s "
@@ -913,5 +922,15 @@ out:
     tsl_dataset_free(&e.train);
     tsl_dataset_free(&e.test);
     tsl_graph_free(e.g);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) /* under the daemon: run_connected.c */
+        if (!strcmp(argv[i], "--connect")) return cmd_run_connected(argc, argv);
+    run_opts t;
+    parse(argc, argv, &t);
+    int rc = run_parsed(t);
+    tsl_policy_opts_free(t.popts);
     return rc;
 }

@@ -7,9 +7,17 @@
  * registry holds the built-in policies (src/sched/policy_registry.c: one
  * line each) and those registered at run time (tsl_policy_register).
  * Built in:
- *   "vanilla"  the empty plan: nothing is swapped or recomputed;
- *   "tensile"  the paper's Algorithm 3 over all the jobs (its options:
- *              tensile/policy_tensile.h).
+ *   "vanilla"   the empty plan: nothing is swapped or recomputed;
+ *   "tensile"   the paper's Algorithm 3 over all the jobs (its options:
+ *               tensile/policy_tensile.h);
+ *   "vdnn-conv", "vdnn-all"  vDNN (Rhu et al. 2016): the input feature
+ *               maps of the convolutions / of every layer offloaded in the
+ *               forward pass, prefetched one layer ahead (no options);
+ *   "autoswap"  AutoSwap (Zhang et al.): candidates across the peak ranked
+ *               by priority scores, weighted by Bayesian optimisation,
+ *               swapped until the budget (its options:
+ *               tensile/policy_autoswap.h).
+ * docs/SCHEDULING.md describes each, and how it departs from its paper.
  *
  * Callers plan with tsl_plan_jobs, naming the policy, its options (the
  * policy's own options struct, or NULL for its defaults) and the memory

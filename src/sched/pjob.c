@@ -102,9 +102,7 @@ static void event_times(tsl__pjob *J, const tsl_device_profile *dev, int32_t k) 
     }
 }
 
-/* When position (op, rc) of J's timeline would start: its start, or where
- * it would have started if it waits. */
-static double would_start(const tsl__pjob *J, int32_t op, int32_t rc) {
+double tsl__pjob_would_start(const tsl__pjob *J, int32_t op, int32_t rc) {
     for (int32_t i = 0; i < J->tl.n_wait; i++)
         if (J->tl.wait[i].op == op && J->tl.wait[i].rc == rc) return J->tl.wait[i].at;
     return rc < 0 ? J->tl.s[op] : J->tl.rc_start[rc];
@@ -124,10 +122,11 @@ static int new_wait(const tsl__pjob *J, int32_t k) {
     const tsl_event *e = &J->plan->events[k];
     if (e->type != TSL_EV_SWAP_IN || e->trigger >= e->precede) return 0;
     int32_t p = e->precede;
-    if (J->ev_end[k] - would_start(J, p, -1) > TSL__WAIT_EPS_US) return 1;
+    if (J->ev_end[k] - tsl__pjob_would_start(J, p, -1) > TSL__WAIT_EPS_US) return 1;
     for (int32_t r = J->tl.rc_off[p]; r < J->tl.rc_off[p + 1]; r++) {
         int32_t g = J->w->tensors[J->tl.rc_tensor[r]].producer;
-        if (reads(J->w, g, e->tensor) && J->ev_end[k] - would_start(J, p, r) > TSL__WAIT_EPS_US)
+        if (reads(J->w, g, e->tensor) &&
+            J->ev_end[k] - tsl__pjob_would_start(J, p, r) > TSL__WAIT_EPS_US)
             return 1;
     }
     return 0;
@@ -430,6 +429,19 @@ tsl_status tsl__kit_init(tsl__kit *K, const tsl_plan_request *rq, tsl_plan **pla
             return st;
         }
     }
+    return TSL_OK;
+}
+
+tsl_status tsl__kit_reset(tsl__kit *K) {
+    for (int j = 0; j < K->n_jobs; j++) {
+        tsl__pjob *J = &K->jobs[j];
+        tsl__pjob_pop_events(J, J->plan->n_events);
+        tsl_status st = tsl__pjob_retime(J, J->dev);
+        if (st != TSL_OK) return K->status = st;
+        tsl__pjob_analyse(J);
+        J->own_d2h.n = J->own_h2d.n = 0;
+    }
+    K->d2h.n = K->h2d.n = 0;
     return TSL_OK;
 }
 

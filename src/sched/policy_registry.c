@@ -19,7 +19,10 @@
 /* The built-in policies, in the order --help lists them. */
 #define BUILTIN(X) \
     X(tsl__policy_vanilla) \
-    X(tsl__policy_tensile)
+    X(tsl__policy_tensile) \
+    X(tsl__policy_vdnn_conv) \
+    X(tsl__policy_vdnn_all) \
+    X(tsl__policy_autoswap)
 
 #define DECLARE(p) extern const tsl_policy p;
 BUILTIN(DECLARE)

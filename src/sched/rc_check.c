@@ -58,6 +58,18 @@ int tsl__rc_producer_ok(const tsl__pjob *J, int32_t t, int32_t q, int32_t b) {
     return tsl__rc_inputs_ready(J, q, b, J->tl.s[b]);
 }
 
+int32_t tsl__pjob_copy_times(const tsl__pjob *J, double *old) {
+    int32_t m = 0;
+    for (int32_t k = 0; k < J->plan->n_events; k++) {
+        tsl_event_type ty = J->plan->events[k].type;
+        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
+        old[2 * m] = J->ev_time[k];
+        old[2 * m + 1] = J->ev_end[k];
+        m++;
+    }
+    return m;
+}
+
 int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
     int32_t n = J->plan->n_events, m = 0;
     for (int32_t k = 0; k < n; k++) {

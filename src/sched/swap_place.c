@@ -17,40 +17,54 @@
 #include "core/assert.h"
 #include "sched/kit.h"
 
-int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
-    tsl__chan *out = tsl__chan_of(K, J, 0), *in = tsl__chan_of(K, J, 1);
+int tsl__commit_swap_out(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
+    tsl__chan *out = tsl__chan_of(K, J, 0);
     int32_t n0 = J->plan->n_events;
-    tsl_status st = TSL_OK;
-    int booked_out = 0, booked_in = 0;
-    if (d->has_out) {
-        st = tsl__chan_book(out, d->so_issue, d->so_end);
-        booked_out = st == TSL_OK;
-    }
-    if (st == TSL_OK) {
-        st = tsl__chan_book(in, d->si_issue, d->si_end);
-        booked_in = st == TSL_OK;
-    }
+    tsl_status st = d->has_out ? tsl__chan_book(out, d->so_issue, d->so_end) : TSL_OK;
+    int booked = d->has_out && st == TSL_OK;
     if (st == TSL_OK && d->has_out)
         st = tsl__pjob_add_event(
             J, J->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
     if (st == TSL_OK)
         st = tsl__pjob_add_event(J, J->dev,
                                  (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig, 0.0, -1});
-    if (st == TSL_OK)
-        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_SWAP_IN, d->tensor, d->si_trig,
-                                                        d->si_delay, d->si_precede});
     if (st != TSL_OK) {
         tsl__pjob_pop_events(J, J->plan->n_events - n0);
-        if (booked_out) tsl__chan_unbook(out, d->so_issue, d->so_end);
-        if (booked_in) tsl__chan_unbook(in, d->si_issue, d->si_end);
+        if (booked) tsl__chan_unbook(out, d->so_issue, d->so_end);
         K->status = st;
         return 0;
     }
-    /* the events must land exactly where they were booked */
-    int32_t k = J->plan->n_events - 1;
-    TSL_ASSERT(J->ev_time[k] == d->si_issue && J->ev_end[k] == d->si_end);
+    /* the swap-out must land exactly where it was booked */
     if (d->has_out) TSL_ASSERT(J->ev_time[n0] == d->so_issue && J->ev_end[n0] == d->so_end);
     return 1;
+}
+
+int tsl__commit_swap_in(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
+    tsl__chan *in = tsl__chan_of(K, J, 1);
+    tsl_status st = tsl__chan_book(in, d->si_issue, d->si_end);
+    if (st == TSL_OK) {
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_SWAP_IN, d->tensor, d->si_trig,
+                                                        d->si_delay, d->si_precede});
+        if (st != TSL_OK) tsl__chan_unbook(in, d->si_issue, d->si_end);
+    }
+    if (st != TSL_OK) {
+        K->status = st;
+        return 0;
+    }
+    /* the swap-in must land exactly where it was booked (its trigger comes
+     * before the op it precedes: a wait it causes moves only later ops) */
+    int32_t k = J->plan->n_events - 1;
+    TSL_ASSERT(J->ev_time[k] == d->si_issue && J->ev_end[k] == d->si_end);
+    return 1;
+}
+
+int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
+    int32_t n0 = J->plan->n_events;
+    if (!tsl__commit_swap_out(K, J, d)) return 0;
+    if (tsl__commit_swap_in(K, J, d)) return 1;
+    tsl__pjob_pop_events(J, J->plan->n_events - n0);
+    if (d->has_out) tsl__chan_unbook(tsl__chan_of(K, J, 0), d->so_issue, d->so_end);
+    return 0;
 }
 
 /* The end of the last op at or before `last` that writes t (its current

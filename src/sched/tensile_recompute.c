@@ -37,14 +37,7 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
         K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
         return 0;
     }
-    int32_t m = 0;
-    for (int32_t k = 0; k < J->plan->n_events; k++) {
-        tsl_event_type ty = J->plan->events[k].type;
-        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-        old[2 * m] = J->ev_time[k];
-        old[2 * m + 1] = J->ev_end[k];
-        m++;
-    }
+    int32_t m = tsl__pjob_copy_times(J, old);
     int32_t n0 = J->plan->n_events;
     tsl_status st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, t, prev, 0.0, -1});
     if (st == TSL_OK)

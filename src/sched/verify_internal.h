@@ -28,7 +28,9 @@
  * (swap-out and swap-in issues, releases at their trigger's end) get slot
  * 3q+2 where q is the last position whose end is <= T: after the positions
  * of zero duration at T (step 2), before the position of positive duration
- * starting at T (step 4); within it swap-out issues (ISSUE), then releases
+ * starting at T (step 4) - or, when T lies inside the run of position q+1,
+ * slot 3(q+1)+2, after the completions at T (step 1, below); within it
+ * swap-out issues (ISSUE), then releases
  * (FREE), then swap-ins (ALLOC). A release that waited for a swap-out frees
  * at that copy's end among the completions of its time point (step 1): slot
  * 3q+1 where q is the last position starting before T (tsl__vf_done_slot),
@@ -162,7 +164,8 @@ tsl_status tsl__vf_build(tsl__vf_job *j, tsl__vf_list *l);
 void tsl__vf_free(tsl__vf_job *j);
 /* Where position q would have started: its start, unless it waits. */
 double tsl__vf_would_start(const tsl__vf_job *j, int32_t q);
-/* Slot of an event acting at time t (3q+2, q the last position ending <= t). */
+/* Slot of an event acting at time t (3q+2, q the last position ending <= t,
+ * or the position whose run t lies inside). */
 int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t);
 /* Slot of a completion at time t (3q+1, q the last position starting
  * before t; -1 if none): a release that waited for a swap-out frees there. */

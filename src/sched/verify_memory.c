@@ -30,7 +30,8 @@ static int cmp_delta(const void *a, const void *b) {
     return tsl__vf_key_cmp(&((const delta *)a)->key, &((const delta *)b)->key);
 }
 
-/* "when op 'x' starts" / "after op 'x' ends" for a peak key. */
+/* "as op 'x' starts" / "while op 'x' runs" / "after op 'x' ends" for a
+ * peak key. */
 static const char *where(const tsl__vf_job *j, const tsl__vf_key *k, char *buf, size_t len) {
     char pb[200];
     int64_t q = k->slot / 3;
@@ -38,6 +39,8 @@ static const char *where(const tsl__vf_job *j, const tsl__vf_key *k, char *buf, 
     tsl__vf_pos_label(j, (int32_t)q, pb, sizeof pb);
     if (k->slot % 3 == 0)
         snprintf(buf, len, "as %s starts", pb);
+    else if (q >= 0 && k->t < j->pe[q])
+        snprintf(buf, len, "while %s runs", pb);
     else
         snprintf(buf, len, "after %s ends", pb);
     return buf;

@@ -115,6 +115,9 @@ int64_t tsl__vf_event_slot(const tsl__vf_job *j, double t) {
         else
             hi = mid - 1;
     }
+    /* t inside the run of the next position: among that position's
+     * completions' time point, after them (step 3 after step 1) */
+    if (lo + 1 < j->n_pos && j->ps[lo + 1] < t) lo++;
     return 3 * (int64_t)lo + 2;
 }
 

@@ -1,0 +1,176 @@
+/* policy_check.c - see policy_check.h. */
+#include "policy_check.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "plan_check.h"
+#include "tensile/models.h"
+#include "tensile/ops.h"
+#include "tensile/sched_json.h"
+#include "tensile/sim.h"
+#include "tensile/verify.h"
+
+void pc_result_free(pc_result *r) {
+    for (int j = 0; j < r->n; j++) tsl_plan_free(r->p[j]);
+    tsl_plan_report_free(&r->rep);
+    memset(r, 0, sizeof *r);
+}
+
+size_t pc_persistent_bytes(const tsl_workload *w) {
+    size_t s = 0;
+    for (int32_t t = 0; t < w->n_tensors; t++)
+        if (tsl_kind_is_persistent(w->tensors[t].kind)) s += w->tensors[t].bytes;
+    return s;
+}
+
+tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam) {
+    tsl_model_cfg cfg = tsl_model_cfg_default(model);
+    cfg.batch = 2;
+    cfg.n_classes = 10;
+    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
+    tsl_graph *g = tsl_graph_new(model);
+    cr_assert(g);
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(g, model, &cfg, &loss), TSL_OK, "%s: %s", model,
+                 tsl_last_error());
+    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+    th_train_graph(g, loss, &o);
+    tsl_workload *w;
+    cr_assert_eq(tsl_workload_from_graph(g, model, NULL, dev, &w), TSL_OK, "%s: %s", model,
+                 tsl_last_error());
+    tsl_graph_free(g);
+    return w;
+}
+
+/* The plans as JSON text (malloc'd), through a temporary file. */
+static char *plans_json(tsl_plan **p, int n, tsl_workload **w) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/tsl_pc_%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (long)getpid());
+    cr_assert_eq(tsl_plan_write_json((const tsl_plan *const *)p, n,
+                                     (const tsl_workload *const *)w, path),
+                 TSL_OK, "%s", tsl_last_error());
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)len + 1);
+    cr_assert(s && fread(s, 1, (size_t)len, f) == (size_t)len);
+    s[len] = 0;
+    fclose(f);
+    remove(path);
+    return s;
+}
+
+/* Each job alone in the simulator, exact latencies: its plan's peak,
+ * period and stall. */
+static void simulate_alone(tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev,
+                           double stall, const char *what, int j) {
+    tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
+    tsl_sim_result sr;
+    cr_assert_eq(tsl_simulate(&w, &p, 1, dev, &so, &sr), TSL_OK, "%s job %d: %s", what, j,
+                 tsl_last_error());
+    double tol = 1e-6 * p->predicted_period_us + 1e-6;
+    cr_assert_eq(sr.job[0].peak, p->predicted_peak, "%s job %d: simulated peak %zu, predicted %zu",
+                 what, j, sr.job[0].peak, p->predicted_peak);
+    cr_assert(fabs(sr.job[0].iter_us - p->predicted_period_us) <= tol,
+              "%s job %d: simulated period %.17g, predicted %.17g", what, j, sr.job[0].iter_us,
+              p->predicted_period_us);
+    cr_assert(fabs(sr.job[0].stall_us - stall) <= tol,
+              "%s job %d: simulated stall %.17g us, planned %.17g us", what, j, sr.job[0].stall_us,
+              stall);
+    tsl_sim_result_free(&sr);
+}
+
+/* Plans once (checked by th_plan_checked) into r. */
+static void plan_once(tsl_workload **w, int n, const tsl_device_profile *dev, const tsl_plan_opts *po,
+                      pc_result *r) {
+    memset(r, 0, sizeof *r);
+    r->n = n;
+    th_plan_checked(w, n, dev, po, r->p, &r->rep);
+}
+
+tsl_plan_opts pc_opts(const char *policy, const void *opts, size_t budget) {
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = tsl_policy_find(policy);
+    cr_assert_not_null(po.policy, "%s", tsl_last_error());
+    po.opts = opts;
+    po.budget = budget;
+    return po;
+}
+
+void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
+                       const tsl_plan_opts *po, const char *what, pc_result *r) {
+    cr_assert(n >= 1 && n <= PC_MAXJ);
+    plan_once(w, n, dev, po, r);
+    /* the verifier's report: no violation, the planned waits counted */
+    tsl_verify_report vr;
+    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)w, (const tsl_plan *const *)r->p, n,
+                                dev, &vr),
+                 TSL_OK, "%s: %s", what, tsl_last_error());
+    r->waits = vr.n_waits;
+    r->stall_us = 0;
+    for (int j = 0; j < n; j++) {
+        r->stall_us += vr.stall_us[j];
+        cr_assert_eq(r->rep.waits[j] > 0, vr.stall_us[j] > 0, "%s job %d", what, j);
+        cr_assert(fabs(r->rep.stall_us[j] - vr.stall_us[j]) <= 1e-6 * (1 + vr.stall_us[j]),
+                  "%s job %d: reported stall %g, verified %g", what, j, r->rep.stall_us[j],
+                  vr.stall_us[j]);
+    }
+    for (int j = 0; j < n; j++) simulate_alone(w[j], r->p[j], dev, vr.stall_us[j], what, j);
+    tsl_verify_report_free(&vr);
+    if (n > 1) {
+        tsl_sim_opts so = {.iterations = 3, .trace_path = NULL, .actual = NULL};
+        tsl_sim_result sr;
+        cr_assert_eq(tsl_simulate(w, r->p, n, dev, &so, &sr), TSL_OK, "%s: %d jobs together: %s",
+                     what, n, tsl_last_error());
+        tsl_sim_result_free(&sr);
+    }
+    /* determinism: the same inputs, the same plans, byte for byte */
+    pc_result again;
+    plan_once(w, n, dev, po, &again);
+    char *a = plans_json(r->p, n, w), *b = plans_json(again.p, n, w);
+    cr_assert(strcmp(a, b) == 0, "%s: planning twice gives other plans", what);
+    free(a);
+    free(b);
+    pc_result_free(&again);
+}
+
+tsl_device_profile pc_exact_profile(void) {
+    tsl_device_profile d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "exact");
+    d.flops = 1e12;
+    d.mem_bw = 1e11;
+    d.mem_bytes = (size_t)1 << 30;
+    d.h2d_bw = d.d2h_bw = 1e9;
+    d.duplex = 1;
+    return d;
+}
+
+void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what) {
+    int ok = p->n_events == n;
+    for (int i = 0; ok && i < n; i++) {
+        const tsl_event *a = &p->events[i], *b = &want[i];
+        ok = a->type == b->type && a->tensor == b->tensor && a->trigger == b->trigger &&
+             a->delay_us == b->delay_us && a->precede == b->precede;
+    }
+    if (!ok) {
+        fprintf(stderr, "%s: %d events (expected %d):\n", what, p->n_events, n);
+        for (int i = 0; i < p->n_events; i++)
+            fprintf(stderr, "  got  type %d t%d trigger %d delay %.17g precede %d\n",
+                    p->events[i].type, p->events[i].tensor, p->events[i].trigger,
+                    p->events[i].delay_us, p->events[i].precede);
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "  want type %d t%d trigger %d delay %.17g precede %d\n", want[i].type,
+                    want[i].tensor, want[i].trigger, want[i].delay_us, want[i].precede);
+    }
+    cr_assert(ok, "%s: the events differ from the expected ones (see stderr)", what);
+}

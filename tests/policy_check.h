@@ -1,0 +1,84 @@
+/*
+ * policy_check.h - what the tests of the baseline policies (vDNN,
+ * AutoSwap: test_policy_vdnn.c, test_policy_autoswap.c) check on every plan
+ * they make, and the workloads they make them for: the zoo's models at
+ * small shapes, and the random workloads of tests/random_workload.h.
+ *
+ * Example usage:
+ *
+ *   tsl_device_profile dev = rtf_cpu_profile();
+ *   tsl_workload *w = pc_zoo_workload("resnet18", &dev);
+ *   pc_result r;
+ *   tsl_plan_opts po = pc_opts("vdnn-all", NULL, 0);
+ *   pc_plan_and_check(&w, 1, &dev, &po, "resnet18", &r);
+ *   ... r.rep.waits[0], r.p[0]->n_events ...
+ *   pc_result_free(&r);
+ *   tsl_workload_free(w);
+ */
+#ifndef TSL_TESTS_POLICY_CHECK_H
+#define TSL_TESTS_POLICY_CHECK_H
+#include <stddef.h>
+#include "tensile/policy.h"
+
+#define PC_MAXJ 8
+
+/* Plans and their report. */
+typedef struct pc_result {
+    int n;
+    tsl_plan *p[PC_MAXJ];
+    tsl_plan_report rep;
+    int waits;                 /* planned waits over the jobs (the verifier's) */
+    double stall_us;           /* their stall */
+} pc_result;
+
+/* Planning options for the policy called `policy` (failing the calling
+ * test if there is none) with its options opts (NULL: its defaults) and
+ * the budget (0: the profile's memory). */
+tsl_plan_opts pc_opts(const char *policy, const void *opts, size_t budget);
+
+/* Plans the n (<= PC_MAXJ) workloads w with po and fails the calling test
+ * unless: planning succeeds or reports the budget
+ * unmet (TSL_ERR_BUDGET); the plans verify together (tsl_plan_check: no
+ * violation; planned waits are counted into r) with each predicted peak
+ * and period equal to tsl_peak_analysis's and no peak above vanilla's
+ * (th_plan_checked); every copy ends within its iteration; each job
+ * simulated alone with exact latencies reproduces its predicted peak
+ * exactly, its predicted period and its planned stall (to 1e-6 relative);
+ * the jobs simulate together; and planning the same inputs again gives
+ * the same plans, byte for byte as JSON. `what` names the case in
+ * failure messages. */
+void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
+                       const tsl_plan_opts *po, const char *what, pc_result *r);
+void pc_result_free(pc_result *r);
+
+/* The training workload of zoo model `model` at small shapes (batch 2,
+ * images 32x32, 75x75 for the Inceptions, 10 classes; Adam if adam, else
+ * SGD with momentum) on dev's cost model. Free with tsl_workload_free. */
+tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam);
+
+/* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
+size_t pc_persistent_bytes(const tsl_workload *w);
+
+/* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
+ * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */
+tsl_device_profile pc_exact_profile(void);
+
+/* An op of latency 10 us appended to hand-made workload builder b
+ * (random_workload.h), its inputs and outputs given as PC_L1(x),
+ * PC_L2(x, y) or PC_L3(x, y, z). */
+#define PC_OP(b, name, ins, outs)                                                                  \
+    rw_build_op(b, name, 10.0, 0, (const int32_t[])ins, (int)(sizeof((int32_t[])ins) / 4),        \
+                (const int32_t[])outs, (int)(sizeof((int32_t[])outs) / 4))
+#define PC_L1(x) {x}
+#define PC_L2(x, y) {x, y}
+#define PC_L3(x, y, z) {x, y, z}
+
+/* An event, for the lists below. */
+static inline tsl_event pc_ev(tsl_event_type ty, int32_t t, int32_t trig, double delay,
+                              int32_t precede) {
+    return (tsl_event){ty, t, trig, delay, precede};
+}
+/* Fails the calling test (printing both lists) unless p's events are
+ * exactly want[0..n), in order, field by field. */
+void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what);
+#endif
