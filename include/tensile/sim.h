@@ -48,6 +48,17 @@ typedef enum tsl_sim_channels {
                                   run one at a time, in issue order */
 } tsl_sim_channels;
 
+/* How the jobs share compute (tsl_sim_opts.compute). */
+typedef enum tsl_sim_compute {
+    TSL_SIM_COMPUTE_SHARED = 0, /* one compute resource for all the jobs, an op at a time:
+                                   the ready op with the earliest ready time first (ties:
+                                   job index) */
+    TSL_SIM_COMPUTE_PER_JOB,    /* each job on a compute resource of its own (the device
+                                   partitioned among the jobs, or latencies measured with
+                                   the neighbours running): its ops never wait for another
+                                   job's; only the copy channels are shared */
+} tsl_sim_compute;
+
 typedef struct tsl_sim_opts {
     int iterations;            /* 0 means the default, 3; the last one is reported */
     const char *trace_path;    /* Chrome trace JSON, or NULL */
@@ -57,6 +68,7 @@ typedef struct tsl_sim_opts {
        its later ones follow back to back. NULL: every job starts at 0 */
     const double *offset_us;
     tsl_sim_channels channels; /* the channel model (default FIFO) */
+    tsl_sim_compute compute;   /* the compute model (default SHARED) */
     /* the channel shares the plans were made on (tsl_plan_opts.channel_share): n_jobs
        values in (0, 1] summing to at most 1. Job j's plan is then read against
        tsl_profile_channel_share(dev, channel_share[j]) - its planned waits, and the

@@ -3,7 +3,9 @@
  * (docs/SCHEDULING.md gives the semantics; sim_internal.h the contract).
  *
  * Resources: one compute resource shared by the jobs (non-preemptive; the
- * ready op with the earliest ready time runs first, ties by job index), and
+ * ready op with the earliest ready time runs first, ties by job index) - or,
+ * with TSL_SIM_COMPUTE_PER_JOB, one per job, so that only the channels are
+ * shared - and
  * the copy channels (host-to-device and device-to-host, or one shared
  * channel when the profile is not duplex): in the FIFO model each carries
  * one transfer at a time, first come first served (sim_channels.c); in the
@@ -151,6 +153,7 @@ static void sim_free(sim *s) {
     free(s->xf);
     for (int k = 0; s->ch && k < s->n_ch; k++) free(s->ch[k].fifo);
     free(s->ch);
+    free(s->cu);
     free(s->fc[0].act);
     free(s->fc[1].act);
     tsl__sim_heap_free(&s->heap);
@@ -165,8 +168,9 @@ static tsl_status sim_init(sim *s, tsl_workload *const *w, tsl_plan *const *plan
     s->job = calloc((size_t)n, sizeof *s->job);
     s->pr = calloc((size_t)n, sizeof *s->pr);
     s->ch = calloc((size_t)s->n_ch, sizeof *s->ch);
+    s->cu = calloc(s->per_job ? (size_t)n : 1, sizeof *s->cu);
     for (int k = 0; k < 2 && s->fair; k++) s->fc[k].act = calloc((size_t)n, sizeof *s->fc[k].act);
-    if (!s->job || !s->pr || !s->ch || (s->fair && (!s->fc[0].act || !s->fc[1].act)))
+    if (!s->job || !s->pr || !s->ch || !s->cu || (s->fair && (!s->fc[0].act || !s->fc[1].act)))
         return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory");
     for (int jx = 0; jx < n; jx++) {
         tsl_device_profile share = o->channel_share
@@ -192,7 +196,8 @@ tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
     TSL_ASSERT(w && dev && out && n_jobs >= 1 && iterations >= 1);
     sim s = {.n_jobs = n_jobs, .iterations = iterations, .dev = dev, .log = log,
              .single = n_jobs == 1, .cur_job = -1, .err = TSL_OK,
-             .fair = o->channels == TSL_SIM_CHANNELS_FAIR};
+             .fair = o->channels == TSL_SIM_CHANNELS_FAIR,
+             .per_job = o->compute == TSL_SIM_COMPUTE_PER_JOB};
     tsl_status ist = sim_init(&s, w, plans, o);
     if (ist != TSL_OK) {
         sim_free(&s);

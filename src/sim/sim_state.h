@@ -56,6 +56,12 @@ typedef struct fair_chan {
     double upd;             /* absolute time up to which their rem is counted */
 } fair_chan;
 
+/* A compute resource: one for all the jobs, or one per job. */
+typedef struct compute_unit {
+    int busy;
+    double free_at;         /* absolute time it last became free */
+} compute_unit;
+
 /* Per-job run-time progress (beside the tensor state of tsl__sim_job). */
 typedef struct prog {
     int iter;               /* current iteration, 1-based; 0 before the first */
@@ -89,8 +95,8 @@ typedef struct sim {
     chan *ch;               /* FIFO model: the 2 channels' FIFO; fair: 2 per job */
     int n_ch;
     fair_chan fc[2];        /* fair model: the channels' bandwidth */
-    int compute_busy;
-    double compute_free_at; /* absolute time the compute resource last became free */
+    int per_job;            /* TSL_SIM_COMPUTE_PER_JOB: a compute resource per job */
+    compute_unit *cu;       /* per_job ? n_jobs : 1 */
     int single;             /* one job: agenda keys are (iteration, relative time) */
     int dispatch_q[2];      /* a dispatch is queued at `now` (PH_ZERO, PH_START) */
     tsl__sim_key now;       /* key of the event being processed */

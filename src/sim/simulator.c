@@ -137,11 +137,16 @@ static tsl_status check_profile(const tsl_device_profile *dev) {
     return TSL_OK;
 }
 
-/* Checks the phases, the channel model and the plans' channel shares. */
+/* Checks the phases, the channel and compute models and the plans'
+ * channel shares. */
 static tsl_status check_sharing(const tsl_sim_opts *o, tsl_workload *const *w, int n_jobs) {
     if (o->channels != TSL_SIM_CHANNELS_FIFO && o->channels != TSL_SIM_CHANNELS_FAIR)
         return tsl_fail(TSL_ERR_INVALID, "simulate: channels %d: neither FIFO (%d) nor FAIR (%d)",
                         (int)o->channels, TSL_SIM_CHANNELS_FIFO, TSL_SIM_CHANNELS_FAIR);
+    if (o->compute != TSL_SIM_COMPUTE_SHARED && o->compute != TSL_SIM_COMPUTE_PER_JOB)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "simulate: compute %d: neither SHARED (%d) nor PER_JOB (%d)",
+                        (int)o->compute, TSL_SIM_COMPUTE_SHARED, TSL_SIM_COMPUTE_PER_JOB);
     double sum = 0;
     for (int jx = 0; jx < n_jobs; jx++) {
         if (o->offset_us && !(o->offset_us[jx] >= 0 && o->offset_us[jx] <= 1e12))
