@@ -217,6 +217,35 @@ Test(sim_phases, a_compute_resource_per_job_shares_only_the_channels) {
     free_jobs(w, p, 2);
 }
 
+/* A profile that is not duplex: both directions share one channel, in the
+ * fair model as in the FIFO one. A compute resource per job, j1 offset by
+ * 6 us: j1's swap-in (issued at 6 + 14) and j0's second swap-out (issued
+ * at 19 + 1) start together at 20. Duplex: each alone on its direction,
+ * [20, 24]. Not duplex: each at half the channel, [20, 28], and j1's f4
+ * (due at 6 + 18 = 24) stalls 4 us. */
+Test(sim_phases, fair_channels_not_duplex_share_both_directions) {
+    tsl_workload *w[2] = {swap_pair("j0"), swap_pair("j1")};
+    tsl_plan *p[2] = {swap_pair_plan("j0", 6, 6500), swap_pair_plan("j1", 6, 6500)};
+    double off[2] = {0, 6};
+    for (int duplex = 0; duplex < 2; duplex++) {
+        tsl_device_profile dev = sim_dev(duplex);
+        tsl_sim_opts o = {.iterations = 3, .offset_us = off, .channels = TSL_SIM_CHANNELS_FAIR,
+                          .compute = TSL_SIM_COMPUTE_PER_JOB};
+        tsl__sim_log log;
+        tsl_sim_result r = run_opts(w, p, 2, &dev, &o, &log);
+        double end = duplex ? 24 : 28;
+        expect_copy(&log, 1, TSL__SPAN_SWAP_OUT, 0, 7, 11);
+        expect_copy(&log, 0, TSL__SPAN_SWAP_IN, 0, 14, 18);
+        expect_copy(&log, 1, TSL__SPAN_SWAP_IN, 0, 20, end);
+        const tsl__sim_span *so = span(&log, 0, 2, TSL__SPAN_SWAP_OUT, 0);
+        expect_us(so->start, 20, "j0's second swap-out start");
+        expect_us(so->end, end, "j0's second swap-out end");
+        expect_us(op_span(&log, 1, 1, F4)->wait, duplex ? 0 : 4, "j1's f4 stall");
+        run_free(&r, &log);
+    }
+    free_jobs(w, p, 2);
+}
+
 /* ---- phases ---------------------------------------------------------------------- */
 
 /* One job offset by X: everything happens X later, the results are the
