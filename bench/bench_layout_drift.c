@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "bench_machine.h"
+#include "bench_workload.h"
 #include "tensile/models.h"
 #include "tensile/ops.h"
 #include "tensile/policy.h"
@@ -46,21 +47,7 @@ static double uniform(uint64_t *s) {
 }
 
 static tsl_workload *workload(const char *m, int batch, int image, const tsl_device_profile *dev) {
-    tsl_model_cfg cfg = tsl_model_cfg_default(m);
-    cfg.batch = batch;
-    if (image) cfg.image_size = image;
-    tsl_graph *g = tsl_graph_new(m);
-    tsl_tid loss;
-    tsl_optimizer_cfg o = tsl_sgd_default(0.01f);
-    tsl_workload *w = NULL;
-    if (!g || tsl_model_build(g, m, &cfg, &loss) != TSL_OK || tsl_graph_backward(g, loss) != TSL_OK ||
-        tsl_graph_optimizer(g, &o) != TSL_OK || tsl_graph_finalize(g) != TSL_OK ||
-        tsl_workload_from_graph(g, m, NULL, dev, &w) != TSL_OK) {
-        fprintf(stderr, "bench_layout_drift: %s: %s\n", m, tsl_last_error());
-        exit(1);
-    }
-    tsl_graph_free(g);
-    return w;
+    return bench_workload("bench_layout_drift", m, batch, image, 0, dev);
 }
 
 int main(int argc, char **argv) {

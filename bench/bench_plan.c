@@ -25,6 +25,7 @@
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
 #include "tensile/verify.h"
+#include "bench_workload.h"
 
 static const struct { const char *model; double paper_msr; } MODELS[] = {
     {"vgg16", 0.267}, {"inception3", 0.436}, {"inception4", 0.515},
@@ -44,20 +45,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 static tsl_workload *workload(const char *m, int batch, int adam, const tsl_device_profile *dev) {
-    tsl_model_cfg cfg = tsl_model_cfg_default(m);
-    cfg.batch = batch;
-    tsl_graph *g = tsl_graph_new(m);
-    tsl_tid loss;
-    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    tsl_workload *w = NULL;
-    if (tsl_model_build(g, m, &cfg, &loss) != TSL_OK || tsl_graph_backward(g, loss) != TSL_OK ||
-        tsl_graph_optimizer(g, &o) != TSL_OK || tsl_graph_finalize(g) != TSL_OK ||
-        tsl_workload_from_graph(g, m, NULL, dev, &w) != TSL_OK) {
-        fprintf(stderr, "bench_plan: %s: %s\n", m, tsl_last_error());
-        exit(1);
-    }
-    tsl_graph_free(g);
-    return w;
+    return bench_workload("bench_plan", m, batch, 0, adam, dev);
 }
 
 /* Plans `n` jobs `reps` times; keeps the last plans; returns the median ms

@@ -7,7 +7,10 @@
 # TENSILE options of old (--max-swap-rate, --swap-in-slack, --no-recompute)
 # keep working; the baselines (vdnn-conv, vdnn-all, autoswap) plan through
 # the same interface, and `tensile run` takes any policy and its options;
-# any number of jobs plans (40 here), zero is refused.
+# any number of jobs plans (40 here), zero is refused; the channels shared
+# on one time axis or in equal shares, the simulated phases, channels and
+# compute are chosen by name, said in the report and carried by the JSON (a
+# share per job), and bad values exit 2.
 set -uo pipefail
 bin=${1:?usage: test_plan_cli.sh TENSILE}
 . "$(dirname "$0")/cli/checks.sh"
@@ -15,7 +18,8 @@ bin=${1:?usage: test_plan_cli.sh TENSILE}
 expect_exit 0 "plan --help" "$bin" plan --help
 help_out=$out
 plan_help_has() { case "$help_out" in *"$1"*) echo 1 ;; *) echo 0 ;; esac; }
-for w in "vanilla " "tensile " "--max-swap-rate X\[,X...\]" "--swap-in-slack X" "--recompute B" "--max-iterations N"; do
+for w in "vanilla " "tensile " "--max-swap-rate X\[,X...\]" "--swap-in-slack X" "--recompute B" "--max-iterations N" \
+         "--channel-share S" "--phases P" "--channels C" "--compute C"; do
   check "plan --help lists '$w'" "$(has "$w")"
 done
 
@@ -62,6 +66,28 @@ expect_exit 2 "run: a policy's bad option" "$bin" run --model cnn --policy autos
 check "the message names the option: $out" "$(has "option evaluations: evaluations = 0 outside \[1, 1000\]")"
 expect_exit 2 "run: an option the policy lacks" "$bin" run --model cnn --policy vanilla --swap-in-slack 0.1
 check "the message names the policy: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
+
+# channel shares and phases
+expect_exit 0 "equal shares, random phases, fair channels" "$bin" plan --jobs mlp:2,cnn:4,mlp:8 --channel-share equal --phases random:5 --channels fair --json
+check "a share per job, the settings, no stall: ${out:0:300}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); j=d['jobs']
+print(1 if d['channel_share']=='equal' and d['phases']=='random:5' and d['channels']=='fair' and d['compute']=='shared'
+      and all(abs(x['channel_share']-1/3)<1e-12 and x['stall_total_us']==0 and 0<=x['offset_us'] for x in j)
+      and any(x['offset_us']>0 for x in j) else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "the defaults" "$bin" plan --jobs mlp:2,mlp:4 --json
+check "the shared time axis, phases 0, FIFO: ${out:0:300}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+print(1 if d['channel_share']=='shared' and d['phases']=='0' and d['channels']=='fifo' and d['compute']=='shared'
+      and all(x['channel_share'] is None and x['offset_us']==0 for x in d['jobs']) else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "the report says how" "$bin" plan --jobs mlp:2,mlp:4 --channel-share equal --phases random --compute per-job
+check "the report names the settings: $out" "$(has "plans on equal shares of the channels (--channel-share equal); simulated with phases random:1")"
+check "... and the compute: $out" "$(has "a compute resource per job")"
+expect_exit 2 "a bad seed" "$bin" plan --model mlp --phases random:x
+check "the message names the value: $out" "$(has "--phases: 'random:x' is not 0, random or random:SEED")"
+expect_exit 2 "a bad channel model" "$bin" plan --model mlp --channels slow
+check "the message names the value: $out" "$(has "slow")"
+expect_exit 2 "a bad share" "$bin" plan --model mlp --channel-share half
+check "the message names the value: $out" "$(has "half")"
 
 # 40 jobs at once
 jobs=$(python3 -c "print(','.join('mlp:%d' % (2 + i % 3) for i in range(40)))")

@@ -5,7 +5,10 @@
  * overall: vanilla and planned footprint (each plan's layout's extent: what
  * the device must hold), MSR on the footprint and on the peak load,
  * simulated EOR, swaps, recomputations, bytes moved, planned waits,
- * planning time. A budget the plans cannot meet exits 3.
+ * planning time. A budget the plans cannot meet exits 3. How the jobs share
+ * the copy channels - the paper's shared time axis or equal channel shares -
+ * and how they are simulated - phases, channel and compute models - are
+ * sim_setup.h's options.
  *
  * The policy's own options are given as --OPTION VALUE, OPTION being the
  * option's name in the policy's descriptor table; they are applied once the
@@ -20,6 +23,7 @@
 #include "commands.h"
 #include "job_list.h"
 #include "policy_args.h"
+#include "sim_setup.h"
 #include "tensile/policy.h"
 #include "tensile/sched_json.h"
 #include "tensile/sim.h"
@@ -29,6 +33,8 @@ static const char help[] =
     "usage: tensile plan --model M --batch B [--profile P] [--policy NAME]\n"
     "                    [--jobs M:B[:S],M:B[:S],...] [--workload FILE.json]...\n"
     "                    [--budget SIZE] [--image-size S] [--optimizer adam|sgd]\n"
+    "                    [--channel-share shared|equal] [--phases 0|random[:SEED]]\n"
+    "                    [--channels fifo|fair] [--compute shared|per-job]\n"
     "                    [--OPTION VALUE]... [--out plan.json] [--trace trace.json] [--json]\n"
     "\n"
     "Builds each job's training iteration, derives its tensor access sequence\n"
@@ -40,7 +46,8 @@ static const char help[] =
     "device memory the job needs. MSR = 1 - planned footprint / vanilla\n"
     "footprint against the liveness-freeing vanilla executor (MSR load: the same\n"
     "on the peak of live bytes); EOR = simulated iteration time / vanilla\n"
-    "iteration time, both simulated with the same jobs sharing the device.\n"
+    "iteration time, both simulated with the same jobs sharing the device (the\n"
+    "same phases, channels and compute).\n"
     "The budget holds the footprints; one the policy cannot meet is reported and\n"
     "exits 3 (--json: budget_met false).\n"
     "\n"
@@ -55,6 +62,22 @@ static const char help[] =
     "                         (default: the profile's)\n"
     "  --optimizer O          adam (default) or sgd (momentum 0.9)\n"
     "  --no-recompute         the same as --recompute 0\n"
+    "  --channel-share S      shared (default): every job's copies booked on the\n"
+    "                         device's channels on one time axis on which every\n"
+    "                         iteration starts at 0 (the paper; holds when the\n"
+    "                         jobs run in step); equal: each of the n jobs planned\n"
+    "                         on channels of its own with 1/n of the bandwidth,\n"
+    "                         verified on that share (holds whatever the phases\n"
+    "                         on fair channels; docs/SCHEDULING.md)\n"
+    "  --phases P             the simulated jobs' start offsets: 0 (default: all\n"
+    "                         at 0), or random[:SEED] (each uniform in [0, its\n"
+    "                         period); SEED 1 by default)\n"
+    "  --channels C           the simulated channels: fifo (default: one transfer\n"
+    "                         at a time per direction, first come first served)\n"
+    "                         or fair (the jobs copying share the bandwidth)\n"
+    "  --compute C            the simulated compute: shared (default: one op at a\n"
+    "                         time over all jobs) or per-job (only the channels\n"
+    "                         shared)\n"
     "  --out FILE             write the plans as JSON\n"
     "  --trace FILE           write a Chrome trace of the simulation (Perfetto)\n"
     "  --json                 one JSON object on stdout\n";
@@ -151,7 +174,8 @@ static double msr_of(size_t planned, size_t vanilla) {
  * the peak loads with theirs beside them, EOR from the simulator. */
 static void report(const char *policy, const job_spec *jobs, int n, tsl_workload **w,
                    const tsl_plan_report *rep, const tsl_sim_result *sim,
-                   const tsl_sim_result *vsim, const tsl_device_profile *dev, int json) {
+                   const tsl_sim_result *vsim, const tsl_device_profile *dev,
+                   const sim_setup *ss, const double *share, const double *offset_us, int json) {
     size_t sum_v = 0, sum_p = 0, sum_vf = 0, sum_pf = 0;
     double sum_vt = 0, sum_st = 0, stall = 0;
     int waits = 0;
@@ -190,6 +214,9 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
             json_object_set_new(o, "iter_us", json_real(sim->job[i].iter_us));
             json_object_set_new(o, "vanilla_iter_us", json_real(vsim->job[i].iter_us));
             json_object_set_new(o, "stall_us", json_real(sim->job[i].stall_us));
+            json_object_set_new(o, "stall_total_us", json_real(sim->job[i].stall_total_us));
+            json_object_set_new(o, "channel_share", share ? json_real(share[i]) : json_null());
+            json_object_set_new(o, "offset_us", json_real(offset_us[i]));
             json_object_set_new(o, "planned_waits", json_integer(rep->waits[i]));
             json_object_set_new(o, "predicted_stall_us", json_real(rep->stall_us[i]));
             json_object_set_new(o, "swaps", json_integer(rep->swaps[i]));
@@ -212,6 +239,7 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
         json_t *root = json_object(), *gl = json_object();
         json_object_set_new(root, "profile", json_string(dev->name));
         json_object_set_new(root, "policy", json_string(policy));
+        sim_setup_json(ss, root);
         json_object_set_new(root, "jobs", arr);
         json_object_set_new(gl, "vanilla_footprint_bytes", json_integer((json_int_t)sum_vf));
         json_object_set_new(gl, "planned_footprint_bytes", json_integer((json_int_t)sum_pf));
@@ -249,6 +277,17 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
            "(%d iterations) on %s\n",
            fmt_bytes(vsim->global_peak, b3, sizeof b3), fmt_bytes(sim->global_peak, b4, sizeof b4),
            policy, rep->planning_ms, rep->iterations, dev->name);
+    char how[320];
+    printf("%s\n", sim_setup_describe(ss, how, sizeof how));
+    double stall_total = 0;
+    for (int i = 0; i < n; i++) stall_total += sim->job[i].stall_total_us;
+    if (ss->random_phases || stall_total > 0) {
+        printf("simulated stalls (compute waiting for copies, %d iterations): %.1f us in all;",
+               sim->iterations, stall_total);
+        for (int i = 0; i < n && ss->random_phases; i++)
+            printf("%s offset %s %.1f us", i ? "," : "", w[i]->job, offset_us[i]);
+        printf("\n");
+    }
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -258,6 +297,7 @@ int cmd_plan(int argc, char **argv) {
     const char *model = NULL, *profile = "a6000", *out = NULL, *trace = NULL, *policy = "tensile";
     size_t budget = 0;
     policy_pairs pairs = policy_pairs_new(&a, argc);
+    sim_setup ss = sim_setup_default();
     static const char *const optims[] = {"adam", "sgd", NULL};
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -279,6 +319,7 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(o, "--out")) out = args_value(&a, o);
         else if (!strcmp(o, "--trace")) trace = args_value(&a, o);
         else if (!strcmp(o, "--json")) json = 1;
+        else if (sim_setup_option(&a, o, &ss)) continue;
         else if (!strncmp(o, "--", 2) && o[2]) /* the policy's (checked below) */
             policy_pairs_add(&a, &pairs, o + 2, args_value(&a, o));
         else args_die(&a, "unknown option '%s'", o);
@@ -316,7 +357,8 @@ int cmd_plan(int argc, char **argv) {
     }
     tsl_workload **w = calloc((size_t)n, sizeof *w);
     tsl_plan **plans = calloc((size_t)n, sizeof *plans), **empty = calloc((size_t)n, sizeof *empty);
-    if (rc == 0 && (!w || !plans || !empty)) {
+    double *share_v = calloc((size_t)n, sizeof *share_v), *offset = calloc((size_t)n, sizeof *offset);
+    if (rc == 0 && (!w || !plans || !empty || !share_v || !offset)) {
         fprintf(stderr, "tensile plan: out of host memory for %d jobs\n", n);
         rc = 1;
     }
@@ -331,19 +373,28 @@ int cmd_plan(int argc, char **argv) {
     po.policy = tsl_policy_opts_policy(popts);
     po.opts = tsl_policy_opts_values(popts);
     po.budget = budget;
+    const double *share = share_v ? sim_setup_shares(&ss, n, share_v) : NULL;
+    po.channel_share = share;
     tsl_plan_report rep = {0};
     tsl_status pst = rc == 0 ? tsl_plan_jobs(w, n, &dev, &po, plans, &rep) : TSL_OK;
     if (pst != TSL_OK && pst != TSL_ERR_BUDGET) { /* an unmet budget is reported below */
         fprintf(stderr, "tensile plan: planning failed: %s\n", tsl_last_error());
         rc = 1;
     }
-    /* Every plan is verified before anything uses it (DESIGN.md invariant 2). */
-    if (rc == 0) {
+    /* Every plan is verified before anything uses it (DESIGN.md invariant 2):
+     * together on the device's channels, or each on its share of them. */
+    for (int i = 0; rc == 0 && i < (share ? n : 1); i++) {
         tsl_violation *v = NULL;
         int nv = 0;
-        if (tsl_plan_verify_jobs((const tsl_workload *const *)w, (const tsl_plan *const *)plans, n,
-                                 &dev, &v, &nv) != TSL_OK || nv) {
-            fprintf(stderr, "tensile plan: the policy's plan fails verification (%d violations):\n", nv);
+        tsl_device_profile dj = share ? tsl_profile_channel_share(&dev, share[i]) : dev;
+        tsl_status vst = share ? tsl_plan_verify(w[i], plans[i], &dj, &v, &nv)
+                               : tsl_plan_verify_jobs((const tsl_workload *const *)w,
+                                                      (const tsl_plan *const *)plans, n, &dev, &v,
+                                                      &nv);
+        if (vst != TSL_OK || nv) {
+            fprintf(stderr, "tensile plan: the policy's plan%s%s fails verification%s (%d "
+                    "violations):\n", share ? " of job " : "", share ? w[i]->job : "",
+                    share ? " on its share of the channels" : "", nv);
             for (int k = 0; k < nv && k < 10; k++) fprintf(stderr, "  %s\n", v[k].what);
             rc = 1;
         }
@@ -361,8 +412,10 @@ int cmd_plan(int argc, char **argv) {
     int fits = rc != 0 || rep.budget_met;
     tsl_sim_result sim = {0}, vsim = {0};
     if (rc == 0) {
-        tsl_sim_opts so = {.iterations = 3, .trace_path = fits ? trace : NULL, .actual = NULL};
-        tsl_sim_opts vso = {.iterations = 3, .trace_path = NULL, .actual = NULL};
+        sim_setup_offsets(&ss, w, n, offset);
+        tsl_sim_opts so = sim_setup_sim_opts(&ss, offset, share);
+        so.trace_path = fits ? trace : NULL;
+        tsl_sim_opts vso = sim_setup_sim_opts(&ss, offset, NULL);
         for (int i = 0; i < n; i++) empty[i] = tsl_plan_new(w[i]->job);
         if (tsl_simulate(w, plans, n, &dev, &so, &sim) != TSL_OK ||
             tsl_simulate(w, empty, n, &dev, &vso, &vsim) != TSL_OK) {
@@ -375,7 +428,7 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "tensile plan: --out: %s\n", tsl_last_error());
         rc = 1;
     }
-    if (rc == 0) report(policy, jobs.v, n, w, &rep, &sim, &vsim, &dev, json);
+    if (rc == 0) report(policy, jobs.v, n, w, &rep, &sim, &vsim, &dev, &ss, share, offset, json);
     if (rc == 0 && !fits) {
         char what[160], b3[32];
         if (budget) snprintf(what, sizeof what, "--budget %s", fmt_bytes(budget, b3, sizeof b3));
@@ -401,6 +454,8 @@ int cmd_plan(int argc, char **argv) {
     free(w);
     free(plans);
     free(empty);
+    free(share_v);
+    free(offset);
     job_list_free(&jobs);
     tsl_sim_result_free(&sim);
     tsl_sim_result_free(&vsim);

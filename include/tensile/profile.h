@@ -34,8 +34,12 @@ typedef struct tsl_device_profile {
  * buffers), duplex, launch 5 µs, copy latency 5 µs; mem_bytes 0. */
 tsl_device_profile tsl_profile_cpu_rough(void);
 
-/* Transfer time of `bytes` on a direction (1 = host to device), µs. */
+/* Transfer time of `bytes` on a direction (1 = host to device), µs:
+ * copy_latency_us + tsl_copy_bytes_us(p, bytes, to_device). */
 double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device);
+/* The part of a transfer that moves its bytes at the direction's full
+ * bandwidth, µs: bytes / bw * 1e6 (p's bandwidth of that direction > 0). */
+double tsl_copy_bytes_us(const tsl_device_profile *p, size_t bytes, int to_device);
 
 /* The profile a job planned on a share of the device's copy channels sees:
  * p with h2d_bw and d2h_bw times `share` (in (0, 1]; the copy latency

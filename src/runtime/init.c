@@ -4,15 +4,6 @@
 #include "core/assert.h"
 #include "runtime/init.h"
 
-static uint64_t mix(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double tsl__u01(uint64_t key) { return (double)(mix(key) >> 11) * 0x1.0p-53; }
-
 static int64_t fan_in_of(const tsl_graph *g, const tsl_tensor *t) {
     if (t->shape.ndim == 1 && t->init == TSL_INIT_UNIFORM_FANIN) {
         size_t len = strlen(t->name);
@@ -32,7 +23,7 @@ void tsl__init_tensor(const tsl_graph *g, tsl_tid t, uint64_t seed, float *dst) 
     const tsl_tensor *tt = tsl_graph_tensor(g, t);
     TSL_ASSERT(tt->dtype == TSL_F32);
     int64_t n = tsl_shape_numel(&tt->shape);
-    uint64_t base = mix(seed ^ mix((uint64_t)t * 0xD1B54A32D192ED03ull));
+    uint64_t base = tsl__mix64(seed ^ tsl__mix64((uint64_t)t * 0xD1B54A32D192ED03ull));
     double fan = (double)fan_in_of(g, tt);
     switch (tt->init) {
     case TSL_INIT_NONE:

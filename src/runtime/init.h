@@ -5,6 +5,7 @@
 #ifndef TSL_RUNTIME_INIT_H
 #define TSL_RUNTIME_INIT_H
 #include <stdint.h>
+#include "core/rand.h"
 #include "tensile/graph.h"
 
 /* Writes the initial value of tensor t (f32, numel elements) into dst,
@@ -15,6 +16,5 @@
  * Linear and Conv biases). */
 void tsl__init_tensor(const tsl_graph *g, tsl_tid t, uint64_t seed, float *dst);
 
-/* Uniform double in [0,1) from a 64-bit key (splitmix64 finaliser). */
-double tsl__u01(uint64_t key);
+/* tsl__u01 (core/rand.h) gives the uniform values. */
 #endif

@@ -136,7 +136,8 @@ static tsl_status prefetch_job(const tsl_workload *w, tsl_plan *p, const tsl_dev
     int named = st == TSL_OK && offsets_by_name(&L, p, off);
     int32_t n_cp = 0, n_moved = 0;
     if (named) {
-        memcpy(saved, p->events, (size_t)p->n_events * sizeof *saved);
+        if (p->n_events > 0) /* an empty plan may have no event array */
+            memcpy(saved, p->events, (size_t)p->n_events * sizeof *saved);
         n_cp = copies_of(w, p, &tl, dev, cp);
         for (int32_t t = 0; t < w->n_tensors; t++) prev[t] = -1;
         for (int32_t k = 0; k < p->n_events; k++) moved_to[k] = -1;

@@ -12,10 +12,15 @@
 /* Transfer time of `bytes` in one direction, µs (docs/SCHEDULING.md):
  * copy_latency_us + bytes / bw * 1e6. */
 double tsl_copy_us(const tsl_device_profile *p, size_t bytes, int to_device) {
+    double b = tsl_copy_bytes_us(p, bytes, to_device); /* asserts p */
+    return p->copy_latency_us + b;
+}
+
+double tsl_copy_bytes_us(const tsl_device_profile *p, size_t bytes, int to_device) {
     TSL_ASSERT(p);
     double bw = to_device ? p->h2d_bw : p->d2h_bw;
     TSL_ASSERT(bw > 0);
-    return p->copy_latency_us + (double)bytes / bw * 1e6;
+    return (double)bytes / bw * 1e6;
 }
 
 tsl_device_profile tsl_profile_channel_share(const tsl_device_profile *p, double share) {

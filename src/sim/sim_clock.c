@@ -32,16 +32,17 @@ double tsl__sim_abs_now(const sim *s) {
 
 /* Queues an event. A key that rounding put before now (an absolute time
  * rebuilt from a relative one, several jobs) is taken as now. */
-void tsl__sim_push(sim *s, tsl__sim_key at, int phase, int job, int kind, int32_t arg,
-                 double rel) {
+tsl__sim_key tsl__sim_push(sim *s, tsl__sim_key at, int phase, int job, int kind, int32_t arg,
+                           double rel) {
     if (tsl__sim_key_cmp(at, s->now) < 0) at = s->now;
     tsl__sim_ev e = {.at = at, .phase = phase, .job = job, .kind = kind, .arg = arg, .rel = rel};
     if (tsl__sim_heap_push(&s->heap, e)) tsl__sim_fail_oom(s);
+    return at;
 }
 
 /* An event of job jx at time `rel` of its current iteration. */
-void tsl__sim_push_job(sim *s, int jx, double rel, int phase, int kind, int32_t arg) {
-    tsl__sim_push(s, key_of(s, jx, rel), phase, jx, kind, arg, rel);
+tsl__sim_key tsl__sim_push_job(sim *s, int jx, double rel, int phase, int kind, int32_t arg) {
+    return tsl__sim_push(s, key_of(s, jx, rel), phase, jx, kind, arg, rel);
 }
 
 /* Queues a look at the compute resource now: once for zero-duration items

@@ -1,6 +1,7 @@
-/* sim_compute.c - the compute resource shared by the jobs: readiness of each
- * job's next item, dispatch in order of ready time (ties: job index), item
- * start and end (see sim_engine.c). */
+/* sim_compute.c - the compute resource shared by the jobs (or, with
+ * TSL_SIM_COMPUTE_PER_JOB, one per job): readiness of each job's next item,
+ * dispatch in order of ready time (ties: job index), item start and end
+ * (see sim_engine.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,7 @@ static void item_times(const sim *s, int jx, double *start, double *end) {
     const prog *p = &s->pr[jx];
     const tsl__sim_item *it = &s->job[jx].items[p->pos];
     int now_ready = tsl__sim_key_cmp(p->ready_key, s->now) == 0 &&
-                    p->t0 + p->ready_at >= s->compute_free_at;
+                    p->t0 + p->ready_at >= s->cu[s->per_job ? jx : 0].free_at;
     double st = now_ready ? p->ready_at : tsl__sim_rel_now(s, jx);
     *start = st;
     *end = st == it->ns ? it->ne : st + (it->ne - it->ns);
@@ -55,7 +56,7 @@ static void start_item(sim *s, tsl__sim_job *j) {
     item_times(s, j->index, &p->run_start, &p->run_end);
     p->ready = p->order_ok = 0;
     p->running = 1;
-    s->compute_busy = 1;
+    s->cu[s->per_job ? j->index : 0].busy = 1;
     if (it->tensor >= 0) {
         if (!j->alloc[it->tensor]) tsl__sim_t_alloc(s, j, it->tensor);
     } else {
@@ -70,19 +71,20 @@ static void start_item(sim *s, tsl__sim_job *j) {
     tsl__sim_push_job(s, j->index, p->run_end, PH_DONE, EV_OP_END, 0);
 }
 
-/* Serves the ready item with the earliest ready time (ties: job index);
- * in phase PH_ZERO only an item that takes no time. An item whose input
+/* Serves the ready item with the earliest ready time (ties: job index) -
+ * with a compute resource per job, every job's ready item whose resource
+ * is free; in phase PH_ZERO only an item that takes no time. An item whose input
  * stopped being readable since it became ready (released, then swapped in
  * again, at the time it became ready: the frees and the swap-ins of a time
  * point come before the op starts) is ready no more: it waits for the copy
  * (tsl__sim_try_ready at the copy's end). */
 void tsl__sim_dispatch(sim *s, int zero_only) {
     s->dispatch_q[zero_only ? 0 : 1] = 0;
-    if (s->compute_busy) return;
+    if (!s->per_job && s->cu[0].busy) return;
     int best = -1;
     for (int jx = 0; jx < s->n_jobs; jx++) {
         prog *p = &s->pr[jx];
-        if (!p->ready) continue;
+        if (!p->ready || (s->per_job && s->cu[jx].busy)) continue;
         if (tsl__sim_missing_input(&s->job[jx], &s->job[jx].items[p->pos]) >= 0) {
             p->ready = 0;
             continue;
@@ -91,6 +93,10 @@ void tsl__sim_dispatch(sim *s, int zero_only) {
             double st, en;
             item_times(s, jx, &st, &en);
             if (en != st) continue;
+        }
+        if (s->per_job) {
+            start_item(s, &s->job[jx]);
+            continue;
         }
         if (best < 0 || tsl__sim_key_cmp(p->ready_key, s->pr[best].ready_key) < 0) best = jx;
     }
@@ -118,8 +124,8 @@ void tsl__sim_op_end(sim *s, tsl__sim_job *j) {
     const tsl__sim_item *it = &j->items[p->pos];
     const tsl_wl_op *op = &j->w->ops[it->op];
     log_item(s, j);
-    s->compute_busy = 0;
-    s->compute_free_at = tsl__sim_abs_now(s);
+    s->cu[s->per_job ? j->index : 0].busy = 0;
+    s->cu[s->per_job ? j->index : 0].free_at = tsl__sim_abs_now(s);
     p->running = 0;
     if (p->ws) tsl__sim_mem_sub(s, j->index, p->ws);
     p->ws = 0;

@@ -3,10 +3,17 @@
  * (docs/SCHEDULING.md gives the semantics; sim_internal.h the contract).
  *
  * Resources: one compute resource shared by the jobs (non-preemptive; the
- * ready op with the earliest ready time runs first, ties by job index), and
+ * ready op with the earliest ready time runs first, ties by job index) - or,
+ * with TSL_SIM_COMPUTE_PER_JOB, one per job, so that only the channels are
+ * shared - and
  * the copy channels (host-to-device and device-to-host, or one shared
- * channel when the profile is not duplex), each carrying one transfer at a
- * time, first come first served.
+ * channel when the profile is not duplex): in the FIFO model each carries
+ * one transfer at a time, first come first served (sim_channels.c); in the
+ * fair model the jobs copying at a moment share its bandwidth, each job's
+ * own transfers one at a time (sim_fair.c).
+ *
+ * Phases: job j's first iteration begins at its offset (0 unless given);
+ * each later one when the previous one ended.
  *
  * A job runs its executed sequence (ops, with the plan's recomputations
  * inserted) in order. An item is ready when the previous item ended (or the
@@ -58,6 +65,7 @@ void tsl__sim_check_iter_end(sim *s, tsl__sim_job *j) {
     p->stall += end - p->ops_end;
     p->in_iter = 0;
     tsl__sim_record_iter(s, j, 1, end);
+    if (p->iter <= s->iterations) p->stall_total += p->stall;
     if (p->iter == s->iterations) {
         p->done = 1;
         p->last_iter = end;
@@ -143,40 +151,63 @@ static void sim_free(sim *s) {
     free(s->job);
     free(s->pr);
     free(s->xf);
-    free(s->ch[0].fifo);
-    free(s->ch[1].fifo);
+    for (int k = 0; s->ch && k < s->n_ch; k++) free(s->ch[k].fifo);
+    free(s->ch);
+    free(s->cu);
+    free(s->fc[0].act);
+    free(s->fc[1].act);
     tsl__sim_heap_free(&s->heap);
 }
 
+/* Allocates the state of n_jobs jobs and of the channel model; prepares
+ * each job with the profile its plan was made for. */
+static tsl_status sim_init(sim *s, tsl_workload *const *w, tsl_plan *const *plans,
+                           const tsl_sim_opts *o) {
+    int n = s->n_jobs;
+    s->n_ch = s->fair ? 2 * n : 2;
+    s->job = calloc((size_t)n, sizeof *s->job);
+    s->pr = calloc((size_t)n, sizeof *s->pr);
+    s->ch = calloc((size_t)s->n_ch, sizeof *s->ch);
+    s->cu = calloc(s->per_job ? (size_t)n : 1, sizeof *s->cu);
+    for (int k = 0; k < 2 && s->fair; k++) s->fc[k].act = calloc((size_t)n, sizeof *s->fc[k].act);
+    if (!s->job || !s->pr || !s->ch || !s->cu || (s->fair && (!s->fc[0].act || !s->fc[1].act)))
+        return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory");
+    for (int jx = 0; jx < n; jx++) {
+        tsl_device_profile share = o->channel_share
+                                       ? tsl_profile_channel_share(s->dev, o->channel_share[jx])
+                                       : *s->dev;
+        tsl_status st = tsl__sim_job_init(&s->job[jx], jx, w[jx], plans ? plans[jx] : NULL,
+                                          o->actual ? &o->actual[jx] : NULL, s->dev, &share);
+        if (st != TSL_OK) return st;
+        s->pr[jx].load = s->job[jx].persistent;
+        s->global_load += s->job[jx].persistent;
+        s->pr[jx].iter_peak = s->pr[jx].load;
+        s->pr[jx].next_t0 = o->offset_us ? o->offset_us[jx] : 0.0;
+    }
+    return TSL_OK;
+}
+
 tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jobs,
-                        const tsl_device_profile *dev, int iterations,
-                        const tsl_latency_table *actual, tsl__sim_log *log,
-                        tsl_sim_result *out) {
+                        const tsl_device_profile *dev, const tsl_sim_opts *o,
+                        tsl__sim_log *log, tsl_sim_result *out) {
+    tsl_sim_opts def = {0};
+    if (!o) o = &def;
+    int iterations = o->iterations ? o->iterations : 3;
     TSL_ASSERT(w && dev && out && n_jobs >= 1 && iterations >= 1);
     sim s = {.n_jobs = n_jobs, .iterations = iterations, .dev = dev, .log = log,
-             .single = n_jobs == 1, .cur_job = -1, .err = TSL_OK};
-    s.job = calloc((size_t)n_jobs, sizeof *s.job);
-    s.pr = calloc((size_t)n_jobs, sizeof *s.pr);
-    if (!s.job || !s.pr) {
+             .single = n_jobs == 1, .cur_job = -1, .err = TSL_OK,
+             .fair = o->channels == TSL_SIM_CHANNELS_FAIR,
+             .per_job = o->compute == TSL_SIM_COMPUTE_PER_JOB};
+    tsl_status ist = sim_init(&s, w, plans, o);
+    if (ist != TSL_OK) {
         sim_free(&s);
-        return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory");
-    }
-    for (int jx = 0; jx < n_jobs; jx++) {
-        tsl_status st = tsl__sim_job_init(&s.job[jx], jx, w[jx], plans ? plans[jx] : NULL,
-                                          actual ? &actual[jx] : NULL, dev);
-        if (st != TSL_OK) {
-            sim_free(&s);
-            return st;
-        }
-        s.pr[jx].load = s.job[jx].persistent;
-        s.global_load += s.job[jx].persistent;
-        s.pr[jx].iter_peak = s.pr[jx].load;
+        return ist;
     }
     s.steady_all = iterations == 1;
     for (int jx = 0; jx < n_jobs; jx++) {
         tsl__sim_note(&s, jx, 1); /* the persistent tensors, resident from the start */
-        tsl__sim_push(&s, s.single ? (tsl__sim_key){1, 0.0} : (tsl__sim_key){0, 0.0}, PH_START, jx,
-             EV_ITER_START, 0, 0.0);
+        tsl__sim_push(&s, s.single ? (tsl__sim_key){1, 0.0} : (tsl__sim_key){0, s.pr[jx].next_t0},
+                      PH_START, jx, EV_ITER_START, 0, 0.0);
     }
     tsl__sim_ev e;
     while (!s.stop && tsl__sim_heap_pop(&s.heap, &e) == 0) {
@@ -188,7 +219,10 @@ tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
         tsl__sim_job *j = s.cur_job >= 0 ? &s.job[e.job] : NULL;
         switch (e.kind) {
         case EV_OP_END: tsl__sim_op_end(&s, j); break;
-        case EV_COPY_END: tsl__sim_copy_end(&s, e.arg); break;
+        case EV_COPY_END:
+            if (tsl__sim_xfer_due(&s, &e)) tsl__sim_copy_end(&s, e.arg);
+            break;
+        case EV_COPY_BYTES: tsl__sim_fair_bytes(&s, e.arg); break;
         case EV_SO_ISSUE: tsl__sim_swap_out(&s, j, e.arg); break;
         case EV_RELEASE: tsl__sim_release(&s, j, e.arg); break;
         case EV_SI_ISSUE: tsl__sim_swap_in(&s, j, e.arg); break;
@@ -216,6 +250,7 @@ tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
         for (int jx = 0; jx < n_jobs; jx++) {
             out->job[jx].iter_us = s.pr[jx].last_iter;
             out->job[jx].stall_us = s.pr[jx].last_stall;
+            out->job[jx].stall_total_us = s.pr[jx].stall_total;
             out->job[jx].peak = s.pr[jx].steady_peak;
             out->job[jx].vanilla_iter_us = s.job[jx].vanilla;
         }

@@ -169,7 +169,7 @@ static void log_xfer(sim *s, const xfer *x) {
 void tsl__sim_copy_end(sim *s, int64_t id) {
     xfer x = s->xf[id];
     log_xfer(s, &x);
-    tsl__sim_chan_done(s, x.to_device);
+    tsl__sim_chan_done(s, id);
     tsl__sim_job *j = &s->job[x.job];
     int32_t t = x.tensor;
     if (x.to_device) {

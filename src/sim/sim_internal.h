@@ -97,19 +97,21 @@ int64_t tsl__sim_log_iter(tsl__sim_log *log, const tsl__sim_iter *it);
 
 /* The engine. Preconditions (checked by tsl_simulate, asserted here):
  * n_jobs >= 1, every workload and plan well formed (indices in range,
- * durations >= 0), dev's bandwidths > 0, iterations >= 1, actual NULL or
- * n_jobs tables of n_ops finite values >= 0. plans or plans[j] may be NULL
- * (no events). Fills *out (out->job allocated: tsl_sim_result_free);
- * records the timeline into *log if log != NULL.
+ * durations >= 0), dev's bandwidths > 0, o (NULL: the defaults) with
+ * iterations 0 (the default, 3) or >= 1, actual NULL or n_jobs tables of
+ * n_ops finite values >= 0, offset_us NULL or n_jobs finite values >= 0,
+ * channel_share NULL or n_jobs values in (0, 1]. plans or plans[j] may be
+ * NULL (no events). o->trace_path is not used here. Fills *out (out->job
+ * allocated: tsl_sim_result_free); records the timeline into *log if log
+ * != NULL.
  * Returns TSL_OK, TSL_ERR_INVALID when the plan cannot run under these
  * latencies (a read of a tensor that nothing brings back, a swap-out of a
  * tensor that is not on the device, a swap-in without a host copy; the
  * message names the job, iteration, op or event and tensor), or
  * TSL_ERR_OOM. */
 tsl_status tsl__sim_run(tsl_workload *const *w, tsl_plan *const *plans, int n_jobs,
-                        const tsl_device_profile *dev, int iterations,
-                        const tsl_latency_table *actual, tsl__sim_log *log,
-                        tsl_sim_result *out);
+                        const tsl_device_profile *dev, const tsl_sim_opts *o,
+                        tsl__sim_log *log, tsl_sim_result *out);
 
 /* Writes the timeline as Chrome trace event JSON (sim_trace.c). */
 tsl_status tsl__sim_write_trace(const char *path, const tsl__sim_log *log,

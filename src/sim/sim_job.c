@@ -69,7 +69,7 @@ static void build_deaths(tsl__sim_job *j, int32_t *last_read) {
 
 tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
                              const tsl_plan *p, const tsl_latency_table *actual,
-                             const tsl_device_profile *dev) {
+                             const tsl_device_profile *dev, const tsl_device_profile *plan_dev) {
     memset(j, 0, sizeof *j);
     j->index = index;
     j->w = w;
@@ -121,9 +121,9 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     tsl__exec_sequence(w, sorted, n_rc, j->items);
     /* the plan's timeline (planned waits included), then the items' times
      * at the actual latencies */
-    tsl_status st = tsl__exec_times(w, p, dev, NULL, j->items, j->n_items, pe);
+    tsl_status st = tsl__exec_times(w, p, plan_dev, NULL, j->items, j->n_items, pe);
     if (st == TSL_OK && actual)
-        st = tsl__exec_times(w, p, dev, actual->us, j->items, j->n_items, NULL);
+        st = tsl__exec_times(w, p, plan_dev, actual->us, j->items, j->n_items, NULL);
     build_triggers(j, sorted + n_rc, ne - n_rc);
     build_tensor_events(j, sorted + n_rc, ne - n_rc, pe);
     free(pe);

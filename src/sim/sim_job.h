@@ -59,7 +59,7 @@ typedef struct tsl__sim_job {
     int32_t *data;          /* INPUT and LABEL tensors, index order */
     int32_t n_data;
     int32_t n_timed;        /* swap-out, swap-in and release events: completed per iteration */
-    double *ev_copy;        /* per event: tsl_copy_us of a swap (0 otherwise) */
+    double *ev_copy;        /* per event: tsl_copy_us of a swap on the device (0 otherwise) */
     double *ev_plan;        /* per event: its planned time (issue of a swap, trigger end of
                                a release) on the workload's timeline with recomputations */
     int32_t *tev_start;     /* CSR over tensors: the timed events of each tensor, */
@@ -78,10 +78,13 @@ typedef struct tsl__sim_job {
 
 /* Prepares job `index` (w, p already validated by tsl_simulate; p may be
  * NULL). Latencies: actual->us if actual != NULL, else the workload's own
- * times. Persistent tensors start allocated and readable (cold start).
+ * times. The plan's timeline (its planned waits, ev_plan) is read against
+ * plan_dev, the profile the plan was made for; its copies' durations
+ * (ev_copy) are those of dev, the device simulated. Persistent tensors
+ * start allocated and readable (cold start).
  * Returns TSL_OK or TSL_ERR_OOM (then tsl__sim_job_free is still safe). */
 tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
                              const tsl_plan *p, const tsl_latency_table *actual,
-                             const tsl_device_profile *dev);
+                             const tsl_device_profile *dev, const tsl_device_profile *plan_dev);
 void tsl__sim_job_free(tsl__sim_job *j);
 #endif

@@ -1,7 +1,9 @@
 /*
  * sim_state.h - the simulator engine's state and the functions its files
  * share (sim_clock.c: time and agenda; sim_memory.c: loads and peaks;
- * sim_channels.c: copy channels; sim_events.c: the plan's events;
+ * sim_channels.c: copy channels and their FIFOs; sim_fair.c: bandwidth
+ * shared by the transfers of several jobs (the fair model); sim_events.c:
+ * the plan's events;
  * sim_compute.c: the compute resource; sim_engine.c: iterations and the
  * loop). Not part of the public API; see sim_engine.c for what is modelled.
  */
@@ -17,7 +19,10 @@
 enum { PH_DONE = 0, PH_ZERO, PH_SWAP_OUT, PH_RELEASE, PH_SWAP_IN, PH_START };
 /* Agenda event kinds. */
 enum { EV_OP_END = 0, EV_COPY_END, EV_SO_ISSUE, EV_RELEASE, EV_SI_ISSUE, EV_ITER_START,
-       EV_DISPATCH };
+       EV_DISPATCH, EV_COPY_BYTES };
+
+/* A transfer's state. */
+enum { XF_QUEUED = 0, XF_LATENCY, XF_BYTES, XF_DONE };
 
 /* One transfer on a copy channel. */
 typedef struct xfer {
@@ -25,15 +30,37 @@ typedef struct xfer {
     int32_t event, tensor;
     int to_device;
     uint32_t gen;           /* swap-out: the value generation copied */
-    double issue, start, dur; /* relative to the job's iteration start */
+    double issue, start, dur; /* relative to the job's iteration start; dur: tsl_copy_us
+                               on the device (the FIFO model's duration) */
+    int state;              /* XF_QUEUED .. XF_DONE */
+    tsl__sim_key end_at;    /* the key of its end event in force (an EV_COPY_END at
+                               another key is stale: the fair model moved its end) */
+    double rem;             /* the fair model: µs of its bytes left at the channel's
+                               full bandwidth */
 } xfer;
 
-/* One copy channel: busy flag and a FIFO of waiting transfer ids. */
+/* A FIFO of transfers, one at a time: busy flag and waiting transfer ids.
+ * The FIFO model has one per copy channel, for all jobs; the fair model one
+ * per job and copy channel (a job's own transfers stay in order). */
 typedef struct chan {
     int busy;
     int64_t *fifo;
     int64_t head, n, cap;
 } chan;
+
+/* The fair model: one copy channel's bandwidth, shared by the transfers
+ * moving bytes on it (at most one per job). */
+typedef struct fair_chan {
+    int64_t *act;           /* the transfers moving bytes, n of them */
+    int n;
+    double upd;             /* absolute time up to which their rem is counted */
+} fair_chan;
+
+/* A compute resource: one for all the jobs, or one per job. */
+typedef struct compute_unit {
+    int busy;
+    double free_at;         /* absolute time it last became free */
+} compute_unit;
 
 /* Per-job run-time progress (beside the tensor state of tsl__sim_job). */
 typedef struct prog {
@@ -52,7 +79,7 @@ typedef struct prog {
     size_t load, iter_peak, steady_peak;
     size_t ws;              /* workspace held by the running item */
     int done;               /* counted iterations finished */
-    double last_iter, last_stall;
+    double last_iter, last_stall, stall_total;
 } prog;
 
 typedef struct sim {
@@ -64,9 +91,12 @@ typedef struct sim {
     tsl__sim_log *log;
     xfer *xf;
     int64_t n_xf, cap_xf;
-    chan ch[2];
-    int compute_busy;
-    double compute_free_at; /* absolute time the compute resource last became free */
+    int fair;               /* the channel model is TSL_SIM_CHANNELS_FAIR */
+    chan *ch;               /* FIFO model: the 2 channels' FIFO; fair: 2 per job */
+    int n_ch;
+    fair_chan fc[2];        /* fair model: the channels' bandwidth */
+    int per_job;            /* TSL_SIM_COMPUTE_PER_JOB: a compute resource per job */
+    compute_unit *cu;       /* per_job ? n_jobs : 1 */
     int single;             /* one job: agenda keys are (iteration, relative time) */
     int dispatch_q[2];      /* a dispatch is queued at `now` (PH_ZERO, PH_START) */
     tsl__sim_key now;       /* key of the event being processed */
@@ -88,11 +118,13 @@ void tsl__sim_fail_oom(sim *s);
 double tsl__sim_rel_now(const sim *s, int jx);
 /* The current absolute time (µs from the simulation's start). */
 double tsl__sim_abs_now(const sim *s);
-/* Queues an event at key `at` (a key before now is taken as now). */
-void tsl__sim_push(sim *s, tsl__sim_key at, int phase, int job, int kind, int32_t arg,
-                   double rel);
-/* Queues an event of job jx at time `rel` of its current iteration. */
-void tsl__sim_push_job(sim *s, int jx, double rel, int phase, int kind, int32_t arg);
+/* Queues an event at key `at` (a key before now is taken as now); returns
+ * the key it was queued at. */
+tsl__sim_key tsl__sim_push(sim *s, tsl__sim_key at, int phase, int job, int kind, int32_t arg,
+                           double rel);
+/* Queues an event of job jx at time `rel` of its current iteration;
+ * returns its key. */
+tsl__sim_key tsl__sim_push_job(sim *s, int jx, double rel, int phase, int kind, int32_t arg);
 /* Queues a look at the compute resource now (zero-duration items first). */
 void tsl__sim_request_dispatch(sim *s);
 
@@ -106,12 +138,28 @@ void tsl__sim_t_alloc(sim *s, tsl__sim_job *j, int32_t t);
 void tsl__sim_t_free(sim *s, tsl__sim_job *j, int32_t t);
 
 /* ---- sim_channels.c: the copy channels --------------------------------------- */
-/* A transfer for event e of job j, issued now. Returns its id, or -1 if out
- * of host memory (the simulation then stops). */
+/* The index of the channel of direction to_device (0 for both when the
+ * profile is not duplex). */
+int tsl__sim_chan_index(const sim *s, int to_device);
+/* A transfer for event e of job j, issued now: it starts at once if its
+ * FIFO is free, else waits there. Returns its id, or -1 if out of host
+ * memory (the simulation then stops). */
 int64_t tsl__sim_xfer_request(sim *s, tsl__sim_job *j, int32_t e, int to_device);
-/* The channel of direction to_device finished a transfer: it takes the
- * next waiting one, if any. */
-void tsl__sim_chan_done(sim *s, int to_device);
+/* 1 if e (an EV_COPY_END) is the end in force of its transfer, 0 if stale. */
+int tsl__sim_xfer_due(const sim *s, const tsl__sim_ev *e);
+/* Transfer `id` ended now: its FIFO takes the next waiting one, if any. */
+void tsl__sim_chan_done(sim *s, int64_t id);
+
+/* ---- sim_fair.c: the fair model's shared bandwidth ------------------------------ */
+/* Transfer `id` got its FIFO's turn at `start` (relative to its job's
+ * iteration, now): it pays the copy latency, then moves its bytes. */
+void tsl__sim_fair_start(sim *s, int64_t id, double start);
+/* Transfer `id` paid its latency (EV_COPY_BYTES, now): it starts moving
+ * its bytes; the channel's share changes for every transfer on it. */
+void tsl__sim_fair_bytes(sim *s, int64_t id);
+/* Transfer `id` moved its last byte now: it leaves its channel, whose
+ * share changes for the others. */
+void tsl__sim_fair_end(sim *s, int64_t id);
 
 /* ---- sim_events.c: the plan's events ----------------------------------------- */
 void tsl__sim_trigger(sim *s, tsl__sim_job *j, int32_t op);

@@ -3,8 +3,9 @@
  * engine (sim_engine.c) and writes the Chrome trace (sim_trace.c).
  *
  * What is simulated (docs/SCHEDULING.md has the semantics of one job):
- * `iterations` iterations of every job on one device, with one compute
- * resource and the copy channels shared by all jobs, events triggered at the
+ * `iterations` iterations of every job on one device, each job from its
+ * phase offset on, with one compute resource and the copy channels shared
+ * by all jobs (FIFO or fair: tensile/sim.h), events triggered at the
  * end of their trigger op as actually simulated plus their delay, and
  * actual op latencies that may differ from the workload's (drift). A job
  * that finishes its iterations before the others keeps running uncounted
@@ -13,7 +14,8 @@
  *
  * Reported, per job: the last counted iteration's time (from its start to
  * the end of its ops and of every event it issued: the executor waits for
- * them) and its stall (time its ops waited for data plus that final wait);
+ * them) and its stall (time its ops waited for data plus that final wait),
+ * and the stalls of all its counted iterations;
  * the peak load over its counted iterations after the first (steady state:
  * persistent tensors swapped across iterations are absent at the start, as
  * in the plan; with one iteration, over that one); and the vanilla period
@@ -135,6 +137,39 @@ static tsl_status check_profile(const tsl_device_profile *dev) {
     return TSL_OK;
 }
 
+/* Checks the phases, the channel and compute models and the plans'
+ * channel shares. */
+static tsl_status check_sharing(const tsl_sim_opts *o, tsl_workload *const *w, int n_jobs) {
+    if (o->channels != TSL_SIM_CHANNELS_FIFO && o->channels != TSL_SIM_CHANNELS_FAIR)
+        return tsl_fail(TSL_ERR_INVALID, "simulate: channels %d: neither FIFO (%d) nor FAIR (%d)",
+                        (int)o->channels, TSL_SIM_CHANNELS_FIFO, TSL_SIM_CHANNELS_FAIR);
+    if (o->compute != TSL_SIM_COMPUTE_SHARED && o->compute != TSL_SIM_COMPUTE_PER_JOB)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "simulate: compute %d: neither SHARED (%d) nor PER_JOB (%d)",
+                        (int)o->compute, TSL_SIM_COMPUTE_SHARED, TSL_SIM_COMPUTE_PER_JOB);
+    double sum = 0;
+    for (int jx = 0; jx < n_jobs; jx++) {
+        if (o->offset_us && !(o->offset_us[jx] >= 0 && o->offset_us[jx] <= 1e12))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "simulate: offset_us[%d] (job '%s') = %g is not a finite value in "
+                            "[0, 1e12]",
+                            jx, w[jx]->job, o->offset_us[jx]);
+        if (!o->channel_share) continue;
+        if (!(o->channel_share[jx] > 0 && o->channel_share[jx] <= 1))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "simulate: channel_share[%d] (job '%s') = %g: a share must be in "
+                            "(0, 1]",
+                            jx, w[jx]->job, o->channel_share[jx]);
+        sum += o->channel_share[jx];
+    }
+    if (sum > 1 + 1e-9)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "simulate: the %d channel shares sum to %g, more than the device's "
+                        "channels (1)",
+                        n_jobs, sum);
+    return TSL_OK;
+}
+
 static tsl_status check_actual(const tsl_latency_table *a, const tsl_workload *w, int jx) {
     if (a->n != w->n_ops || !a->us)
         return tsl_fail(TSL_ERR_INVALID,
@@ -171,12 +206,12 @@ tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
         if (st == TSL_OK && plans) st = check_plan(plans[jx], w[jx]);
         if (st == TSL_OK && opts && opts->actual) st = check_actual(&opts->actual[jx], w[jx], jx);
     }
+    if (st == TSL_OK && opts) st = check_sharing(opts, w, n_jobs);
     if (st != TSL_OK) return st;
-    const char *trace = opts ? opts->trace_path : NULL; /* iterations 0: the default */
+    const char *trace = opts ? opts->trace_path : NULL;
     tsl__sim_log log = {0};
     tsl_sim_result r = {0};
-    st = tsl__sim_run(w, plans, n_jobs, dev, iterations, opts ? opts->actual : NULL,
-                      trace ? &log : NULL, &r);
+    st = tsl__sim_run(w, plans, n_jobs, dev, opts, trace ? &log : NULL, &r);
     if (st == TSL_OK && trace) st = tsl__sim_write_trace(trace, &log, w, plans, n_jobs, dev);
     tsl__sim_log_free(&log);
     if (st == TSL_OK) *out = r;
