@@ -2,7 +2,7 @@
  * ms.h - the Memory Scheduler (paper III-D; docs/DAEMON.md): the jobs of
  * one device, their plans, their memory regions and the queue. Pure: no
  * socket, no clock (times are passed in), no backend; the Global
- * Controller (controller.c) drives it and carries its decisions out.
+ * Controller (daemon.c, handle.c) drives it and carries its decisions out.
  *
  * A job's life: submitted (QUEUED, its workload registered), ADMITTED when
  * the jobs planned together with it fit the device, RUNNING once its first
