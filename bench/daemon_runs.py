@@ -130,7 +130,10 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.p.kill()
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("DAEMON_RUNS_KEEP"):
+            print(f"daemon_runs: kept {self.dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def scenario(a, policy, capacity, submissions, admission="queue"):
@@ -171,6 +174,11 @@ def compare(a, capacity, submissions):
         replans += [j.get("replans", 0) for j in t["jobs"]]
         queued += [j.get("queued_ms", 0) / 1e3 for j in t["jobs"]]
         ends.append(sum(j["state"] == "done" for j in t["jobs"]))
+        for name, st in (("tensile", t), ("vanilla", v)):
+            for j in st["jobs"]:
+                if j["state"] != "done":
+                    print(f"daemon_runs: under {name}, job {j['id']} ({j['model']}) ended "
+                          f"{j['state']}: {j.get('reason', '')}", file=sys.stderr)
     return dict(msr=spread(msr), eor=spread(eor), cbr=spread(cbr),
                 peak_t=spread(peak_t, "{:.1f}"), peak_v=spread(peak_v, "{:.1f}"),
                 replans=spread(replans, "{:.0f}"), queued=spread(queued, "{:.1f}"),
