@@ -7,8 +7,10 @@
 #          for $TORCH_PYTHON (default /usr/bin/python3, the interpreter
 #          Debian's packages are built for), used by
 #          tests/test_reference_torch.sh
+#   matplotlib  matplotlib from the pip index, for $PYTHON, used by
+#          bench/paper_figures.py (the figures of `tensile bench paper`)
 #
-#   pydeps.sh [jax|torch|all]      (default: all)
+#   pydeps.sh [jax|torch|matplotlib|all]      (default: all)
 #
 # Exit 0 if everything asked for is importable afterwards, 1 if not, with a
 # line on stderr saying why. Nothing is downloaded when the packages are
@@ -63,6 +65,29 @@ pip_index() {
   [ -z "$idx" ] && idx=$("$PY" -m pip config list 2>/dev/null |
                           sed -n "s/^[^ ]*\.index-url='\(.*\)'\$/\1/p" | head -n1)
   echo "${idx:-https://pypi.org/simple/}"
+}
+
+# pip_install MODULE PKG...: installs the packages for $PY unless MODULE imports.
+pip_install() {
+  local mod=$1; shift
+  if "$PY" -c "import $mod" 2>/dev/null; then return 0; fi
+  if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    say "$PY has no pip; $* not installed"; return 1
+  fi
+  local idx offline=()
+  idx=$(pip_index)
+  if ! probe "${idx%/}/$1/"; then
+    if [ -n "${PIP_FIND_LINKS:-}" ] || "$PY" -m pip config list 2>/dev/null | grep -q "find-links='[^']"; then
+      say "pip index $idx cannot be reached (${T} s); trying pip's find-links alone"
+      offline=(--no-index)
+    else
+      say "pip index $idx cannot be reached (${T} s); $* not installed"; return 1
+    fi
+  fi
+  local opts=(-q --disable-pip-version-check --timeout 20 --retries 1 "${offline[@]}")
+  "$PY" -m pip install "${opts[@]}" "$@" >/dev/null 2>&1 ||
+    "$PY" -m pip install "${opts[@]}" --break-system-packages "$@" >/dev/null 2>&1
+  "$PY" -c "import $mod" 2>/dev/null || { say "pip could not install $* for $PY"; return 1; }
 }
 
 install_jax() {
@@ -122,6 +147,8 @@ install_torch() {
 case $what in
   jax) install_jax ;;
   torch) install_torch ;;
-  all) rc=0; install_jax || rc=1; install_torch || rc=1; exit $rc ;;
-  *) say "unknown package set '$what' (jax, torch or all)"; exit 2 ;;
+  matplotlib) pip_install matplotlib matplotlib ;;
+  all) rc=0; install_jax || rc=1; install_torch || rc=1; pip_install matplotlib matplotlib || rc=1
+       exit $rc ;;
+  *) say "unknown package set '$what' (jax, torch, matplotlib or all)"; exit 2 ;;
 esac
