@@ -176,15 +176,9 @@ def metric_lines(out, figdir, written, name, xcol, title, group="method"):
     save(fig, figdir, name, written)
 
 
-def smartpool(out, figdir, written):
-    rows = read(out, "smartpool_table1")
-    if not rows:
-        return
-    cols = [("layout ratio (vanilla)", "Tensile layout (vanilla)"),
-            ("layout ratio (TENSILE plan)", "Tensile layout (TENSILE plan)"),
-            ("online best fit ratio", "Tensile online best fit"),
-            ("paper SmartPool ratio", "paper SmartPool"), ("paper CnMem ratio", "paper CnMem")]
-    fig, ax = plt.subplots(figsize=(11, 4))
+def bars(rows, cols, ax):
+    """Grouped bars, one group per row (model), one bar per (column, label);
+    paper columns hatched."""
     w = 0.8 / len(cols)
     for k, (c, label) in enumerate(cols):
         xs = [i - 0.4 + (k + 0.5) * w for i, r in enumerate(rows) if num(r[c]) is not None]
@@ -192,10 +186,21 @@ def smartpool(out, figdir, written):
         ax.bar(xs, ys, w, label=label, hatch="//" if c.startswith("paper") else None)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["model"] for r in rows])
+    ax.legend(fontsize=7)
+
+
+def smartpool(out, figdir, written):
+    rows = read(out, "smartpool_table1")
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(11, 4))
+    bars(rows, [("layout ratio (vanilla)", "Tensile layout (vanilla)"),
+                ("layout ratio (TENSILE plan)", "Tensile layout (TENSILE plan)"),
+                ("online best fit ratio", "Tensile online best fit"),
+                ("paper SmartPool ratio", "paper SmartPool"), ("paper CnMem ratio", "paper CnMem")], ax)
     ax.set_ylim(0.95, None)
     ax.set_ylabel("footprint / peak load")
     ax.set_title("SmartPool's Table I: competitive ratio (batch 100)")
-    ax.legend(fontsize=7)
     save(fig, figdir, "smartpool_table1", written)
 
 
@@ -203,19 +208,12 @@ def autoswap(out, figdir, written):
     rows = read(out, "autoswap_table2")
     if not rows:
         return
-    cols = [("AutoSwap reduction %", "Tensile's AutoSwap"), ("TENSILE reduction %", "Tensile's TENSILE"),
-            ("paper reduction %", "paper AutoSwap")]
     fig, ax = plt.subplots(figsize=(11, 4))
-    w = 0.8 / len(cols)
-    for k, (c, label) in enumerate(cols):
-        xs = [i - 0.4 + (k + 0.5) * w for i, r in enumerate(rows) if num(r[c]) is not None]
-        ys = [num(r[c]) for r in rows if num(r[c]) is not None]
-        ax.bar(xs, ys, w, label=label, hatch="//" if c.startswith("paper") else None)
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([r["model"] for r in rows])
+    bars(rows, [("AutoSwap reduction %", "Tensile's AutoSwap"),
+                ("TENSILE reduction %", "Tensile's TENSILE"),
+                ("paper reduction %", "paper AutoSwap")], ax)
     ax.set_ylabel("load reduction without overhead (%)")
     ax.set_title("AutoSwap's Table II (batch 100)")
-    ax.legend(fontsize=7)
     save(fig, figdir, "autoswap_table2", written)
 
 

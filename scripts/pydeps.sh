@@ -67,16 +67,17 @@ pip_index() {
   echo "${idx:-https://pypi.org/simple/}"
 }
 
-# pip_install MODULE PKG...: installs the packages for $PY unless MODULE imports.
+# pip_install MODULES PROJECT PKG...: installs the packages for $PY unless
+# `import MODULES` works; the index is probed at PROJECT's page first.
 pip_install() {
-  local mod=$1; shift
+  local mod=$1 project=$2; shift 2
   if "$PY" -c "import $mod" 2>/dev/null; then return 0; fi
   if ! "$PY" -m pip --version >/dev/null 2>&1; then
     say "$PY has no pip; $* not installed"; return 1
   fi
   local idx offline=()
   idx=$(pip_index)
-  if ! probe "${idx%/}/$1/"; then
+  if ! probe "${idx%/}/$project/"; then
     if [ -n "${PIP_FIND_LINKS:-}" ] || "$PY" -m pip config list 2>/dev/null | grep -q "find-links='[^']"; then
       say "pip index $idx cannot be reached (${T} s); trying pip's find-links alone"
       offline=(--no-index)
@@ -90,26 +91,7 @@ pip_install() {
   "$PY" -c "import $mod" 2>/dev/null || { say "pip could not install $* for $PY"; return 1; }
 }
 
-install_jax() {
-  if "$PY" -c "import jax, numpy" 2>/dev/null; then return 0; fi
-  if ! "$PY" -m pip --version >/dev/null 2>&1; then
-    say "$PY has no pip; jax not installed"; return 1
-  fi
-  local idx offline=() pkgs=("jax[cpu]" numpy)
-  idx=$(pip_index)
-  if ! probe "${idx%/}/jax/"; then
-    if [ -n "${PIP_FIND_LINKS:-}" ] || "$PY" -m pip config list 2>/dev/null | grep -q "find-links='[^']"; then
-      say "pip index $idx cannot be reached (${T} s); trying pip's find-links alone"
-      offline=(--no-index)
-    else
-      say "pip index $idx cannot be reached (${T} s); jax not installed"; return 1
-    fi
-  fi
-  local opts=(-q --disable-pip-version-check --timeout 20 --retries 1 "${offline[@]}")
-  "$PY" -m pip install "${opts[@]}" "${pkgs[@]}" >/dev/null 2>&1 ||
-    "$PY" -m pip install "${opts[@]}" --break-system-packages "${pkgs[@]}" >/dev/null 2>&1
-  "$PY" -c "import jax, numpy" 2>/dev/null || { say "pip could not install jax for $PY"; return 1; }
-}
+install_jax() { pip_install "jax, numpy" jax "jax[cpu]" numpy; }
 
 # The first http(s) URI of the apt sources (one-line and deb822 formats).
 apt_source() {
@@ -147,8 +129,8 @@ install_torch() {
 case $what in
   jax) install_jax ;;
   torch) install_torch ;;
-  matplotlib) pip_install matplotlib matplotlib ;;
-  all) rc=0; install_jax || rc=1; install_torch || rc=1; pip_install matplotlib matplotlib || rc=1
+  matplotlib) pip_install matplotlib matplotlib matplotlib ;;
+  all) rc=0; install_jax || rc=1; install_torch || rc=1; pip_install matplotlib matplotlib matplotlib || rc=1
        exit $rc ;;
   *) say "unknown package set '$what' (jax, torch, matplotlib or all)"; exit 2 ;;
 esac

@@ -95,7 +95,8 @@ void bp_budget_curves(bp_ctx *c) {
     const double *ratio = c->quick ? QR : R;
     int nr = c->quick ? 2 : 7, nm = c->quick ? 1 : 5, np = (int)(sizeof POL / sizeof *POL);
     bt_table *t = bp_sweep_table("budget_curves", "Overhead against budget: simulated EOR per "
-                                 "policy per model (columns: budget / vanilla footprint)", ratio, nr);
+                                 "policy per model (columns: budget / vanilla footprint)", ratio,
+                                 nr);
     for (int i = 0; i < nm; i++) {
         bp_progress(c, "budget curves: %s", MODELS[i]);
         bm_spec s = {.batch = 16};

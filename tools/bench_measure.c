@@ -36,7 +36,8 @@ int bm_jobs_build(bm_jobs *J, const bm_spec *specs, int n, const tsl_device_prof
             return -1;
         }
         int k = 1; /* "#k" for the k-th job of the same model and batch */
-        for (int q = 0; q < i; q++) k += !strcmp(specs[q].model, s->model) && specs[q].batch == s->batch;
+        for (int q = 0; q < i; q++)
+            k += !strcmp(specs[q].model, s->model) && specs[q].batch == s->batch;
         char name[96];
         if (k == 1) snprintf(name, sizeof name, "%s:%d", s->model, s->batch);
         else snprintf(name, sizeof name, "%s:%d#%d", s->model, s->batch, k);
@@ -99,7 +100,9 @@ static int verify(const bm_jobs *J, tsl_plan **plans, bm_result *r) {
                                          (const tsl_plan *const *)plans, J->n, J->dev, &v, &nv);
     char why[320];
     if (st != TSL_OK) snprintf(why, sizeof why, "failed: verification: %s", tsl_last_error());
-    else if (nv) snprintf(why, sizeof why, "failed: the plans fail verification (%d): %.200s", nv, v[0].what);
+    else if (nv)
+        snprintf(why, sizeof why, "failed: the plans fail verification (%d): %.200s", nv,
+                 v[0].what);
     free(v);
     if (st == TSL_OK && !nv) return 0;
     set_state(r, BM_FAILED, why);

@@ -79,7 +79,8 @@ static size_t autoswap_search(bp_ctx *c, bm_jobs *J, size_t vanilla_fp, int *tri
             snprintf(why, n, "%s", bm_state_text(&r));
             return 0;
         }
-        if (st == BM_OK && r.eor <= 1.0001 && (!best || r.planned_load < best)) best = r.planned_load;
+        if (st == BM_OK && r.eor <= 1.0001 && (!best || r.planned_load < best))
+            best = r.planned_load;
     }
     if (!best) snprintf(why, n, "no budget tried was met without overhead");
     return best;
@@ -140,7 +141,9 @@ void bp_smartpool_tables(bp_ctx *c) {
         bt_set(t1, r1, "status", "%s", bm_state_text(&v));
         int tried = 0;
         char why[320];
-        size_t best = bm_has_numbers(&v) ? autoswap_search(c, &J, v.vanilla_fp, &tried, why, sizeof why) : 0;
+        size_t best = bm_has_numbers(&v)
+                          ? autoswap_search(c, &J, v.vanilla_fp, &tried, why, sizeof why)
+                          : 0;
         if (best) {
             bt_set(t2, r2, "AutoSwap load MiB", "%.1f", bp_mib(best));
             bt_set(t2, r2, "AutoSwap reduction %", "%.1f",

@@ -82,11 +82,12 @@ static void measure_methods(bp_ctx *c, bm_jobs *J, const bm_spec *spec, int nm, 
 }
 
 /* The job of Table III and Fig. 7: batch b of model m, or with --backend
- * cpu its small real shape (batch at most 8 in Table III, 32x32). */
+ * cpu its small real shape (batch 8 in Table III, 32x32; the Inceptions at
+ * their smallest image, 75x75). */
 static bm_spec job(const bp_ctx *c, const char *m, int b) {
     bm_spec s = {.batch = b};
     snprintf(s.model, sizeof s.model, "%s", m);
-    if (c->cpu) s.image = BP_REAL_IMAGE;
+    if (c->cpu) s.image = strncmp(m, "inception", 9) ? BP_REAL_IMAGE : 75;
     return s;
 }
 
@@ -149,21 +150,27 @@ static void table3(bp_ctx *c) {
     bt_note(t, "Paper: %s.", pn_cite_tensile_t3);
     if (c->cpu)
         bt_note(t, "Measured (--backend cpu): `tensile run` per row, batch 8, %dx%d synthetic "
-                "images, Adam, copy channels throttled to %g GB/s, %d iterations; vanilla and "
-                "the policy side by side; MSR on the allocator's footprints, EOR on wall-clock "
-                "medians; the budget of Capuchin, AutoSwap and DTR is TENSILE's measured "
-                "footprint (--device-memory).", BP_REAL_IMAGE, BP_REAL_IMAGE, BP_REAL_GBPS,
-                BP_REAL_ITERS);
-    bt_note(t, "Tensile: batch 16, Adam, profile %s, the simulator (3 iterations, the last "
-            "reported). MSR = 1 - planned footprint / vanilla footprint (footprint: the plan's "
-            "layout's extent), EOR = simulated iteration time / vanilla's, CBR = MSR / EOR. "
-            "Vanilla frees every tensor after its last use (DESIGN.md invariant 3); the "
-            "paper's vanilla kept dead tensors, which inflates its MSRs.", c->dev->name);
+                "images (the Inceptions 75x75), Adam, copy channels throttled to %g GB/s, %d "
+                "iterations; vanilla and the policy side by side; MSR on the allocator's "
+                "footprints, EOR on wall-clock medians; the budget of Capuchin, AutoSwap and DTR "
+                "is TENSILE's measured footprint (--device-memory).", BP_REAL_IMAGE,
+                BP_REAL_IMAGE, BP_REAL_GBPS, BP_REAL_ITERS);
+    else
+        bt_note(t, "Tensile: batch 16, Adam, profile %s, the simulator (3 iterations, the last "
+                "reported). MSR = 1 - planned footprint / vanilla footprint (footprint: the "
+                "plan's layout's extent), EOR = simulated iteration time / vanilla's, CBR = MSR "
+                "/ EOR.", c->dev->name);
+    bt_note(t, "Vanilla frees every tensor after its last use (DESIGN.md invariant 3); the "
+            "paper's vanilla kept dead tensors, which inflates its MSRs.");
     bt_note(t, "Capuchin, AutoSwap and DTR plan for TENSILE's footprint (the paper's \"Extra "
             "Setting\"); vDNN is vDNN-conv as in the paper; vDNN-all, AutoSwap and DTR are "
             "extra rows. A policy not registered in this build has no numbers.");
     bp_finish(c, t);
 }
+
+/* Fig. 6 and Table IV under --backend cpu. */
+static const char SIM_ONLY[] = "Simulated even with --backend cpu: real runs of several jobs "
+                               "are the daemon's (bench/daemon_runs.py, issue 10).";
 
 static const char *const COLS6[] = {
     "model", "workloads", "method", "policy", "budget", "vanilla footprint MiB",
@@ -203,8 +210,7 @@ static void fig6(bp_ctx *c) {
             bm_jobs_free(&J);
         }
     bt_note(t, "Paper: %s.", pn_cite_tensile_f6);
-    if (c->cpu) bt_note(t, "Simulated even with --backend cpu: real runs of several jobs are the "
-                        "daemon's (bench/daemon_runs.py, issue 10).");
+    if (c->cpu) bt_note(t, "%s", SIM_ONLY);
     bt_note(t, "Tensile: n identical jobs (batch 16) planned together and simulated together, "
             "every job starting at 0 (launched simultaneously), sharing one compute resource "
             "and the two copy channels; MSR on the sum of the footprints, EOR on the sum of "
@@ -225,7 +231,10 @@ static void accumulate(bm_result *sum, const bm_result *x, int *n) {
         sum->msr_load += x->msr_load;
         sum->eor += x->eor;
         sum->cbr += x->cbr;
-        if (x->state == BM_BUDGET_UNMET) sum->state = x->state, snprintf(sum->why, sizeof sum->why, "%s", x->why);
+        if (x->state == BM_BUDGET_UNMET) { /* unmet in any repetition: unmet */
+            sum->state = x->state;
+            snprintf(sum->why, sizeof sum->why, "%s", x->why);
+        }
     }
     (*n)++;
 }
@@ -289,8 +298,7 @@ static void table4(bp_ctx *c) {
     }
     bm_jobs_free(&J);
     bt_note(t, "Paper: %s.", pn_cite_tensile_t4);
-    if (c->cpu) bt_note(t, "Simulated even with --backend cpu: real runs of several jobs are the "
-                        "daemon's (bench/daemon_runs.py, issue 10).");
+    if (c->cpu) bt_note(t, "%s", SIM_ONLY);
     bt_note(t, "Tensile: the models (batch 16) as %d jobs planned together; each repetition "
             "simulates them from random phases (seeds 1..%d: every job's first iteration "
             "starts uniform in its period, as jobs launched one by one), FIFO channels, one "
@@ -310,7 +318,8 @@ static void fig7(bp_ctx *c) {
     bt_table *t = bt_new("tensile_fig7", c->cpu ? "TENSILE's Fig. 7: batch size (measured on "
                          "the CPU backend)" : "TENSILE's Fig. 7: batch size (simulated)",
                          (int)(sizeof COLS7 / sizeof *COLS7), COLS7);
-    static const int BATCH[] = {4, 8, 16, 32, 64}, QUICK_BATCH[] = {4, 16}, CPU_BATCH[] = {4, 8, 16};
+    static const int BATCH[] = {4, 8, 16, 32, 64}, QUICK_BATCH[] = {4, 16},
+                     CPU_BATCH[] = {4, 8, 16};
     const char *const *m;
     int nmod, nb = c->quick ? 2 : c->cpu ? 3 : 5;
     models(c, &m, &nmod);

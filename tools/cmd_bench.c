@@ -143,7 +143,8 @@ static int make_out(const char *dir) {
         return -1;
     }
     if (mkdir(dir, 0777) != 0) {
-        fprintf(stderr, "tensile bench: --out: cannot make folder '%s': %s\n", dir, strerror(errno));
+        fprintf(stderr, "tensile bench: --out: cannot make folder '%s': %s\n", dir,
+                strerror(errno));
         return -1;
     }
     return 0;
