@@ -59,8 +59,8 @@ def grid(n):
 
 
 def save(fig, figdir, name, written, layout=True):
-    if layout:
-        fig.tight_layout()
+    if layout:  # room at the top for the suptitle
+        fig.tight_layout(rect=(0, 0, 1, 0.97))
     for ext in ("png", "svg"):
         fig.savefig(os.path.join(figdir, name + "." + ext), dpi=110)
     plt.close(fig)

@@ -103,8 +103,10 @@ bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_mem
     free(text);
     if (!j) {
         r->state = BM_FAILED;
-        snprintf(r->why, sizeof r->why, "failed: tensile run exited %d without a report%s", rc,
-                 rc == 3 ? " (out of device memory)" : "");
+        if (rc == 3) /* the policy's run does not fit --device-memory */
+            snprintf(r->why, sizeof r->why, "failed: does not fit in %zu bytes (tensile run: out "
+                     "of device memory)", device_memory);
+        else snprintf(r->why, sizeof r->why, "failed: tensile run exited %d without a report", rc);
         return r->state;
     }
     json_t *v = json_object_get(j, "vanilla"), *p = json_object_get(j, "scheduled");

@@ -153,7 +153,8 @@ static void table3(bp_ctx *c) {
                 "images (the Inceptions 75x75), Adam, copy channels throttled to %g GB/s, %d "
                 "iterations; vanilla and the policy side by side; MSR on the allocator's "
                 "footprints, EOR on wall-clock medians; the budget of Capuchin, AutoSwap and DTR "
-                "is TENSILE's measured footprint (--device-memory).", BP_REAL_IMAGE,
+                "is TENSILE's measured footprint (--device-memory). Wall-clock EORs mean something "
+                "only on an otherwise idle machine.", BP_REAL_IMAGE,
                 BP_REAL_IMAGE, BP_REAL_GBPS, BP_REAL_ITERS);
     else
         bt_note(t, "Tensile: batch 16, Adam, profile %s, the simulator (3 iterations, the last "
