@@ -7,8 +7,10 @@
 #          for $TORCH_PYTHON (default /usr/bin/python3, the interpreter
 #          Debian's packages are built for), used by
 #          tests/test_reference_torch.sh
+#   matplotlib  matplotlib from the pip index, for $PYTHON, used by
+#          bench/paper_figures.py (the figures of `tensile bench paper`)
 #
-#   pydeps.sh [jax|torch|all]      (default: all)
+#   pydeps.sh [jax|torch|matplotlib|all]      (default: all)
 #
 # Exit 0 if everything asked for is importable afterwards, 1 if not, with a
 # line on stderr saying why. Nothing is downloaded when the packages are
@@ -65,26 +67,31 @@ pip_index() {
   echo "${idx:-https://pypi.org/simple/}"
 }
 
-install_jax() {
-  if "$PY" -c "import jax, numpy" 2>/dev/null; then return 0; fi
+# pip_install MODULES PROJECT PKG...: installs the packages for $PY unless
+# `import MODULES` works; the index is probed at PROJECT's page first.
+pip_install() {
+  local mod=$1 project=$2; shift 2
+  if "$PY" -c "import $mod" 2>/dev/null; then return 0; fi
   if ! "$PY" -m pip --version >/dev/null 2>&1; then
-    say "$PY has no pip; jax not installed"; return 1
+    say "$PY has no pip; $* not installed"; return 1
   fi
-  local idx offline=() pkgs=("jax[cpu]" numpy)
+  local idx offline=()
   idx=$(pip_index)
-  if ! probe "${idx%/}/jax/"; then
+  if ! probe "${idx%/}/$project/"; then
     if [ -n "${PIP_FIND_LINKS:-}" ] || "$PY" -m pip config list 2>/dev/null | grep -q "find-links='[^']"; then
       say "pip index $idx cannot be reached (${T} s); trying pip's find-links alone"
       offline=(--no-index)
     else
-      say "pip index $idx cannot be reached (${T} s); jax not installed"; return 1
+      say "pip index $idx cannot be reached (${T} s); $* not installed"; return 1
     fi
   fi
   local opts=(-q --disable-pip-version-check --timeout 20 --retries 1 "${offline[@]}")
-  "$PY" -m pip install "${opts[@]}" "${pkgs[@]}" >/dev/null 2>&1 ||
-    "$PY" -m pip install "${opts[@]}" --break-system-packages "${pkgs[@]}" >/dev/null 2>&1
-  "$PY" -c "import jax, numpy" 2>/dev/null || { say "pip could not install jax for $PY"; return 1; }
+  "$PY" -m pip install "${opts[@]}" "$@" >/dev/null 2>&1 ||
+    "$PY" -m pip install "${opts[@]}" --break-system-packages "$@" >/dev/null 2>&1
+  "$PY" -c "import $mod" 2>/dev/null || { say "pip could not install $* for $PY"; return 1; }
 }
+
+install_jax() { pip_install "jax, numpy" jax "jax[cpu]" numpy; }
 
 # The first http(s) URI of the apt sources (one-line and deb822 formats).
 apt_source() {
@@ -122,6 +129,8 @@ install_torch() {
 case $what in
   jax) install_jax ;;
   torch) install_torch ;;
-  all) rc=0; install_jax || rc=1; install_torch || rc=1; exit $rc ;;
-  *) say "unknown package set '$what' (jax, torch or all)"; exit 2 ;;
+  matplotlib) pip_install matplotlib matplotlib matplotlib ;;
+  all) rc=0; install_jax || rc=1; install_torch || rc=1; pip_install matplotlib matplotlib matplotlib || rc=1
+       exit $rc ;;
+  *) say "unknown package set '$what' (jax, torch, matplotlib or all)"; exit 2 ;;
 esac

@@ -96,7 +96,8 @@ static void expect_param(const tsl_graph *g, const char *model, const char *name
 
 static const char *const all_models[] = {"mlp",      "cnn",        "vgg11",      "vgg16",
                                          "vgg19",    "resnet18",   "resnet50",   "inception3",
-                                         "inception4", "densenet121", "unet"};
+                                         "inception4", "densenet121", "unet",
+                                         "vgg13",    "resnet34",   "resnet101"};
 #define N_MODELS ((int)(sizeof all_models / sizeof *all_models))
 
 Test(zoo, names_defaults_and_published_table) {
@@ -165,6 +166,8 @@ Test(zoo, parameter_counts_equal_published_figures) {
         {"vgg19", 143667240, 38},       {"resnet18", 11689512, 62},
         {"resnet50", 25557032, 161},    {"inception3", 23834568, 284},
         {"inception4", 42679816, 449},  {"densenet121", 7978856, 364},
+        {"vgg13", 133047848, 26},       {"resnet34", 21797672, 110},
+        {"resnet101", 44549160, 314},
     };
     for (size_t i = 0; i < sizeof pub / sizeof *pub; i++) {
         tsl_model_cfg c = published_cfg(pub[i].model);
@@ -401,7 +404,8 @@ Test(zoo, smallest_images_build_and_one_less_is_refused) {
         int min;
     } mins[] = {{"mlp", 1},       {"cnn", 4},         {"vgg11", 32},       {"vgg16", 32},
                 {"vgg19", 32},    {"resnet18", 32},   {"resnet50", 32},    {"inception3", 75},
-                {"inception4", 75}, {"densenet121", 29}, {"unet", 16}};
+                {"inception4", 75}, {"densenet121", 29}, {"unet", 16},
+                {"vgg13", 32},    {"resnet34", 32},   {"resnet101", 32}};
     for (size_t i = 0; i < sizeof mins / sizeof *mins; i++) {
         tsl_model_cfg c = tsl_model_cfg_default(mins[i].model);
         /* batch 2: at the smallest sizes the last maps are 1x1, and batch

@@ -99,6 +99,8 @@ static const char usage[] =
     "  submit  start a job under the daemon in the background; prints its id\n"
     "  status  the daemon's device and jobs\n"
     "  cancel  stop a queued or running job\n"
+    "  bench   bench paper: the seed papers' tables and figures with Tensile's\n"
+    "          numbers beside the papers' own (CSV, Markdown, PNG and SVG)\n"
     "\n"
     "'tensile COMMAND --help' describes each command's options.\n"
     "\n"
@@ -135,6 +137,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "submit") == 0) return finish(cmd_submit(argc - 2, argv + 2));
     if (strcmp(argv[1], "status") == 0) return finish(cmd_status(argc - 2, argv + 2));
     if (strcmp(argv[1], "cancel") == 0) return finish(cmd_cancel(argc - 2, argv + 2));
+    if (strcmp(argv[1], "bench") == 0) return finish(cmd_bench(argc - 2, argv + 2));
     command = "tensile";
     fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;

@@ -62,8 +62,8 @@ int tsl__mb_out_size(int in, int k, int s, int p);
 /* ---- family builders: input (N,C,S,S) -> logits ------------------------- */
 tsl_tid tsl__model_mlp(tsl__mb *m, tsl_tid x, int variant);
 tsl_tid tsl__model_cnn(tsl__mb *m, tsl_tid x, int variant);
-tsl_tid tsl__model_vgg(tsl__mb *m, tsl_tid x, int depth);        /* 11, 16, 19 */
-tsl_tid tsl__model_resnet(tsl__mb *m, tsl_tid x, int depth);     /* 18, 50 */
+tsl_tid tsl__model_vgg(tsl__mb *m, tsl_tid x, int depth);        /* 11, 13, 16, 19 */
+tsl_tid tsl__model_resnet(tsl__mb *m, tsl_tid x, int depth);     /* 18, 34, 50, 101 */
 tsl_tid tsl__model_inception3(tsl__mb *m, tsl_tid x, int variant);
 tsl_tid tsl__model_inception4(tsl__mb *m, tsl_tid x, int variant);
 tsl_tid tsl__model_densenet(tsl__mb *m, tsl_tid x, int depth);   /* 121 */

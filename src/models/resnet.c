@@ -64,12 +64,14 @@ static tsl_tid bottleneck(tsl__mb *m, const char *prefix, tsl_tid x, int64_t pla
     return join(m, prefix, r, shortcut(m, prefix, x, 4 * planes, stride));
 }
 
-/* x: (N,C,S,S) -> logits (N,classes). depth 18 or 50 (a bug otherwise).
- * TSL_NONE once the graph failed. */
+/* x: (N,C,S,S) -> logits (N,classes). depth 18, 34 (basic blocks), 50 or
+ * 101 (bottlenecks); a bug otherwise. TSL_NONE once the graph failed. */
 tsl_tid tsl__model_resnet(tsl__mb *m, tsl_tid x, int depth) {
-    static const int blocks18[4] = {2, 2, 2, 2}, blocks50[4] = {3, 4, 6, 3};
-    TSL_ASSERT(depth == 18 || depth == 50);
-    const int *blocks = depth == 18 ? blocks18 : blocks50;
+    static const int blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3},
+                     blocks101[4] = {3, 4, 23, 3};
+    TSL_ASSERT(depth == 18 || depth == 34 || depth == 50 || depth == 101);
+    const int *blocks = depth == 18 ? blocks18 : depth == 101 ? blocks101 : blocks34;
+    int basic = depth == 18 || depth == 34; /* blocks50 is blocks34 */
     char nb[TSL_NAME_MAX];
     x = tsl__mb_conv(m, "conv1", x, 64, 7, 7, 2, 3, 3, 0);       // (N,64,S/2,S/2)
     x = tsl__mb_relu(m, "relu", tsl__mb_bn(m, "bn1", x, RESNET_BN_EPS));
@@ -79,8 +81,8 @@ tsl_tid tsl__model_resnet(tsl__mb *m, tsl_tid x, int depth) {
         for (int b = 0; b < blocks[l]; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1;
             tsl__mb_fmt(nb, "layer%d.%d", l + 1, b);
-            x = depth == 18 ? basic_block(m, nb, x, planes, stride)
-                            : bottleneck(m, nb, x, planes, stride);
+            x = basic ? basic_block(m, nb, x, planes, stride)
+                      : bottleneck(m, nb, x, planes, stride);
         }
     }
     x = tsl_global_avgpool(m->g, "avgpool", x);                 // (N, 512 or 2048)

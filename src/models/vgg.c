@@ -22,6 +22,8 @@
 /* Layer tables: output channels of each conv, VGG_POOL for a 2x2 max pool. */
 static const int cfg_a[] = {64, VGG_POOL, 128, VGG_POOL, 256, 256, VGG_POOL, 512, 512, VGG_POOL,
                             512, 512, VGG_POOL};
+static const int cfg_b[] = {64, 64, VGG_POOL, 128, 128, VGG_POOL, 256, 256, VGG_POOL,
+                            512, 512, VGG_POOL, 512, 512, VGG_POOL};
 static const int cfg_d[] = {64, 64, VGG_POOL, 128, 128, VGG_POOL, 256, 256, 256, VGG_POOL,
                             512, 512, 512, VGG_POOL, 512, 512, 512, VGG_POOL};
 static const int cfg_e[] = {64, 64, VGG_POOL, 128, 128, VGG_POOL, 256, 256, 256, 256, VGG_POOL,
@@ -30,16 +32,17 @@ static const int cfg_e[] = {64, 64, VGG_POOL, 128, 128, VGG_POOL, 256, 256, 256,
 /* Five 2x2 pools without padding: S >= 32 keeps a 1x1 map. */
 int tsl__min_image_vgg(void) { return 32; }
 
-/* x: (N,C,S,S) -> logits (N,classes). depth is 11, 16 or 19 (a bug
+/* x: (N,C,S,S) -> logits (N,classes). depth is 11, 13, 16 or 19 (a bug
  * otherwise). TSL_NONE once the graph failed. */
 tsl_tid tsl__model_vgg(tsl__mb *m, tsl_tid x, int depth) {
     const int *cfg;
     int n;
     switch (depth) {
     case 11: cfg = cfg_a; n = (int)(sizeof cfg_a / sizeof *cfg_a); break;
+    case 13: cfg = cfg_b; n = (int)(sizeof cfg_b / sizeof *cfg_b); break;
     case 16: cfg = cfg_d; n = (int)(sizeof cfg_d / sizeof *cfg_d); break;
     case 19: cfg = cfg_e; n = (int)(sizeof cfg_e / sizeof *cfg_e); break;
-    default: TSL_ASSERT(!"vgg depth must be 11, 16 or 19"); return TSL_NONE;
+    default: TSL_ASSERT(!"vgg depth must be 11, 13, 16 or 19"); return TSL_NONE;
     }
     tsl_graph *g = m->g;
     char nb[TSL_NAME_MAX];

@@ -25,7 +25,8 @@
  * names[i]. */
 static const char *const names[] = {"mlp",        "cnn",        "vgg11",      "vgg16",
                                     "vgg19",      "resnet18",   "resnet50",   "inception3",
-                                    "inception4", "densenet121", "unet",      NULL};
+                                    "inception4", "densenet121", "unet",      "vgg13",
+                                    "resnet34",   "resnet101",  NULL};
 
 typedef struct zoo_entry {
     tsl_tid (*build)(tsl__mb *m, tsl_tid x, int variant);
@@ -56,6 +57,12 @@ static const zoo_entry zoo[] = {
      * re-implementations, 31,031,685, is 1,027 higher and matches no
      * variant of this network; tests/test_models.c shows the derivation. */
     {tsl__model_unet, 0, tsl__min_image_unet, 16, 1, 31030658, 256, 3, 2},
+    /* vgg13, resnet34, resnet101: SmartPool's and AutoSwap's Tables I and
+     * II (issue 11); appended so that the older models keep their places */
+    /* vgg13 */ {tsl__model_vgg, 13, tsl__min_image_vgg, 1, 0, 133047848, 224, 3, 1000},
+    /* resnet34 */ {tsl__model_resnet, 34, tsl__min_image_resnet, 1, 0, 21797672, 224, 3, 1000},
+    /* resnet101 */ {tsl__model_resnet, 101, tsl__min_image_resnet, 1, 0, 44549160, 224, 3,
+                     1000},
 };
 #define ZOO_N ((int)(sizeof zoo / sizeof *zoo))
 _Static_assert(sizeof names / sizeof *names == sizeof zoo / sizeof *zoo + 1,

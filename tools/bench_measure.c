@@ -1,0 +1,176 @@
+/* bench_measure.c - see bench_measure.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_measure.h"
+#include "commands.h"
+#include "tensile/policy.h"
+#include "tensile/verify.h"
+
+int bm_jobs_build(bm_jobs *J, const bm_spec *specs, int n, const tsl_device_profile *dev) {
+    memset(J, 0, sizeof *J);
+    J->w = calloc((size_t)n, sizeof *J->w);
+    J->offset_us = calloc((size_t)n, sizeof *J->offset_us);
+    if (!J->w || !J->offset_us) {
+        fprintf(stderr, "tensile bench: out of host memory for %d jobs\n", n);
+        bm_jobs_free(J);
+        return -1;
+    }
+    J->n = n;
+    J->dev = dev;
+    for (int i = 0; i < n; i++) {
+        const bm_spec *s = &specs[i];
+        if (!tool_check_model("bench", "model", s->model)) {
+            bm_jobs_free(J);
+            return -1;
+        }
+        tsl_model_cfg cfg = tsl_model_cfg_default(s->model);
+        cfg.batch = s->batch;
+        if (s->image) cfg.image_size = s->image;
+        if (s->classes) cfg.n_classes = s->classes;
+        tsl_optimizer_cfg opt = tsl_adam_default(1e-3f);
+        tsl_graph *g = tool_build_training_graph("bench", s->model, &cfg, &opt, NULL);
+        if (!g) {
+            bm_jobs_free(J);
+            return -1;
+        }
+        int k = 1; /* "#k" for the k-th job of the same model and batch */
+        for (int q = 0; q < i; q++)
+            k += !strcmp(specs[q].model, s->model) && specs[q].batch == s->batch;
+        char name[96];
+        if (k == 1) snprintf(name, sizeof name, "%s:%d", s->model, s->batch);
+        else snprintf(name, sizeof name, "%s:%d#%d", s->model, s->batch, k);
+        tsl_status st = tsl_workload_from_graph(g, name, NULL, dev, &J->w[i]);
+        tsl_graph_free(g);
+        if (st != TSL_OK) {
+            fprintf(stderr, "tensile bench: %s: %s\n", name, tsl_last_error());
+            bm_jobs_free(J);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void bm_jobs_phases(bm_jobs *J, uint64_t seed) {
+    tsl_sim_random_offsets(J->w, J->n, seed, J->offset_us);
+    tsl_sim_result_free(&J->vanilla);
+    J->have_vanilla = 0;
+}
+
+void bm_jobs_free(bm_jobs *J) {
+    for (int i = 0; J->w && i < J->n; i++) tsl_workload_free(J->w[i]);
+    free(J->w);
+    free(J->offset_us);
+    tsl_sim_result_free(&J->vanilla);
+    memset(J, 0, sizeof *J);
+}
+
+/* Sets r's state and its words. */
+static bm_state set_state(bm_result *r, bm_state s, const char *why) {
+    r->state = s;
+    snprintf(r->why, sizeof r->why, "%s", why);
+    return s;
+}
+
+/* The simulator's options for J (3 iterations, J's phases). */
+static tsl_sim_opts sim_opts(const bm_jobs *J, const char *trace_path) {
+    return (tsl_sim_opts){.iterations = 3, .offset_us = J->offset_us, .trace_path = trace_path};
+}
+
+/* Simulates the empty plans once per phases. 0, or -1 with r failed. */
+static int vanilla(bm_jobs *J, bm_result *r) {
+    if (J->have_vanilla) return 0;
+    tsl_sim_opts so = sim_opts(J, NULL);
+    if (tsl_simulate(J->w, NULL, J->n, J->dev, &so, &J->vanilla) != TSL_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "failed: vanilla simulation: %s", tsl_last_error());
+        set_state(r, BM_FAILED, why);
+        return -1;
+    }
+    J->have_vanilla = 1;
+    return 0;
+}
+
+/* Verifies the plans together; 0, or -1 with r failed (first violation). */
+static int verify(const bm_jobs *J, tsl_plan **plans, bm_result *r) {
+    tsl_violation *v = NULL;
+    int nv = 0;
+    tsl_status st = tsl_plan_verify_jobs((const tsl_workload *const *)J->w,
+                                         (const tsl_plan *const *)plans, J->n, J->dev, &v, &nv);
+    char why[320];
+    if (st != TSL_OK) snprintf(why, sizeof why, "failed: verification: %s", tsl_last_error());
+    else if (nv)
+        snprintf(why, sizeof why, "failed: the plans fail verification (%d): %.200s", nv,
+                 v[0].what);
+    free(v);
+    if (st == TSL_OK && !nv) return 0;
+    set_state(r, BM_FAILED, why);
+    return -1;
+}
+
+/* Fills r's figures from the report and the two simulations. */
+static void figures(const bm_jobs *J, const tsl_plan_report *rep, const tsl_sim_result *sim,
+                    bm_result *r) {
+    for (int i = 0; i < J->n; i++) {
+        r->vanilla_fp += rep->vanilla_footprint[i];
+        r->planned_fp += rep->planned_footprint[i];
+        r->vanilla_load += rep->vanilla_peak[i];
+        r->planned_load += rep->planned_peak[i];
+        r->iter_us += sim->job[i].iter_us;
+        r->vanilla_iter_us += J->vanilla.job[i].iter_us;
+        r->swaps += rep->swaps[i];
+        r->recomputes += rep->recomputes[i];
+        r->waits += rep->waits[i];
+    }
+    r->msr = r->vanilla_fp ? 1.0 - (double)r->planned_fp / (double)r->vanilla_fp : 0;
+    r->msr_load = r->vanilla_load ? 1.0 - (double)r->planned_load / (double)r->vanilla_load : 0;
+    r->eor = r->vanilla_iter_us > 0 ? r->iter_us / r->vanilla_iter_us : 0;
+    r->cbr = r->eor > 0 ? r->msr / r->eor : 0;
+    r->planning_ms = rep->planning_ms;
+}
+
+bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
+                    bm_result *r) {
+    memset(r, 0, sizeof *r);
+    const tsl_policy *p = tsl_policy_find(policy);
+    if (!p) return set_state(r, BM_UNAVAILABLE, "not available in this build");
+    if (vanilla(J, r)) return r->state;
+    tsl_plan **plans = calloc((size_t)J->n, sizeof *plans);
+    if (!plans) return set_state(r, BM_FAILED, "failed: out of host memory");
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = p;
+    po.budget = budget;
+    tsl_plan_report rep = {0};
+    tsl_status st = tsl_plan_jobs(J->w, J->n, J->dev, &po, plans, &rep);
+    if (st != TSL_OK && st != TSL_ERR_BUDGET) {
+        char why[320];
+        snprintf(why, sizeof why, "failed: planning: %.280s", tsl_last_error());
+        free(plans);
+        return set_state(r, BM_FAILED, why);
+    }
+    tsl_sim_result sim = {0};
+    if (verify(J, plans, r) == 0) {
+        tsl_sim_opts so = sim_opts(J, trace_path);
+        if (tsl_simulate(J->w, plans, J->n, J->dev, &so, &sim) != TSL_OK) {
+            char why[320];
+            snprintf(why, sizeof why, "failed: simulation: %.280s", tsl_last_error());
+            set_state(r, BM_FAILED, why);
+        } else {
+            figures(J, &rep, &sim, r);
+            if (st == TSL_ERR_BUDGET) set_state(r, BM_BUDGET_UNMET, "budget not met");
+            else set_state(r, BM_OK, "ok");
+        }
+    }
+    for (int i = 0; i < J->n; i++) tsl_plan_free(plans[i]);
+    free(plans);
+    tsl_plan_report_free(&rep);
+    tsl_sim_result_free(&sim);
+    return r->state;
+}
+
+const char *bm_state_text(const bm_result *r) { return r->why; }
+
+int bm_has_numbers(const bm_result *r) {
+    return r->state == BM_OK || r->state == BM_BUDGET_UNMET;
+}

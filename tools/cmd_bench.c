@@ -1,0 +1,231 @@
+/*
+ * cmd_bench.c - `tensile bench paper`: the seed papers' tables and figures
+ * with Tensile's numbers beside the papers' own (bench_paper.h). Writes
+ * into --out: one NAME.csv and NAME.md per table, README.md (every table,
+ * the command, the settings), memory_curves.csv, and the figures
+ * (figures/NAME.png and NAME.svg) made by bench/paper_figures.py when python3 with
+ * matplotlib is present (otherwise it says how to get them).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "bench_paper.h"
+#include "commands.h"
+#include "io/atomic_file.h"
+#include "progress.h"
+#include "tensile/sched_json.h"
+
+static const char help[] =
+    "usage: tensile bench paper [--backend sim|cpu] [--profile P] [--out DIR] [--quick]\n"
+    "                           [--tables LIST] [--no-figures]\n"
+    "\n"
+    "Reproduces the seed papers' tables and figures with Tensile's policies and\n"
+    "prints the papers' own numbers beside Tensile's (transcribed from the papers,\n"
+    "with their citations):\n"
+    "  TENSILE (seed 004)   Table III (one workload: vDNN, Capuchin, TENSILE; MSR,\n"
+    "                       EOR, CBR), Fig. 6 (1 to 4 workloads), Table IV (mixed\n"
+    "                       architectures), Fig. 7 (batch 4 to 64); the places of\n"
+    "                       Tables I and II (cold start), which issue 13 fills\n"
+    "  SmartPool (seed 001) Table I (competitive ratio per model)\n"
+    "  AutoSwap (seed 001)  Table II (largest load reduction without overhead)\n"
+    "  MO-SOS (seed 003)    Fig. 4 (step time against the memory ratio 0.8..0.4)\n"
+    "and the figures: memory over one iteration per policy, MSR/EOR bars per\n"
+    "model, the overhead-against-budget curve of every policy per model.\n"
+    "Policies are taken by name from the registry; a policy not in this build\n"
+    "gives rows marked \"not available in this build\", never a number.\n"
+    "\n"
+    "  --backend B    sim (default): plans verified and simulated on the device\n"
+    "                 profiles; cpu: Table III and Fig. 7 trained for real on the\n"
+    "                 CPU backend at small shapes (32x32 synthetic images) with\n"
+    "                 copy channels throttled to 2 GB/s, through `tensile run`\n"
+    "                 (slow: minutes); the other tables stay simulated\n"
+    "  --profile P    the device of TENSILE's tables and the budget curves\n"
+    "                 (default a6000, the paper's GPU). SmartPool's and AutoSwap's\n"
+    "                 tables use gtx1080ti and MO-SOS's tesla-p40, their papers' GPUs\n"
+    "  --out DIR      output folder (default bench-paper; made if missing, its\n"
+    "                 parent must exist)\n"
+    "  --quick        a reduced set (fewer models, workloads, batches, budgets),\n"
+    "                 for the test suite\n"
+    "  --tables LIST  only these groups, comma-separated: tensile, smartpool,\n"
+    "                 mosos, curves (default: all)\n"
+    "  --no-figures   tables only\n"
+    "\n"
+    "Progress goes to stderr. Exit status: 0 done, 1 a table or file could not be\n"
+    "made, 2 bad arguments.\n";
+
+enum { G_TENSILE = 1, G_SMARTPOOL = 2, G_MOSOS = 4, G_CURVES = 8, G_ALL = 15 };
+
+/* Parses --tables: a comma list of group names. */
+static int parse_groups(tsl_args *a, const char *v) {
+    static const char *const names[] = {"tensile", "smartpool", "mosos", "curves"};
+    int g = 0;
+    const char *p = v;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        for (; k < 4; k++)
+            if (strlen(names[k]) == n && !strncmp(p, names[k], n)) break;
+        if (k == 4)
+            args_die(a, "--tables: '%.*s' is not a table group (expected a comma list of: "
+                     "tensile, smartpool, mosos, curves)", (int)n, p);
+        g |= 1 << k;
+        p += n;
+        if (*p == ',' && *++p == '\0') args_die(a, "--tables: '%s' ends with a comma", v);
+    }
+    if (!g) args_die(a, "--tables: empty list");
+    return g;
+}
+
+/* The figure script: $TSL_SOURCE_DIR/bench/paper_figures.py, else the
+ * source tree's. */
+static const char *figure_script(char *buf, size_t n) {
+    const char *src = getenv("TSL_SOURCE_DIR");
+    if (src && *src) {
+        snprintf(buf, n, "%s/bench/paper_figures.py", src);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, n, "%s", TSL_BENCH_FIGURES);
+    return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+/* Runs argv[0] with argv, stdout and stderr to ours; its exit status, or
+ * -1 if it could not run. */
+static int run(char *const *argv, int quiet) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (quiet && !freopen("/dev/null", "w", stderr)) _exit(127);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The figures from the CSVs, or a line saying how to get them. */
+static void figures(bp_ctx *c) {
+    char script[4096];
+    if (!figure_script(script, sizeof script)) {
+        fprintf(stderr, "tensile bench: figures not made: bench/paper_figures.py not found (set "
+                "TSL_SOURCE_DIR to the source tree)\n");
+        return;
+    }
+    char *probe[] = {"python3", "-c", "import matplotlib", NULL};
+    if (run(probe, 1) != 0) {
+        fprintf(stderr, "tensile bench: figures not made: they need python3 with matplotlib "
+                "(pip install matplotlib, or scripts/pydeps.sh matplotlib); then run: python3 %s "
+                "%s\n", script, c->out);
+        return;
+    }
+    bp_progress(c, "figures: python3 %s %s", script, c->out);
+    char *argv[] = {"python3", script, (char *)c->out, NULL};
+    if (run(argv, 0) != 0) {
+        fprintf(stderr, "tensile bench: %s failed\n", script);
+        c->errors++;
+    }
+}
+
+/* Makes the output folder if missing; 0, or -1 with a message. */
+static int make_out(const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) return 0;
+        fprintf(stderr, "tensile bench: --out: '%s' exists and is not a folder\n", dir);
+        return -1;
+    }
+    if (mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "tensile bench: --out: cannot make folder '%s': %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens DIR/NAME for writing whole (io/atomic_file.h); NULL with a message. */
+static tsl__out *open_out(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tsl__out *o;
+    if (tsl__out_open(path, "output", &o) == TSL_OK) return o;
+    fprintf(stderr, "tensile bench: %s\n", tsl_last_error());
+    return NULL;
+}
+
+static int commit(tsl__out *o) {
+    if (tsl__out_commit(o) == TSL_OK) return 0;
+    fprintf(stderr, "tensile bench: %s\n", tsl_last_error());
+    return -1;
+}
+
+static int bench_paper(int argc, char **argv) {
+    tsl_args a = {.cmd = "bench paper", .argc = argc, .argv = argv};
+    static const char *const backends[] = {"sim", "cpu", NULL};
+    const char *profile = "a6000", *out = "bench-paper";
+    int quick = 0, cpu = 0, groups = G_ALL, no_figures = 0;
+    for (const char *o; (o = args_next(&a));) {
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (!strcmp(o, "--backend")) cpu = args_choice(&a, o, backends);
+        else if (!strcmp(o, "--profile")) profile = args_value(&a, o);
+        else if (!strcmp(o, "--out")) out = args_value(&a, o);
+        else if (!strcmp(o, "--quick")) quick = 1;
+        else if (!strcmp(o, "--tables")) groups = parse_groups(&a, args_value(&a, o));
+        else if (!strcmp(o, "--no-figures")) no_figures = 1;
+        else args_die(&a, "unknown option '%s'", o);
+    }
+    if (!*out) args_die(&a, "--out: empty folder name");
+    tsl_device_profile dev;
+    if (tsl_profile_load(profile, &dev) != TSL_OK) {
+        fprintf(stderr, "tensile bench paper: --profile: %s\n", tsl_last_error());
+        return 2;
+    }
+    if (make_out(out)) return 2;
+    bp_ctx c = {.quick = quick, .cpu = cpu, .out = out, .dev = &dev, .t0 = progress_now_s()};
+    tsl__out *index = open_out(out, "README.md"), *mem = open_out(out, "memory_curves.csv");
+    if (!index || !mem) {
+        if (index) tsl__out_abort(index);
+        if (mem) tsl__out_abort(mem);
+        return 1;
+    }
+    c.index = tsl__out_stream(index);
+    c.memcsv = tsl__out_stream(mem);
+    fputs("model,policy,t_ms,load_mib\n", c.memcsv);
+    time_t now = time(NULL);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(c.index, "# tensile bench paper\n\n`tensile bench paper --backend %s --profile %s%s`, "
+            "%s. Every table also as NAME.csv and NAME.md beside this file; figures in "
+            "figures/.\n\n", cpu ? "cpu" : "sim", profile, quick ? " --quick" : "", when);
+    if (groups & G_TENSILE) bp_tensile_tables(&c);
+    if (groups & G_SMARTPOOL) bp_smartpool_tables(&c);
+    if (groups & G_MOSOS) bp_mosos_figure(&c);
+    if (groups & G_CURVES) bp_budget_curves(&c);
+    if (commit(mem)) c.errors++;
+    if (commit(index)) c.errors++;
+    if (!no_figures) figures(&c);
+    bp_progress(&c, "done: %s%s", out, c.errors ? " (with errors, above)" : "");
+    return c.errors ? 1 : 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        fputs(help, argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    if (strcmp(argv[0], "paper")) {
+        fprintf(stderr, "tensile bench: unknown benchmark '%s' (expected: paper)\n"
+                "try 'tensile bench paper --help'\n", argv[0]);
+        return 2;
+    }
+    return bench_paper(argc - 1, argv + 1);
+}
