@@ -53,8 +53,11 @@ double tsl__pmodel_us(const tsl_predictor *p, const tsl__pmodel *m, tsl_pred_kin
     double x[TSL_PRED_NF];
     tsl__pmodel_norm(m, f, x);
     switch (k) {
-    case TSL_PRED_ROOFLINE:
-        return tsl__pred_cost_us(p, f) * from_log(m->roof[0] + m->roof[1] * f[TSL_PRED_NF - 1]);
+    case TSL_PRED_ROOFLINE: {
+        const double c = tsl__pred_cost_us(p, f);
+        return from_log((c > 0 && isfinite(c) ? log(c) : log(1e9)) + m->roof[0] +
+                        m->roof[1] * f[TSL_PRED_NF - 1]);
+    }
     case TSL_PRED_LINEAR: {
         double y = m->lin[TSL_PRED_NF];
         for (int i = 0; i < TSL_PRED_NF; i++) y += m->lin[i] * x[i];
