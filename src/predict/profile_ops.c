@@ -11,8 +11,8 @@
  *     -> concat with the residual -> global avg pool -> dropout 0.5
  *     -> linear 10 -> softmax cross-entropy; backward; SGD or Adam
  * so that every op type of the zoo's models runs forward and backward.
- * The grid is walked in a seeded random order (probes above 2 GFLOP of
- * convolution skipped) until it ends or the time budget is spent; probe j
+ * The grid is walked in a seeded random order (probes whose two forward
+ * convolutions take above 1 GFLOP skipped) until it ends or the time budget is spent; probe j
  * runs under load level j mod (max_load + 1).
  */
 #include <math.h>
@@ -84,7 +84,12 @@ static int cmp_double(const void *a, const void *b) {
 static tsl_status run_probe(const probe *p, const tsl_oprof_opts *o, double util,
                             tsl_op_sample **s, size_t *n, size_t *cap) {
     tsl_graph *g = build(p);
-    if (!g) return tsl_fail(TSL_ERR_INVALID, "profile: probe graph: %s", tsl_last_error());
+    if (!g) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", tsl_last_error());
+        return tsl_fail(TSL_ERR_INVALID, "profile: probe graph N%d C%d H%d Cout%d k%d s%d: %s", p->n,
+                        p->c, p->h, p->cout, p->k, p->s, why);
+    }
     tsl_session_opts so = tsl_session_opts_default();
     so.nthreads = o->nthreads;
     so.device_memory = (size_t)2 << 30;
@@ -141,13 +146,13 @@ tsl_status tsl_profile_ops(const tsl_oprof_opts *o, tsl_op_sample **out, size_t 
                         o->nthreads, o->repeats, o->max_load);
     static const int sN[] = {1, 2}, sC[] = {3, 4}, sH[] = {6, 8}, sO[] = {4, 8}, sK[] = {1, 3},
                      sS[] = {1};
-    static const int fN[] = {1, 2, 4, 8, 16, 32}, fC[] = {3, 8, 16, 32, 64},
-                     fH[] = {7, 14, 28, 56}, fO[] = {8, 16, 32, 64, 128}, fK[] = {1, 3, 5, 7},
-                     fS[] = {1, 2};
+    static const int fN[] = {1, 4, 8, 16, 32}, fC[] = {3, 16, 32, 64, 128, 256, 512},
+                     fH[] = {2, 4, 8, 16, 32, 56}, fO[] = {16, 32, 64, 128, 256, 512},
+                     fK[] = {1, 3, 5, 7}, fS[] = {1, 2};
 #define PICK(a, b) (o->small ? (a) : (b))
     const int *N = PICK(sN, fN), *C = PICK(sC, fC), *H = PICK(sH, fH), *O = PICK(sO, fO),
               *K = PICK(sK, fK), *S = PICK(sS, fS);
-    const int nN = PICK(2, 6), nC = PICK(2, 5), nH = PICK(2, 4), nO = PICK(2, 5), nK = PICK(2, 4),
+    const int nN = PICK(2, 5), nC = PICK(2, 7), nH = PICK(2, 6), nO = PICK(2, 6), nK = PICK(2, 4),
               nS = PICK(1, 2);
 #undef PICK
     const size_t total = (size_t)nN * nC * nH * nO * nK * nS * 2 * 2;
@@ -175,8 +180,9 @@ tsl_status tsl_profile_ops(const tsl_oprof_opts *o, tsl_op_sample **out, size_t 
         p.h = H[v % (size_t)nH], v /= (size_t)nH;
         p.c = C[v % (size_t)nC], v /= (size_t)nC;
         p.n = N[v % (size_t)nN];
-        const double oh = ceil((double)p.h / p.s);
-        if (2.0 * p.n * p.cout * oh * oh * p.c * p.k * p.k > 2e9) continue;
+        const double oh = floor((double)(p.h + 2 * (p.k / 2) - p.k) / p.s) + 1, ph = oh >= 2 ? floor(oh / 2) : oh;
+        if (p.n * ph * ph < 2) continue; /* batch norm needs 2 values per channel */
+        if (2.0 * p.n * p.cout * (oh * oh * p.c * p.k * p.k + ph * ph * p.cout * 9) > 1e9) continue;
         const int level = (int)(done % (size_t)(o->max_load + 1));
         tsl__bgload *bg;
         st = tsl__bgload_start(level, &bg);
