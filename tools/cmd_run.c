@@ -100,6 +100,8 @@ static const char help[] =
     "                       and the first iteration's time against vanilla's\n"
     "  --predictor FILE     the predictor (default profiles/predictor.tsp)\n"
     "  --cold-start-iters K iterations under the predicted plan (default 5)\n"
+    "  --utilisation U      the machine's load by other work the prediction assumes,\n"
+    "                       in [0, 1] (default: measured over 200 ms as the job opens)\n"
     "  --online-placement   ignore the plan's layout: every block from the online\n"
     "                       best-fit allocator, as before layouts (for comparison)\n"
     "  --threads T          kernel threads of both runs (default: the online CPUs,\n"
@@ -150,6 +152,7 @@ typedef struct run_opts {
     int cold_start;        /* --cold-start: the first plan from predicted latencies */
     const char *predictor; /* --predictor FILE (NULL: the default file) */
     int64_t cs_iters;      /* --cold-start-iters: the update's iteration (0: not given) */
+    double util;           /* --utilisation (< 0: measured when the job opens) */
 } run_opts;
 
 /* What one run measured. */
@@ -208,7 +211,7 @@ static void parse(int argc, char **argv, run_opts *t) {
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
     *t = (run_opts){.batch = 64, .policy = "tensile", .threads = 0, .lr = -1, .seed = 42,
-                    .iterations = 20};
+                    .iterations = 20, .util = -1};
     policy_pairs pairs = policy_pairs_new(&a, argc);
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
@@ -269,6 +272,7 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--cold-start")) t->cold_start = 1;
         else if (!strcmp(o, "--predictor")) t->predictor = args_value(&a, o);
         else if (!strcmp(o, "--cold-start-iters")) t->cs_iters = args_int(&a, o, 1, 100000000);
+        else if (!strcmp(o, "--utilisation")) t->util = args_double(&a, o, 0, 1);
         else if (!strcmp(o, "--json")) t->json = 1;
         else if (!strncmp(o, "--", 2) && o[2]) /* the policy's (checked below) */
             policy_pairs_add(&a, &pairs, o + 2, args_value(&a, o));
@@ -289,8 +293,8 @@ static void parse(int argc, char **argv, run_opts *t) {
     if (t->cold_start && !t->planned)
         args_die(&a, "--cold-start plans the first iteration from predicted latencies: it needs "
                      "a planned policy (not vanilla)");
-    if ((t->predictor || t->cs_iters) && !t->cold_start)
-        args_die(&a, "--predictor and --cold-start-iters go with --cold-start");
+    if ((t->predictor || t->cs_iters || t->util >= 0) && !t->cold_start)
+        args_die(&a, "--predictor, --cold-start-iters and --utilisation go with --cold-start");
     if (t->predictor && !t->predictor[0]) args_die(&a, "--predictor: empty file name");
     if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
@@ -541,6 +545,7 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.profile = t->profile;
     jo.latency_us = pred ? NULL : lat_us;
     jo.predictor = pred; /* cold start: predicted latencies, then the measured ones take over */
+    jo.utilisation = t->util;
     if (pred) jo.replan.update_at = t->cs_iters;
     jo.plan.policy = tsl_policy_opts_policy(t->popts);
     jo.plan.budget = budget;
@@ -661,6 +666,7 @@ static int run_parsed(run_opts t) {
         }
     }
     runner V, T; /* the vanilla run and the policy's (closed at `out`) */
+    json_t *v_iters = NULL, *t_iters = NULL;
     memset(&V, 0, sizeof V);
     memset(&T, 0, sizeof T);
     double *lat = malloc(sizeof *lat * WARMUP * (size_t)n_ops);
@@ -820,10 +826,16 @@ static int run_parsed(run_opts t) {
         if (tok && pred) {
             cold_phases(T.ms, T.fp, T.installs, T.done, &cold);
             cold.predict_ms = sched.js.predict_ms;
+            cold.utilisation = sched.js.utilisation;
             cold.updated = sched.js.updated;
             cold.updated_at = sched.js.updated_at;
         }
     }
+    /* every iteration's time in order, for --json (runner_time sorts) */
+    v_iters = json_array();
+    t_iters = json_array();
+    for (int64_t i = 0; i < V.done; i++) json_array_append_new(v_iters, json_real(V.ms[i]));
+    for (int64_t i = 0; i < T.done; i++) json_array_append_new(t_iters, json_real(T.ms[i]));
     if (vok) {
         runner_time(&V, warm, n_iter);
         vok = runner_finish(&e, &V, roomy);
@@ -901,6 +913,8 @@ static int run_parsed(run_opts t) {
                                 json_integer((json_int_t)pr.vanilla_footprint));
             json_object_set_new(o, "budget_met", json_boolean(pr.budget_met));
         }
+        json_object_set_new(v, "iteration_ms", json_incref(v_iters));
+        json_object_set_new(s, "iteration_ms", json_incref(t_iters));
         json_object_set_new(o, "vanilla", v);
         json_object_set_new(o, "scheduled", s);
         json_object_set_new(o, "msr", json_real(msr));
@@ -977,6 +991,8 @@ static int run_parsed(run_opts t) {
         rc = 4;
     }
 out:
+    json_decref(v_iters);
+    json_decref(t_iters);
     runner_close(&V);
     runner_close(&T);
     free(lat);

@@ -74,8 +74,9 @@ void cold_finish(cold_report *r, double van_iter_ms, size_t van_fp, double van_f
 }
 
 void cold_print(const cold_report *r) {
-    printf("cold start: first plan from predicted latencies (%s, %.3f ms to predict)\n",
-           r->predictor, r->predict_ms);
+    printf("cold start: first plan from predicted latencies (%s, utilisation %.2f, %.3f ms to "
+           "predict)\n",
+           r->predictor, r->utilisation, r->predict_ms);
     printf("%-24s %10s %10s %8s %8s %8s\n", "phase", "iterations", "iter ms", "MSR", "EOR", "CBR");
     const cold_phase *ph[2] = {&r->cs, &r->up};
     const char *names[2] = {"TENSILE_cs (predicted)", "TENSILE_up (updated)"};
@@ -110,6 +111,7 @@ static json_t *phase_json(const cold_phase *p) {
 void cold_json(const cold_report *r, json_t *o) {
     json_object_set_new(o, "predictor", json_string(r->predictor));
     json_object_set_new(o, "predict_ms", json_real(r->predict_ms));
+    json_object_set_new(o, "utilisation", json_real(r->utilisation));
     json_object_set_new(o, "first_iteration_ms", json_real(r->first_ms));
     json_object_set_new(o, "vanilla_first_iteration_ms", json_real(r->vanilla_first_ms));
     json_object_set_new(o, "first_iteration_eor", json_real(r->first_eor));

@@ -24,6 +24,7 @@ typedef struct cold_report {
     double first_ms, vanilla_first_ms;
     double first_eor;              /* first_ms / vanilla_first_ms */
     double predict_ms;             /* predicting every op's latency */
+    double utilisation;            /* the utilisation predicted at */
     double first_eor_with_predict; /* (first_ms + predict_ms) / vanilla_first_ms */
     int updated;                   /* the job's update: 1 made, -1 failed, 0 none */
     int64_t updated_at;

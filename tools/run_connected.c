@@ -53,7 +53,7 @@ static const char help[] =
     "                       profile, else the device profile's cost model)\n"
     "  --cost-model         the cost model's latencies even if a predictor exists\n"
     "  --utilisation U      the device's load by other work for the predictor, in\n"
-    "                       [0, 1] (default 0)\n"
+    "                       [0, 1] (default: measured over 200 ms before registering)\n"
     "  --max-swap-rate R    the job's priority: its largest share of all the jobs'\n"
     "                       swapped tensors, in [0, 1] (default 1)\n"
     "  --name NAME          the job's name (default MODEL:BATCH)\n"
@@ -81,7 +81,7 @@ static void parse(int argc, char **argv, conn_opts *t) {
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
     *t = (conn_opts){.batch = 64, .threads = 1, .lr = -1, .seed = 42, .iterations = 20,
-                     .rate = 1.0, .id_fd = -1};
+                     .rate = 1.0, .id_fd = -1, .util = -1};
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {

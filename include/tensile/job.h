@@ -68,7 +68,9 @@ typedef struct tsl_job_opts {
                                    every op (cost model for op types it has no model of); not
                                    owned, only read while the job opens. NULL: none */
     double utilisation;         /* with predictor: the device's utilisation by other work, in
-                                   [0, 1] (a predictor feature; default 0) */
+                                   [0, 1] (a predictor feature; default 0); < 0: measured when
+                                   the job opens (tsl_cpu_utilisation over 200 ms; 0 where it
+                                   cannot be) */
     tsl_plan_opts plan;         /* the policy and its options; plan.budget 0: the device */
     tsl_runtime_opts runtime;   /* strict mode, EWMA weight, virtual clock, eviction;
                                    runtime.profile is set from the job's profile */
@@ -142,6 +144,7 @@ typedef struct tsl_job_stats {
     int swaps, recomputes;      /* events of the first plan */
     double planning_ms;         /* of the first plan */
     double predict_ms;          /* predicting the first plan's latencies (cold start; else 0) */
+    double utilisation;         /* the utilisation the prediction used (cold start) */
     int64_t replans;            /* plans made because latencies drifted */
     int updated;                /* the replan of replan.update_at was made (1) or failed (-1) */
     int64_t updated_at;         /* the iteration whose boundary made it (0: none) */

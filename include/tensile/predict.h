@@ -63,6 +63,12 @@ extern "C" {
  * (clamped to [0, 1]) into f[TSL_PRED_NF]. */
 void tsl_op_features(const tsl_graph *g, const tsl_op *op, double util, double f[TSL_PRED_NF]);
 
+/* The machine's CPUs' busy fraction over the next window_ms milliseconds
+ * (1..10000), from /proc/stat, in [0, 1]: the utilisation by other work a
+ * job on the CPU backend sees before it starts. -1 where /proc/stat cannot
+ * be read. Sleeps for the window. */
+double tsl_cpu_utilisation(int window_ms);
+
 /* One measured execution. */
 typedef struct tsl_op_sample {
     tsl_op_type type;
@@ -105,7 +111,8 @@ tsl_oprof_opts tsl_oprof_opts_default(void);
 /* Runs probe graphs (conv, batch norm, ReLU, pooling, residual add,
  * linear, loss; their backward and Adam's updates) over the grid on the
  * CPU backend's fast kernels with 0..max_load threads of background work
- * beside them (utilisation = busy threads / online CPUs, at most 1), and
+ * beside them (utilisation: the busy threads plus the other processes'
+ * load measured with tsl_cpu_utilisation, over the online CPUs, at most 1), and
  * returns every op's samples (*out malloc'd, *n). TSL_ERR_INVALID for bad
  * options (named), TSL_ERR_OOM, or a kernel's error. */
 tsl_status tsl_profile_ops(const tsl_oprof_opts *o, tsl_op_sample **out, size_t *n);

@@ -134,18 +134,25 @@ static tsl_status job_start(tsl_job *j, size_t capacity, int budget_met) {
  * NULL (the cost model). *ms: the prediction's time. */
 static tsl_status first_latencies(const tsl_graph *g, const tsl_job_opts *o,
                                   const tsl_device_profile *dev, const double **us, double **owned,
-                                  double *ms) {
+                                  double *ms, double *util_used) {
     *owned = NULL;
     *ms = 0;
     *us = o->latency_us;
     if (o->latency_us || !o->predictor) return TSL_OK;
-    if (!(o->utilisation >= 0 && o->utilisation <= 1))
-        return tsl_fail(TSL_ERR_INVALID, "job: utilisation %g outside [0, 1]", o->utilisation);
+    if (!(o->utilisation <= 1) || o->utilisation != o->utilisation)
+        return tsl_fail(TSL_ERR_INVALID, "job: utilisation %g above 1 (give [0, 1], or < 0 to "
+                                         "measure it)", o->utilisation);
+    double util = o->utilisation;
+    if (util < 0) { /* measured: the machine's load by others before the job starts */
+        util = tsl_cpu_utilisation(200);
+        if (util < 0) util = 0;
+    }
+    *util_used = util;
     *owned = malloc(sizeof **owned * (size_t)(tsl_graph_n_ops(g) > 0 ? tsl_graph_n_ops(g) : 1));
     if (!*owned) return tsl_fail(TSL_ERR_OOM, "job: out of host memory for predicted latencies");
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    tsl_predictor_latencies(o->predictor, g, o->utilisation, dev, *owned);
+    tsl_predictor_latencies(o->predictor, g, util, dev, *owned);
     clock_gettime(CLOCK_MONOTONIC, &b);
     *ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     *us = *owned;
@@ -161,7 +168,7 @@ tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **o
      * the kernels' real workspaces */
     const double *lat;
     double *owned;
-    st = first_latencies(g, &j->o, &j->dev, &lat, &owned, &j->predict_ms);
+    st = first_latencies(g, &j->o, &j->dev, &lat, &owned, &j->predict_ms, &j->utilisation);
     tsl_latency_table tab = {tsl_graph_n_ops(g), lat};
     if (st == TSL_OK) st = tsl_workload_from_graph(g, j->name, lat ? &tab : NULL, &j->dev, &j->w);
     free(owned);
@@ -187,8 +194,8 @@ tsl_status tsl_job_workload_new(const tsl_graph *g, const tsl_job_opts *o,
     char name[64];
     snprintf(name, sizeof name, "%s", o->name ? o->name : tsl_graph_name(g));
     const double *lat;
-    double *owned, ms;
-    tsl_status st = first_latencies(g, o, dev, &lat, &owned, &ms);
+    double *owned, ms, util;
+    tsl_status st = first_latencies(g, o, dev, &lat, &owned, &ms, &util);
     if (st != TSL_OK) return st;
     tsl_latency_table tab = {tsl_graph_n_ops(g), lat};
     tsl_workload *w;
@@ -328,6 +335,7 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
     st->replans = j->replans;
     st->updated = j->updated;
     st->predict_ms = j->predict_ms;
+    st->utilisation = j->utilisation;
     st->updated_at = j->updated_at;
     st->drift_ignored = j->drift_ignored;
     snprintf(st->last_replan_reason, sizeof st->last_replan_reason, "%s", j->last_reason);

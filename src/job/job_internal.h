@@ -26,6 +26,7 @@ struct tsl_job {
     char last_reason[200];
     double *ewma;               /* scratch: the estimates (n_ops) */
     double predict_ms;          /* cold start: computing the predicted latencies */
+    double utilisation;         /* cold start: the utilisation predicted at */
 };
 
 /* Plans w (owned by the caller) with the job's policy within its budget and

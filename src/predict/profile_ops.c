@@ -13,7 +13,10 @@
  * so that every op type of the zoo's models runs forward and backward.
  * The grid is walked in a seeded random order (probes whose two forward
  * convolutions take above 1 GFLOP skipped) until it ends or the time budget is spent; probe j
- * runs under load level j mod (max_load + 1).
+ * runs under load level j mod (max_load + 1); its utilisation feature is
+ * (that level + the other processes' busy CPUs, measured over 100 ms every
+ * 8 probes) / online CPUs, at most 1: on a shared machine the others'
+ * load is part of what a kernel competes with.
  */
 #include <math.h>
 #include <stdio.h>
@@ -167,6 +170,7 @@ tsl_status tsl_profile_ops(const tsl_oprof_opts *o, tsl_op_sample **out, size_t 
     if (cpus < 1) cpus = 1;
     const double t0 = now_s(), budget = o->minutes * 60;
     size_t cap = 0, done = 0;
+    double others = 0; /* other processes' busy CPUs, measured every 8 probes */
     tsl_op_sample *s = NULL;
     tsl_status st = TSL_OK;
     for (size_t j = 0; st == TSL_OK && j < total && now_s() - t0 < budget; j++) {
@@ -184,10 +188,14 @@ tsl_status tsl_profile_ops(const tsl_oprof_opts *o, tsl_op_sample **out, size_t 
         if (p.n * ph * ph < 2) continue; /* batch norm needs 2 values per channel */
         if (2.0 * p.n * p.cout * (oh * oh * p.c * p.k * p.k + ph * ph * p.cout * 9) > 1e9) continue;
         const int level = (int)(done % (size_t)(o->max_load + 1));
+        if (done % 8 == 0) {
+            double u = tsl_cpu_utilisation(100);
+            others = u >= 0 ? u * (double)cpus : 0;
+        }
         tsl__bgload *bg;
         st = tsl__bgload_start(level, &bg);
         if (st != TSL_OK) break;
-        st = run_probe(&p, o, fmin(1.0, (double)level / (double)cpus), &s, n, &cap);
+        st = run_probe(&p, o, fmin(1.0, ((double)level + others) / (double)cpus), &s, n, &cap);
         tsl__bgload_stop(bg);
         done++;
         if (o->progress) {
