@@ -6,7 +6,10 @@
 set -uo pipefail
 bin=${1:?usage: test_cold_cli.sh TENSILE}
 . "$(dirname "$0")/cli/checks.sh"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+bin=$(readlink -f "$bin")
+tmp=$(mktemp -d)
+cleanup() { [ -n "${dpid:-}" ] && kill -9 "$dpid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
 
 expect_exit 0 "tensile profile --help" "$bin" profile --help
 expect_exit 2 "profile: bad minutes" "$bin" profile --minutes zero
@@ -48,4 +51,28 @@ ok = ok and d['identical']
 print(1 if ok else 0)" "$json" 2>/dev/null || echo 0)"
 out=$("${run[@]}" --cold-start --predictor "$tmp/p/predictor.tsp" --cold-start-iters 2 2>&1)
 check "run --cold-start text names both phases and the first iteration: $out" "$(grep -q "TENSILE_cs" <<<"$out" && grep -q "TENSILE_up" <<<"$out" && grep -q "first iteration" <<<"$out" && echo 1 || echo 0)"
+
+# ---- the daemon: a job planned and admitted from its predicted workload
+export XDG_RUNTIME_DIR=$tmp
+mkdir -p "$tmp/tensile" && chmod 700 "$tmp/tensile"
+sock=$tmp/tensile/tensiled.sock
+"$bin" serve --device-memory 256MiB --socket "$sock" --foreground >"$tmp/daemon.log" 2>&1 &
+dpid=$!
+for ((i = 0; i < 100; i++)); do [ -S "$sock" ] && break; sleep 0.1; done
+job=(--model mlp --batch 8 --dataset synthetic --image-size 8 --iterations 3 --threads 1)
+solo=$("$bin" run --policy vanilla "${job[@]}" --quiet --json 2>/dev/null | tail -1 |
+       python3 -c "import json,sys; print(json.load(sys.stdin)['vanilla']['param_checksum'])")
+json=$("$bin" run --connect --socket "$sock" "${job[@]}" --predictor "$tmp/p/predictor.tsp" --json 2>"$tmp/err" | tail -1); rc=$?
+check "a daemon job from its predicted workload exits 0 (rc $rc): $(cat "$tmp/err")" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "its workload was predicted, no warm-up, parameters as a solo run's: $json" "$(python3 -c "
+import json,sys
+d=json.loads(sys.argv[1])
+print(1 if d['latencies']=='predicted' and d['param_checksum']==sys.argv[2] and d['first_iteration_ms']>0 else 0)" "$json" "$solo" 2>/dev/null || echo 0)"
+check "the job said where its latencies came from" "$(grep -q "predicted by $tmp/p/predictor.tsp" "$tmp/err" && echo 1 || echo 0)"
+json=$("$bin" run --connect --socket "$sock" "${job[@]}" --cost-model --json 2>/dev/null | tail -1)
+check "--cost-model: the cost model's workload: $json" "$(python3 -c "
+import json,sys; print(1 if json.loads(sys.argv[1])['latencies']=='cost_model' else 0)" "$json" 2>/dev/null || echo 0)"
+expect_exit 2 "a daemon job with a truncated predictor" "$bin" run --connect --socket "$sock" "${job[@]}" --predictor "$tmp/trunc.tsp"
+check "its message names the file: $out" "$(has "$tmp/trunc.tsp:")"
+kill "$dpid"; wait "$dpid" 2>/dev/null; dpid=
 checks_done
