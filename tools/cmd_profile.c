@@ -77,7 +77,7 @@ static void print_table(const tsl_pred_report *r) {
             printf(" %8.1f %7.3f", a->mape[order[k]], a->r2[order[k]]);
             sum[order[k]] += a->mape[order[k]];
         }
-        printf("  %s\n", tsl_pred_kind_name(a->chosen));
+        printf("  %s\n", a->cost_model_kept ? "cost model" : tsl_pred_kind_name(a->chosen));
     }
     if (r->n_types)
         printf("%-20s %13s  %8.1f %7s  %8.1f %7s  %8.1f %7s  %8.1f\n", "mean MAPE", "",
@@ -226,7 +226,8 @@ int cmd_profile(int argc, char **argv) {
             json_object_set_new(o, "op", json_string(tsl_op_type_name(ac->type)));
             json_object_set_new(o, "n_train", json_integer(ac->n_train));
             json_object_set_new(o, "n_test", json_integer(ac->n_test));
-            json_object_set_new(o, "kept", json_string(tsl_pred_kind_name(ac->chosen)));
+            json_object_set_new(o, "kept", json_string(ac->cost_model_kept ? "cost_model"
+                                                                           : tsl_pred_kind_name(ac->chosen)));
             static const char *const keys[4] = {"roofline", "linear", "mlp", "cost_model"};
             for (int k = 0; k <= TSL_PRED_KINDS; k++) {
                 json_t *m = json_object();

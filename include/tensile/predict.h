@@ -151,6 +151,8 @@ typedef struct tsl_pred_accuracy {
                                                                the analytic cost model */
     double train_ms[TSL_PRED_KINDS];
     tsl_pred_kind chosen;
+    int cost_model_kept;   /* 1: the plain cost model beat every fit, and is kept (as a
+                              roofline of efficiency 1) */
 } tsl_pred_accuracy;
 
 typedef struct tsl_pred_report {
@@ -163,7 +165,9 @@ typedef struct tsl_predictor tsl_predictor;
 /* Trains one model per op type with at least 8 samples: the samples of
  * each type are split (seeded) into training and held-out parts; the
  * three kinds are fitted on the training part and the one with the lowest
- * held-out MAPE is kept (ties: the cheaper). *rep (may be NULL) gets the
+ * held-out MAPE / 100 + (1 - R²) is kept (a dearer kind must win by 0.01;
+ * the plain cost model, as a roofline of efficiency 1, when it beats them
+ * all). *rep (may be NULL) gets the
  * accuracy of every kind and of the cost model. TSL_ERR_INVALID (bad
  * options or no op type with enough samples), TSL_ERR_OOM. */
 tsl_status tsl_predictor_train(const tsl_op_sample *s, size_t n, const tsl_pred_train_opts *o,

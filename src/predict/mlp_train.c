@@ -144,7 +144,9 @@ tsl_status tsl__mlp_train(tsl__pmodel *pm, const double *x, const double *y, int
                 break;
             }
             const float *wf = ptr[m.w[l]], *bf = ptr[m.b[l]];
-            for (size_t e = 0; e < nw; e++) pm->w[l][e] = wf[e];
+            const size_t ni = (size_t)width[l], nout = (size_t)width[l + 1];
+            for (size_t o2 = 0; o2 < nout; o2++) /* (out, in) -> (in, out) */
+                for (size_t i = 0; i < ni; i++) pm->w[l][i * nout + o2] = wf[o2 * ni + i];
             for (int e = 0; e < width[l + 1]; e++) pm->b[l][e] = bf[e];
         }
     }

@@ -68,12 +68,13 @@ double tsl__pmodel_us(const tsl_predictor *p, const tsl__pmodel *m, tsl_pred_kin
         memcpy(a, x, sizeof x);
         for (int l = 0; l < m->n_layers; l++) {
             const int ni = m->width[l], no = m->width[l + 1];
-            for (int o = 0; o < no; o++) {
-                double s = m->b[l][o];
-                const double *w = m->w[l] + (size_t)o * (size_t)ni;
-                for (int i = 0; i < ni; i++) s += w[i] * a[i];
-                b[o] = l + 1 < m->n_layers && s < 0 ? 0 : s;
+            for (int o = 0; o < no; o++) b[o] = m->b[l][o];
+            for (int i = 0; i < ni; i++) { /* along contiguous rows of w (in, out) */
+                const double ai = a[i], *w = m->w[l] + (size_t)i * (size_t)no;
+                for (int o = 0; o < no; o++) b[o] += w[o] * ai;
             }
+            if (l + 1 < m->n_layers)
+                for (int o = 0; o < no; o++) b[o] = b[o] < 0 ? 0 : b[o];
             memcpy(a, b, sizeof(double) * (size_t)no);
         }
         return from_log(m->ymu + m->ysd * a[0]);

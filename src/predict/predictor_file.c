@@ -65,7 +65,16 @@ tsl_status tsl_predictor_save(const tsl_predictor *p, const char *path) {
         for (int l = 0; l <= m->n_layers && m->n_layers; l++) fprintf(f, " %d", m->width[l]);
         fputc('\n', f);
         for (int l = 0; l < m->n_layers; l++) {
-            put_vals(f, "w", l, m->w[l], (size_t)m->width[l + 1] * (size_t)m->width[l]);
+            const size_t ni = (size_t)m->width[l], no = (size_t)m->width[l + 1];
+            double *rm = malloc(sizeof *rm * ni * no); /* the file's row-major (out, in) */
+            if (!rm) {
+                tsl__out_abort(o);
+                return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", path);
+            }
+            for (size_t q = 0; q < no; q++)
+                for (size_t i = 0; i < ni; i++) rm[q * ni + i] = m->w[l][i * no + q];
+            put_vals(f, "w", l, rm, ni * no);
+            free(rm);
             put_vals(f, "b", l, m->b[l], (size_t)m->width[l + 1]);
         }
     }
@@ -165,6 +174,13 @@ static tsl_status parse_model(tsl__tl *t, tsl_predictor *p) {
         if (!m->w[l] || !m->b[l]) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", t->name);
         if (vals(t, "w", l, m->w[l], nw) || vals(t, "b", l, m->b[l], (size_t)m->width[l + 1]))
             return TSL_ERR_FORMAT;
+        double *tr = malloc(sizeof *tr * nw); /* row-major (out, in) -> (in, out) */
+        if (!tr) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", t->name);
+        const size_t ni = (size_t)m->width[l], no = (size_t)m->width[l + 1];
+        for (size_t q = 0; q < no; q++)
+            for (size_t i = 0; i < ni; i++) tr[i * no + q] = m->w[l][q * ni + i];
+        free(m->w[l]);
+        m->w[l] = tr;
     }
     return TSL_OK;
 }

@@ -19,7 +19,10 @@ typedef struct tsl__pmodel {
     double mu[TSL_PRED_NF], sd[TSL_PRED_NF];
     double ymu, ysd;
     /* MLP: n_layers dense layers, ReLU between them; layer l maps width[l]
-     * inputs to width[l+1] outputs, w[l] row-major (out, in), b[l] (out). */
+     * inputs to width[l+1] outputs, w[l] transposed: (in, out), element
+     * [i * out + o] is the weight of input i in output o (so that inference
+     * runs along contiguous rows; the file holds them row-major (out, in)),
+     * b[l] (out). */
     int n_layers;
     int width[TSL__PRED_MAX_LAYERS + 1];
     double *w[TSL__PRED_MAX_LAYERS], *b[TSL__PRED_MAX_LAYERS];
