@@ -92,8 +92,8 @@ void cold_print(const cold_report *r) {
     printf("first iteration: %.2f ms vs vanilla's first %.2f ms: EOR %.4f (%.4f with the "
            "prediction's time)\n",
            r->first_ms, r->vanilla_first_ms, r->first_eor, r->first_eor_with_predict);
-    if (r->updated < 0)
-        printf("the update from the measured latencies failed; the first plan stayed\n");
+    if (r->updated)
+        printf("update: %s\n", r->update_reason);
 }
 
 static json_t *phase_json(const cold_phase *p) {
@@ -118,6 +118,7 @@ void cold_json(const cold_report *r, json_t *o) {
     json_object_set_new(o, "first_iteration_eor_with_prediction", json_real(r->first_eor_with_predict));
     json_object_set_new(o, "update_iteration", json_integer(r->updated_at));
     json_object_set_new(o, "updated", json_boolean(r->updated > 0));
+    json_object_set_new(o, "update_reason", json_string(r->update_reason));
     json_t *ph = json_object();
     json_object_set_new(ph, "cs", phase_json(&r->cs));
     json_object_set_new(ph, "up", phase_json(&r->up));

@@ -8,8 +8,8 @@
  *   x (N,C,H,H) -> conv k x k stride s pad k/2 -> batch norm -> relu
  *     -> max or avg pool 2x2 (when the map is at least 2 wide)
  *     -> conv 3x3 -> batch norm -> add (residual) -> relu
- *     -> concat with the residual -> global avg pool -> dropout 0.5
- *     -> linear 10 -> softmax cross-entropy; backward; SGD or Adam
+ *     -> concat with the residual -> global avg pool -> linear 8 Cout -> relu
+ *     -> dropout 0.5 -> linear 10 -> softmax cross-entropy; backward; SGD or Adam
  * so that every op type of the zoo's models runs forward and backward.
  * The grid is walked in a seeded random order (probes whose two forward
  * convolutions take above 1 GFLOP skipped) until it ends or the time budget is spent; probe j
@@ -65,6 +65,7 @@ static tsl_graph *build(const probe *p) {
     r = tsl_relu(g, "relu2", tsl_add(g, "add", h, tsl_batchnorm(g, "bn2", r, bn)));
     tsl_tid cat[2] = {r, h};
     h = tsl_global_avgpool(g, "gap", tsl_concat(g, "concat", cat, 2));
+    h = tsl_relu(g, "relu3", tsl_linear_layer(g, "fc1", h, 8 * p->cout, 1)); /* a wide FC layer */
     h = tsl_dropout(g, "drop", h, (tsl_dropout_attr){.p = 0.5f, .seed = 7});
     h = tsl_linear_layer(g, "fc", h, 10, 1);
     tsl_tid loss = tsl_softmax_xent(g, "loss", h, y);
