@@ -45,6 +45,9 @@ def run(a, model, batch, image):
 
 
 def spread(xs, fmt="{:.3f}"):
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "none"
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}..{fmt.format(max(xs))})"
 
 
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--cs-iters", type=int, default=5)
     ap.add_argument("--models", default=None, help="comma-separated subset of the cases")
+    ap.add_argument("--raw", default=None, help="also write every run's JSON object, one a line")
     a = ap.parse_args()
     cases = [c for c in CASES if not a.models or c[0] in a.models.split(",")]
     try:
@@ -73,14 +77,20 @@ def main():
         for _ in range(a.reps):
             d, cmd = run(a, model, batch, image)
             res.append(d)
+            if a.raw:
+                with open(a.raw, "a") as f:
+                    f.write(json.dumps(d) + "\n")
         print("  " + " ".join(cmd))
-        ph = lambda k, f: [d["phases"][k][f] for d in res]
+        # a run whose update was refused (the measured latencies' plan does not
+        # fit the first plan's budget) has no updated phase: left out of its column
+        ph = lambda k, f: [d["phases"][k][f] for d in res if d["phases"][k]["iterations"] > 0] or [float("nan")]
+        reasons = sorted({d.get("update_reason", "") for d in res if d["phases"]["up"]["iterations"] == 0})
         ident = all(d["identical"] for d in res)
         upd = all(d["updated"] for d in res)
         rows1.append((model, batch, image, ph("cs", "msr"), ph("cs", "eor"), ph("cs", "cbr"),
                       ph("up", "msr"), ph("up", "eor"), ph("up", "cbr"),
                       [d["msr"] for d in res], [d["eor"] for d in res], [d["cbr"] for d in res],
-                      ident, upd))
+                      ident, upd, reasons))
         rows2.append((model, batch, image, [d["first_iteration_eor"] for d in res],
                       [d["predict_ms"] for d in res],
                       [d["first_iteration_eor_with_prediction"] - d["first_iteration_eor"] for d in res],
@@ -97,10 +107,12 @@ def main():
         print(f"| | TENSILE_up | {spread(r[6])} | {spread(r[7])} | {spread(r[8])} |")
     print()
     for r in rows1:
-        gap = [abs(u - c) for c, u in zip(r[3], r[6])]
+        gap = [abs(u - c) for c, u in zip(r[3], r[6]) if u == u]
         print(f"{r[0]}: |MSR_cs - MSR_up| {spread(gap)} (target <= 0.02); parameters bitwise "
               f"identical to vanilla's in every run: {'yes' if r[12] else 'NO'}; updated in every "
               f"run: {'yes' if r[13] else 'NO'}")
+        for why in r[14]:
+            print(f"  a run with no updated phase: {why}")
     print()
     print("Table II (the first iteration; median (min..max))")
     print()
