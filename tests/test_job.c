@@ -514,6 +514,7 @@ Test(job, cold_start_plans_from_predictions_then_the_measured_latencies_take_ove
     cr_assert_eq(js.replans, 0, "the update is not a drift replan");
     cr_assert_eq(js.runtime.plans_installed, 2, "the updated plan is in force at iteration 3");
     cr_assert(strstr(js.last_replan_reason, "predicted"), "%s", js.last_replan_reason);
+    cr_assert_str_eq(js.update_reason, js.last_replan_reason);
     w = tsl_job_workload(j); /* the update's: the measured (EWMA) latencies, near 3x */
     double sw = 0, sp = 0;
     for (int32_t i = 0; i < no; i++) sw += w->ops[i].end_us - w->ops[i].start_us, sp += pred[i];

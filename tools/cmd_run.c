@@ -829,7 +829,7 @@ static int run_parsed(run_opts t) {
             cold.utilisation = sched.js.utilisation;
             cold.updated = sched.js.updated;
             cold.updated_at = sched.js.updated_at;
-            snprintf(cold.update_reason, sizeof cold.update_reason, "%s", sched.js.last_replan_reason);
+            snprintf(cold.update_reason, sizeof cold.update_reason, "%s", sched.js.update_reason);
         }
     }
     /* every iteration's time in order, for --json (runner_time sorts) */

@@ -29,7 +29,7 @@ typedef struct cold_report {
     int updated;                   /* the job's update: 1 made, -1 failed, 0 none */
     int64_t updated_at;
     char predictor[512];
-    char update_reason[200];       /* the job's last replan reason after the update */
+    char update_reason[200];       /* what the job's update did, or why it failed */
 } cold_report;
 
 /* The default predictor file when `path` is NULL (tsl_predictor_default_path),

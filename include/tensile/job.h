@@ -148,6 +148,8 @@ typedef struct tsl_job_stats {
     int64_t replans;            /* plans made because latencies drifted */
     int updated;                /* the replan of replan.update_at was made (1) or failed (-1) */
     int64_t updated_at;         /* the iteration whose boundary made it (0: none) */
+    char update_reason[200];    /* what the update did, or why it failed (kept apart from
+                                   last_replan_reason, which later replans overwrite) */
     int64_t drift_ignored;      /* boundaries above the threshold not (yet) acted on: the
                                    drift had not lasted replan.patience boundaries */
     char last_replan_reason[200];

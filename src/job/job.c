@@ -337,6 +337,7 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
     st->predict_ms = j->predict_ms;
     st->utilisation = j->utilisation;
     st->updated_at = j->updated_at;
+    snprintf(st->update_reason, sizeof st->update_reason, "%s", j->update_reason);
     st->drift_ignored = j->drift_ignored;
     snprintf(st->last_replan_reason, sizeof st->last_replan_reason, "%s", j->last_reason);
 }

@@ -86,6 +86,7 @@ void tsl__job_boundary(void *user, tsl_session *s, const tsl_latency_report *r) 
                      "iteration %lld: update from measured latencies failed: %.80s",
                      (long long)r->iteration, why);
         }
+        snprintf(j->update_reason, sizeof j->update_reason, "%s", j->last_reason);
         return;
     }
     double base = j->base_override > 0 ? j->base_override : r->plan_latency_us;
