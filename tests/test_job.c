@@ -443,3 +443,114 @@ Test(job, a_device_grown_between_iterations_is_used) {
     tsl_shdev_unlink(name);
     tsl_graph_free(g);
 }
+
+/* ---- cold start (tensile/predict.h) -------------------------------------------- */
+
+#include "tensile/predict.h"
+
+/* A predictor of every op type of g: samples of its own ops at a few
+ * utilisations, each op's latency 3 us + its FLOPs / 1e3 (a function of
+ * the features the fit can find). */
+static tsl_predictor *small_predictor(const tsl_graph *g) {
+    int32_t no = tsl_graph_n_ops(g);
+    tsl_op_sample *s = calloc((size_t)no * 12, sizeof *s);
+    size_t n = 0;
+    for (int rep = 0; rep < 12; rep++)
+        for (int32_t i = 0; i < no; i++) {
+            const tsl_op *op = tsl_graph_op(g, i);
+            s[n].type = op->type;
+            tsl_op_features(g, op, (rep % 3) / 2.0, s[n].f);
+            s[n].latency_us = 3.0 + tsl_op_flops(g, op) / 1e3 + 0.01 * rep;
+            n++;
+        }
+    tsl_pred_train_opts o = tsl_pred_train_opts_default();
+    o.epochs = 10;
+    tsl_predictor *p;
+    cr_assert_eq(tsl_predictor_train(s, n, &o, &p, NULL), TSL_OK, "%s", tsl_last_error());
+    free(s);
+    return p;
+}
+
+Test(job, cold_start_plans_from_predictions_then_the_measured_latencies_take_over_virtual) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    tsl_predictor *p = small_predictor(f.g);
+    tsl_job_opts o = tsl_job_opts_default();
+    o.session = th_session_opts();
+    o.session.device_memory = (size_t)1 << 30;
+    o.session.kernels = TSL_KERNELS_REF;
+    o.device_profile = &f.dev;
+    o.plan.budget = f.dev.mem_bytes;
+    o.runtime.virtual_clock = 1;
+    o.predictor = p;
+    o.utilisation = 0.5;
+    o.replan.enabled = 0;   /* no drift replans: only the update */
+    o.replan.update_at = 2;
+    tsl_job *j;
+    cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_OK, "%s", tsl_last_error());
+    /* the first workload is the predictor's, op by op */
+    int32_t no = tsl_graph_n_ops(f.g);
+    double *pred = malloc(sizeof *pred * (size_t)no), *slow = malloc(sizeof *slow * (size_t)no);
+    tsl_predictor_latencies(p, f.g, 0.5, &f.dev, pred);
+    const tsl_workload *w = tsl_job_workload(j);
+    for (int32_t i = 0; i < no; i++)
+        cr_assert(fabs((w->ops[i].end_us - w->ops[i].start_us) - pred[i]) <= 1e-6 * (1 + pred[i]),
+                  "op %d: workload %.6f us, predicted %.6f us", i, w->ops[i].end_us - w->ops[i].start_us,
+                  pred[i]);
+    /* the device is three times slower than predicted */
+    for (int32_t i = 0; i < no; i++) slow[i] = 3 * pred[i];
+    cr_assert_eq(tsl__session_set_virtual_latency(tsl_job_session(j), slow), TSL_OK, "%s",
+                 tsl_last_error());
+    tsl_job_stats js;
+    for (int i = 0; i < STEPS; i++) {
+        cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+        tsl_job_get_stats(j, &js);
+        if (i < 1) cr_assert_eq(js.updated, 0, "updated after iteration %d", i + 1);
+    }
+    tsl_job_get_stats(j, &js);
+    cr_assert_eq(js.updated, 1, "%s", js.last_replan_reason);
+    cr_assert_eq(js.updated_at, 2);
+    cr_assert_eq(js.replans, 0, "the update is not a drift replan");
+    cr_assert_eq(js.runtime.plans_installed, 2, "the updated plan is in force at iteration 3");
+    cr_assert(strstr(js.last_replan_reason, "predicted"), "%s", js.last_replan_reason);
+    cr_assert_str_eq(js.update_reason, js.last_replan_reason);
+    w = tsl_job_workload(j); /* the update's: the measured (EWMA) latencies, near 3x */
+    double sw = 0, sp = 0;
+    for (int32_t i = 0; i < no; i++) sw += w->ops[i].end_us - w->ops[i].start_us, sp += pred[i];
+    cr_assert(sw > 2.5 * sp, "updated workload %.1f us vs predicted %.1f us", sw, sp);
+    cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van);
+    tsl_job_free(j);
+    /* bad cold-start options are named */
+    o.utilisation = 2;
+    cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "utilisation"), "%s", tsl_last_error());
+    o.utilisation = 0;
+    o.replan.update_at = -1;
+    cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "update_at"), "%s", tsl_last_error());
+    free(pred);
+    free(slow);
+    tsl_predictor_free(p);
+    fx_free(&f);
+}
+
+Test(job, a_daemon_jobs_workload_is_predicted) {
+    fixture f;
+    fx_init(&f);
+    tsl_predictor *p = small_predictor(f.g);
+    tsl_job_opts o = tsl_job_opts_default();
+    o.session.kernels = TSL_KERNELS_REF;
+    o.predictor = p;
+    tsl_workload *w;
+    cr_assert_eq(tsl_job_workload_new(f.g, &o, &f.dev, &w), TSL_OK, "%s", tsl_last_error());
+    int32_t no = tsl_graph_n_ops(f.g);
+    double *pred = malloc(sizeof *pred * (size_t)no);
+    tsl_predictor_latencies(p, f.g, 0, &f.dev, pred);
+    for (int32_t i = 0; i < no; i++)
+        cr_assert(fabs((w->ops[i].end_us - w->ops[i].start_us) - pred[i]) <= 1e-6 * (1 + pred[i]));
+    tsl_workload_free(w);
+    free(pred);
+    tsl_predictor_free(p);
+    fx_free(&f);
+}

@@ -317,3 +317,59 @@ Test(loss, same_bits_twice_and_across_threads) {
     tsl_graph_free(ts[0].g);
     tsl_graph_free(ts[1].g);
 }
+
+/* ---- MSE ------------------------------------------------------------------ */
+
+/* loss = mse(pred, target) with its backward, in double: d loss / d pred
+ * against central differences on every element, and the loss against a
+ * hand sum. */
+Test(loss, mse_gradient_and_value) {
+    tsl_graph *g = tsl_graph_new("mse");
+    const int64_t d[2] = {5, 3};
+    tsl_tid p = tsl_param(g, "pred", tsl_shape_from(d, 2), TSL_INIT_NONE);
+    tsl_tid t = tsl_input(g, "target", tsl_shape_from(d, 2));
+    tsl_tid loss = tsl_mse(g, "loss", p, t);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    tsl_tid gp = tsl_graph_tensor(g, p)->grad;
+    cr_assert_neq(gp, TSL_NONE);
+    cr_assert_eq(tsl_graph_tensor(g, t)->grad, TSL_NONE, "the target gets no gradient");
+    th_f64 *r = th_f64_new(g);
+    double *x = th_f64_buf(r, p), *y = th_f64_buf(r, t);
+    th_fill_f64(x, 15, 7, -2, 2);
+    th_fill_f64(y, 15, 8, -2, 2);
+    th_f64_run(r, 0, tsl_graph_n_ops(g), 1, 1);
+    double want = 0;
+    for (int i = 0; i < 15; i++) want += (x[i] - y[i]) * (x[i] - y[i]);
+    const double *L = th_f64_buf(r, loss);
+    cr_assert(fabs(*L - want / 15) < 1e-12, "loss %.17g, expected %.17g", *L, want / 15);
+    double an[15];
+    memcpy(an, th_f64_buf(r, gp), sizeof an);
+    for (int k = 0; k < 15; k++) {
+        const double h = 1e-6, x0 = x[k];
+        x[k] = x0 + h;
+        th_f64_run(r, 0, 1, 1, 1);
+        double lp = *L;
+        x[k] = x0 - h;
+        th_f64_run(r, 0, 1, 1, 1);
+        double lm = *L;
+        x[k] = x0;
+        cr_assert(fabs((lp - lm) / (2 * h) - an[k]) < 1e-7, "element %d: fd %.10g, analytic %.10g", k,
+                  (lp - lm) / (2 * h), an[k]);
+    }
+    th_f64_free(r);
+    tsl_graph_free(g);
+}
+
+Test(loss, mse_builder_errors_name_the_fault) {
+    tsl_graph *g = tsl_graph_new("mse_bad");
+    const int64_t a[2] = {4, 1}, b[2] = {4, 2};
+    tsl_tid p = tsl_input(g, "pred", tsl_shape_from(a, 2));
+    tsl_tid t = tsl_input(g, "target", tsl_shape_from(b, 2));
+    cr_assert_eq(tsl_mse(g, "loss", p, t), TSL_NONE);
+    cr_assert(strstr(tsl_last_error(), "mse 'loss'") && strstr(tsl_last_error(), "target"), "%s",
+              tsl_last_error());
+    cr_assert_str_eq(tsl_op_type_name(TSL_OP_MSE), "mse");
+    cr_assert_str_eq(tsl_op_type_name(TSL_OP_MSE_BWD), "mse_bwd");
+    tsl_graph_free(g);
+}

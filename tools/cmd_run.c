@@ -37,6 +37,7 @@
 #include "commands.h"
 #include "feed.h"
 #include "progress.h"
+#include "run_cold.h"
 #include "tensile/backend.h"
 #include "tensile/data.h"
 #include "tensile/job.h"
@@ -91,6 +92,16 @@ static const char help[] =
     "                       `tensile calibrate` wrote it, else rough CPU figures)\n"
     "  --optimizer O        sgd (momentum 0.9, default) or adam\n"
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
+    "  --cold-start         plan the first iteration from predicted op latencies\n"
+    "                       (--predictor, made by tensile profile), not from\n"
+    "                       vanilla's kernel times; after --cold-start-iters\n"
+    "                       iterations the plan is updated from the measured\n"
+    "                       latencies (EWMA); reports both phases (MSR, EOR, CBR)\n"
+    "                       and the first iteration's time against vanilla's\n"
+    "  --predictor FILE     the predictor (default profiles/predictor.tsp)\n"
+    "  --cold-start-iters K iterations under the predicted plan (default 5)\n"
+    "  --utilisation U      the machine's load by other work the prediction assumes,\n"
+    "                       in [0, 1] (default: measured over 200 ms as the job opens)\n"
     "  --online-placement   ignore the plan's layout: every block from the online\n"
     "                       best-fit allocator, as before layouts (for comparison)\n"
     "  --threads T          kernel threads of both runs (default: the online CPUs,\n"
@@ -138,6 +149,10 @@ typedef struct run_opts {
     double budget_plan_pct; /* ... plus this percentage */
     double pcie_gbps, lr;
     uint64_t seed;
+    int cold_start;        /* --cold-start: the first plan from predicted latencies */
+    const char *predictor; /* --predictor FILE (NULL: the default file) */
+    int64_t cs_iters;      /* --cold-start-iters: the update's iteration (0: not given) */
+    double util;           /* --utilisation (< 0: measured when the job opens) */
 } run_opts;
 
 /* What one run measured. */
@@ -196,7 +211,7 @@ static void parse(int argc, char **argv, run_opts *t) {
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
     *t = (run_opts){.batch = 64, .policy = "tensile", .threads = 0, .lr = -1, .seed = 42,
-                    .iterations = 20};
+                    .iterations = 20, .util = -1};
     policy_pairs pairs = policy_pairs_new(&a, argc);
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
@@ -254,6 +269,10 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--trace")) t->trace = args_value(&a, o);
         else if (!strcmp(o, "--quiet")) t->quiet = 1;
         else if (!strcmp(o, "--online-placement")) t->online_placement = 1;
+        else if (!strcmp(o, "--cold-start")) t->cold_start = 1;
+        else if (!strcmp(o, "--predictor")) t->predictor = args_value(&a, o);
+        else if (!strcmp(o, "--cold-start-iters")) t->cs_iters = args_int(&a, o, 1, 100000000);
+        else if (!strcmp(o, "--utilisation")) t->util = args_double(&a, o, 0, 1);
         else if (!strcmp(o, "--json")) t->json = 1;
         else if (!strncmp(o, "--", 2) && o[2]) /* the policy's (checked below) */
             policy_pairs_add(&a, &pairs, o + 2, args_value(&a, o));
@@ -271,6 +290,12 @@ static void parse(int argc, char **argv, run_opts *t) {
     if (t->budget_plan && !t->planned)
         args_die(&a, "--device-memory plan sizes the device to the policy's plan: it needs a "
                      "planned policy (not vanilla)");
+    if (t->cold_start && !t->planned)
+        args_die(&a, "--cold-start plans the first iteration from predicted latencies: it needs "
+                     "a planned policy (not vanilla)");
+    if ((t->predictor || t->cs_iters || t->util >= 0) && !t->cold_start)
+        args_die(&a, "--predictor, --cold-start-iters and --utilisation go with --cold-start");
+    if (t->predictor && !t->predictor[0]) args_die(&a, "--predictor: empty file name");
     if (t->trace && !tool_check_output("run", "--trace", t->trace)) exit(2);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
     if (!t->threads) {
@@ -346,6 +371,8 @@ typedef struct runner {
     int64_t n, done;       /* iterations to run, run so far */
     double *ms;            /* per iteration: wall time */
     double *kms;           /* per iteration: the kernels' own time */
+    size_t *fp;            /* per iteration: peak footprint */
+    int64_t *installs;     /* per iteration: plans in force after it (a job's run) */
     double *lat;           /* per iteration, per op: kernel ms (vanilla runs; may be NULL) */
     int64_t lat_rows;      /* iterations lat has room for (the first ones) */
     run_result *r;
@@ -380,7 +407,9 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
     }
     u->ms = malloc(sizeof *u->ms * (size_t)n);
     u->kms = malloc(sizeof *u->kms * (size_t)n);
-    if (!u->ms || !u->kms) {
+    u->fp = malloc(sizeof *u->fp * (size_t)n);
+    u->installs = malloc(sizeof *u->installs * (size_t)n);
+    if (!u->ms || !u->kms || !u->fp || !u->installs) {
         snprintf(r->error, sizeof r->error, "out of host memory for the times of %lld iterations",
                  (long long)n);
         return 0;
@@ -394,6 +423,8 @@ static void runner_close(runner *u) {
     tsl_batcher_free(u->b);
     free(u->ms);
     free(u->kms);
+    free(u->fp);
+    free(u->installs);
     memset(u, 0, sizeof *u);
 }
 
@@ -417,6 +448,8 @@ static int runner_step(run_env *e, runner *u) {
     }
     u->ms[u->done] = st.ms;
     u->kms[u->done] = st.kernel_ms;
+    u->fp[u->done] = st.peak_footprint;
+    u->installs[u->done] = u->job ? tsl_job_plans_installed(u->job) : 0;
     if (st.peak_load > r->peak_load) r->peak_load = st.peak_load;
     if (st.peak_footprint > r->peak_fp) r->peak_fp = st.peak_footprint;
     int32_t n_ops = tsl_graph_n_ops(e->g);
@@ -500,7 +533,8 @@ static int predict(tsl_job *job, prediction *pr) {
  * replanned on drift. Returns 0 on a setup error (message printed) or with
  * r->refused when the persistent tensors do not fit (r->error). */
 static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
-                        int64_t n_iter, run_result *r, prediction *pr, tsl_device_profile *dev) {
+                        const tsl_predictor *pred, int64_t n_iter, run_result *r, prediction *pr,
+                        tsl_device_profile *dev) {
     const run_opts *t = e->o;
     memset(pr, 0, sizeof *pr);
     char job[64];
@@ -509,7 +543,10 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.name = job;
     jo.session = session_opts(t, capacity);
     jo.profile = t->profile;
-    jo.latency_us = lat_us;
+    jo.latency_us = pred ? NULL : lat_us;
+    jo.predictor = pred; /* cold start: predicted latencies, then the measured ones take over */
+    jo.utilisation = t->util;
+    if (pred) jo.replan.update_at = t->cs_iters;
     jo.plan.policy = tsl_policy_opts_policy(t->popts);
     jo.plan.budget = budget;
     jo.plan.opts = tsl_policy_opts_values(t->popts);
@@ -606,7 +643,30 @@ static int run_parsed(run_opts t) {
         n_iter = (int64_t)t.epochs * (b ? tsl_batcher_batches_per_epoch(b) : 1);
         tsl_batcher_free(b);
     }
+    tsl_predictor *pred = NULL; /* --cold-start */
+    cold_report cold;
+    memset(&cold, 0, sizeof cold);
+    if (t.cold_start) {
+        if (!t.cs_iters) t.cs_iters = n_iter > 5 ? 5 : n_iter - 1;
+        if (t.cs_iters < 1 || t.cs_iters >= n_iter) {
+            fprintf(stderr, "tensile run: --cold-start-iters %lld: the update must come before "
+                            "the last of the %lld iterations (give more --iterations)\n",
+                    (long long)t.cs_iters, (long long)n_iter);
+            tsl_dataset_free(&e.train);
+            tsl_dataset_free(&e.test);
+            tsl_graph_free(e.g);
+            return 2;
+        }
+        pred = cold_load(t.predictor, cold.predictor, sizeof cold.predictor);
+        if (!pred) {
+            tsl_dataset_free(&e.train);
+            tsl_dataset_free(&e.test);
+            tsl_graph_free(e.g);
+            return t.predictor ? 2 : 1;
+        }
+    }
     runner V, T; /* the vanilla run and the policy's (closed at `out`) */
+    json_t *v_iters = NULL, *t_iters = NULL;
     memset(&V, 0, sizeof V);
     memset(&T, 0, sizeof T);
     double *lat = malloc(sizeof *lat * WARMUP * (size_t)n_ops);
@@ -722,12 +782,12 @@ static int run_parsed(run_opts t) {
     memset(&dev, 0, sizeof dev);
     int tok = 1;
     if (t.planned) {
-        if (tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK) {
+        if (!pred && tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK) {
             rc = 1;
             goto out;
         }
         if (t.budget_plan) { /* the device sized to the plan: planned once with no budget, */
-            if (!open_planned(&e, &T, roomy, 0, lat_us, n_iter, &sched, &pr, &dev)) { /* probe */
+            if (!open_planned(&e, &T, roomy, 0, lat_us, pred, n_iter, &sched, &pr, &dev)) { /* probe */
                 rc = 1;
                 goto out;
             }
@@ -740,7 +800,8 @@ static int run_parsed(run_opts t) {
                         fmt_bytes(budget, b2, sizeof b2));
             memset(&sched, 0, sizeof sched);
         }
-        if (!open_planned(&e, &T, budget ? budget : roomy, budget, lat_us, n_iter, &sched, &pr, &dev)) {
+        if (!open_planned(&e, &T, budget ? budget : roomy, budget, lat_us, pred, n_iter, &sched, &pr,
+                          &dev)) {
             rc = 1;
             goto out;
         }
@@ -762,7 +823,20 @@ static int run_parsed(run_opts t) {
         }
         progress_end(&p);
         if (tok && T.job) tsl_job_get_stats(T.job, &sched.js);
+        if (tok && pred) {
+            cold_phases(T.ms, T.fp, T.installs, T.done, &cold);
+            cold.predict_ms = sched.js.predict_ms;
+            cold.utilisation = sched.js.utilisation;
+            cold.updated = sched.js.updated;
+            cold.updated_at = sched.js.updated_at;
+            snprintf(cold.update_reason, sizeof cold.update_reason, "%s", sched.js.update_reason);
+        }
     }
+    /* every iteration's time in order, for --json (runner_time sorts) */
+    v_iters = json_array();
+    t_iters = json_array();
+    for (int64_t i = 0; i < V.done; i++) json_array_append_new(v_iters, json_real(V.ms[i]));
+    for (int64_t i = 0; i < T.done; i++) json_array_append_new(t_iters, json_real(T.ms[i]));
     if (vok) {
         runner_time(&V, warm, n_iter);
         vok = runner_finish(&e, &V, roomy);
@@ -797,6 +871,7 @@ static int run_parsed(run_opts t) {
     double msr_load = 1.0 - ratio_or_zero((double)sched.peak_load, (double)van.peak_load);
     double eor = ratio_or_zero(sched.iter_ms, van.iter_ms);
     double cbr = ratio_or_zero(msr, eor);
+    if (pred) cold_finish(&cold, van.iter_ms, van.peak_fp, V.ms[0]);
     /* predicted: the planner's, against vanilla laid out as well (tensile
      * plan's MSR). The measured MSR is against vanilla as its executor
      * holds it, with the online allocator's fragmentation: beside it, the
@@ -839,6 +914,8 @@ static int run_parsed(run_opts t) {
                                 json_integer((json_int_t)pr.vanilla_footprint));
             json_object_set_new(o, "budget_met", json_boolean(pr.budget_met));
         }
+        json_object_set_new(v, "iteration_ms", json_incref(v_iters));
+        json_object_set_new(s, "iteration_ms", json_incref(t_iters));
         json_object_set_new(o, "vanilla", v);
         json_object_set_new(o, "scheduled", s);
         json_object_set_new(o, "msr", json_real(msr));
@@ -851,6 +928,7 @@ static int run_parsed(run_opts t) {
         json_object_set_new(o, "predicted_eor", json_real(peor));
         json_object_set_new(o, "simulated_msr", json_real(smsr));
         json_object_set_new(o, "identical", json_boolean(identical));
+        if (pred) cold_json(&cold, o);
         char *str = json_dumps(o, JSON_COMPACT);
         puts(str);
         free(str);
@@ -904,6 +982,7 @@ static int run_parsed(run_opts t) {
                    s->stall_ms, (long long)sched.js.replans, sched.js.replans ? ": " : "",
                    sched.js.replans ? sched.js.last_replan_reason : "");
         }
+        if (pred) cold_print(&cold);
         printf("final parameters bitwise identical to vanilla's: %s\n", identical ? "yes" : "NO");
     }
     if (trace_error[0]) fprintf(stderr, "tensile run: --trace: %s\n", trace_error);
@@ -913,10 +992,13 @@ static int run_parsed(run_opts t) {
         rc = 4;
     }
 out:
+    json_decref(v_iters);
+    json_decref(t_iters);
     runner_close(&V);
     runner_close(&T);
     free(lat);
     free(lat_us);
+    tsl_predictor_free(pred);
     free(e.x);
     free(e.y);
     tsl_dataset_free(&e.train);

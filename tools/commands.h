@@ -7,6 +7,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_run_connected(int argc, char **argv); /* tensile run --connect (run_connected.c) */

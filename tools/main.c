@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "info") == 0) return finish(cmd_info(argc - 2, argv + 2));
     if (strcmp(argv[1], "train") == 0) return finish(cmd_train(argc - 2, argv + 2));
     if (strcmp(argv[1], "calibrate") == 0) return finish(cmd_calibrate(argc - 2, argv + 2));
+    if (strcmp(argv[1], "profile") == 0) return finish(cmd_profile(argc - 2, argv + 2));
     if (strcmp(argv[1], "plan") == 0) return finish(cmd_plan(argc - 2, argv + 2));
     if (strcmp(argv[1], "run") == 0) return finish(cmd_run(argc - 2, argv + 2));
     if (strcmp(argv[1], "serve") == 0) return finish(cmd_serve(argc - 2, argv + 2));

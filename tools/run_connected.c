@@ -26,6 +26,7 @@
 #include "tensile/backend_cpu.h"
 #include "tensile/daemon.h"
 #include "tensile/job.h"
+#include "tensile/predict.h"
 #include "tensile/shdev.h"
 
 static const char help[] =
@@ -46,6 +47,13 @@ static const char help[] =
     "  --model M, --batch B, --dataset D, --image-size S, --iterations N, --epochs E,\n"
     "  --optimizer O, --lr X, --seed S, --train-examples N\n"
     "                       as tensile run (default: 20 iterations)\n"
+    "  --predictor FILE     the op-latency predictor its first plan's workload comes\n"
+    "                       from (cold start: no warm-up iteration; default\n"
+    "                       profiles/predictor.tsp when it exists, made by tensile\n"
+    "                       profile, else the device profile's cost model)\n"
+    "  --cost-model         the cost model's latencies even if a predictor exists\n"
+    "  --utilisation U      the device's load by other work for the predictor, in\n"
+    "                       [0, 1] (default: measured over 200 ms before registering)\n"
     "  --max-swap-rate R    the job's priority: its largest share of all the jobs'\n"
     "                       swapped tensors, in [0, 1] (default 1)\n"
     "  --name NAME          the job's name (default MODEL:BATCH)\n"
@@ -62,8 +70,10 @@ typedef struct conn_opts {
     const char *socket, *model, *name;
     int dataset, batch, image, optimizer, threads, json, quiet, epochs, id_fd;
     int64_t iterations, train_n;
-    double rate, lr;
+    double rate, lr, util;
     uint64_t seed;
+    const char *predictor; /* --predictor */
+    int cost_model;        /* --cost-model */
 } conn_opts;
 
 static void parse(int argc, char **argv, conn_opts *t) {
@@ -71,7 +81,7 @@ static void parse(int argc, char **argv, conn_opts *t) {
     static const char *const datasets[] = {"fashion-mnist", "synthetic", NULL};
     static const char *const optims[] = {"sgd", "adam", NULL};
     *t = (conn_opts){.batch = 64, .threads = 1, .lr = -1, .seed = 42, .iterations = 20,
-                     .rate = 1.0, .id_fd = -1};
+                     .rate = 1.0, .id_fd = -1, .util = -1};
     int have_iter = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -89,6 +99,9 @@ static void parse(int argc, char **argv, conn_opts *t) {
             have_iter = 1;
         } else if (!strcmp(o, "--epochs")) t->epochs = (int)args_int(&a, o, 1, 100000);
         else if (!strcmp(o, "--max-swap-rate")) t->rate = args_double(&a, o, 0, 1);
+        else if (!strcmp(o, "--predictor")) t->predictor = args_value(&a, o);
+        else if (!strcmp(o, "--cost-model")) t->cost_model = 1;
+        else if (!strcmp(o, "--utilisation")) t->util = args_double(&a, o, 0, 1);
         else if (!strcmp(o, "--optimizer")) t->optimizer = args_choice(&a, o, optims);
         else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
@@ -106,6 +119,30 @@ static void parse(int argc, char **argv, conn_opts *t) {
     if (t->name && (!t->name[0] || strlen(t->name) > 63))
         args_die(&a, "--name: '%s' must have 1 to 63 characters", t->name);
     if (t->lr < 0) t->lr = t->optimizer ? 1e-3 : 0.02;
+    if (t->predictor && t->cost_model) args_die(&a, "give --predictor or --cost-model, not both");
+    if (t->predictor && !t->predictor[0]) args_die(&a, "--predictor: empty file name");
+}
+
+/* The predictor of the job's first workload: --predictor (an error if it
+ * cannot be loaded: *bad set), else the default file when it exists, else
+ * none (the cost model). */
+static tsl_predictor *load_predictor(const conn_opts *t, char *path, size_t cap, int *bad) {
+    *bad = 0;
+    path[0] = '\0';
+    if (t->cost_model) return NULL;
+    if (t->predictor) snprintf(path, cap, "%s", t->predictor);
+    else {
+        tsl_predictor_default_path(path, cap);
+        if (access(path, F_OK) != 0) {
+            path[0] = '\0';
+            return NULL;
+        }
+    }
+    tsl_predictor *p;
+    if (tsl_predictor_load(path, &p) == TSL_OK) return p;
+    fprintf(stderr, "tensile run: --predictor: %s\n", tsl_last_error());
+    *bad = 1;
+    return NULL;
 }
 
 static double now_ms(void) {
@@ -271,6 +308,8 @@ int cmd_run_connected(int argc, char **argv) {
     double *lat = malloc(sizeof *lat * (size_t)n_ops);
     running u;
     memset(&u, 0, sizeof u);
+    tsl_predictor *pred = NULL;
+    char pred_path[1024] = "";
     tsl_workload *w = NULL;
     if (!x || !y || !bt || !lat) {
         fprintf(stderr, "tensile run: out of host memory (or the training set: %s)\n",
@@ -287,6 +326,20 @@ int cmd_run_connected(int argc, char **argv) {
     }
     tsl_job_opts jo = tsl_job_opts_default();
     jo.session.nthreads = t.threads;
+    /* cold start: the workload the daemon plans and admits the job from
+     * is predicted, with no warm-up iteration */
+    int bad_pred;
+    pred = load_predictor(&t, pred_path, sizeof pred_path, &bad_pred);
+    if (bad_pred) {
+        rc = t.predictor ? 2 : 1;
+        goto out;
+    }
+    jo.predictor = pred;
+    jo.utilisation = t.util;
+    if (!t.quiet)
+        fprintf(stderr, "tensile run: the first workload's latencies: %s%s\n",
+                pred ? "predicted by " : "the device profile's cost model",
+                pred ? pred_path : "");
     if (tsl_job_workload_new(g, &jo, &u.dev.profile, &w) != TSL_OK ||
         tsl_dclient_register(u.c, name, t.model, t.batch, t.iterations, t.rate, w) != TSL_OK) {
         fprintf(stderr, "tensile run: %s\n", tsl_last_error());
@@ -320,7 +373,7 @@ int cmd_run_connected(int argc, char **argv) {
     tsl_dclient_ack(u.c, u.cur.seq, 0, ms.footprint);
     /* training */
     tsl_session *s = tsl_job_session(u.job);
-    double sum_ms = 0, last_try = 0;
+    double sum_ms = 0, last_try = 0, first_ms = 0;
     size_t peak_fp = 0;
     int64_t it = 0;
     char stop_reason[1100] = "";
@@ -334,6 +387,7 @@ int cmd_run_connected(int argc, char **argv) {
             break;
         }
         sum_ms += st.ms;
+        if (it == 0) first_ms = st.ms;
         if (st.peak_footprint > peak_fp) peak_fp = st.peak_footprint;
         after_step(&u, it + 1);
         if (tsl_dclient_connected(u.c)) {
@@ -404,10 +458,12 @@ int cmd_run_connected(int argc, char **argv) {
         if (t.json)
             printf("{\"job_id\": %lld, \"name\": \"%s\", \"iterations\": %lld, \"iter_ms\": %.3f, "
                    "\"peak_footprint_bytes\": %zu, \"swaps\": %lld, \"evictions\": %lld, "
-                   "\"param_checksum\": \"%016llx\", \"stopped\": %s}\n",
+                   "\"param_checksum\": \"%016llx\", \"stopped\": %s, \"first_iteration_ms\": "
+                   "%.3f, \"latencies\": \"%s\"}\n",
                    (long long)job_id, name, (long long)it, iter_ms, peak_fp,
                    (long long)rs.swaps_out, (long long)rs.evictions,
-                   (unsigned long long)checksum, stop_reason[0] ? "true" : "false");
+                   (unsigned long long)checksum, stop_reason[0] ? "true" : "false", first_ms,
+                   pred ? "predicted" : "cost_model");
         else
             printf("job %lld %s: %lld iterations, %.1f ms per iteration, peak footprint %s, %lld "
                    "swaps, %lld evictions, parameter checksum %016llx\n",
@@ -426,6 +482,7 @@ out:
     free(x);
     free(y);
     free(lat);
+    tsl_predictor_free(pred);
     tsl_graph_free(g);
     tsl_dataset_free(&train);
     return rc;

@@ -80,6 +80,9 @@ typedef enum tsl_op_type {
     /* optimizer family (src/ops/ops_optim.c), in place */
     TSL_OP_SGD_UPDATE,          /* (p, g[, m]) -> p[, m]                     */
     TSL_OP_ADAM_UPDATE,         /* (p, g, m, v) -> p, m, v                   */
+    /* loss family, continued (src/ops/ops_loss.c): a regression loss */
+    TSL_OP_MSE,                 /* (pred, target) -> loss: () = mean (pred-target)^2 */
+    TSL_OP_MSE_BWD,             /* (pred, target) -> dpred = 2 (pred-target) / numel */
     TSL_OP_COUNT
 } tsl_op_type;
 

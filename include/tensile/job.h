@@ -44,6 +44,11 @@ typedef struct tsl_replan_opts {
     int patience;       /* boundaries in a row above the threshold before replanning
                            (default 3; 1 is the paper's rule: CPU kernel times are noisy
                            enough that one slow iteration would cost a replan) */
+    int64_t update_at;  /* > 0: at the boundary after iteration update_at, replan from the
+                           latency estimates whatever the change rate (once; cold start: the
+                           first plan was made from predicted latencies, TENSILE_cs, and the
+                           one corrected by the measured EWMA takes over, TENSILE_up, paper
+                           IV-E); 0 (default): only on drift. Acts even with enabled 0 */
 } tsl_replan_opts;
 
 typedef struct tsl_job_opts {
@@ -58,6 +63,14 @@ typedef struct tsl_job_opts {
     const double *latency_us;   /* per-op latencies (n_ops values) for the first plan,
                                    e.g. measured (tsl_job_latency_medians); NULL: the
                                    profile's cost model */
+    const struct tsl_predictor *predictor; /* cold start (tensile/predict.h): with latency_us
+                                   NULL, the first plan's latencies are this predictor's for
+                                   every op (cost model for op types it has no model of); not
+                                   owned, only read while the job opens. NULL: none */
+    double utilisation;         /* with predictor: the device's utilisation by other work, in
+                                   [0, 1] (a predictor feature; default 0); < 0: measured when
+                                   the job opens (tsl_cpu_utilisation over 200 ms; 0 where it
+                                   cannot be) */
     tsl_plan_opts plan;         /* the policy and its options; plan.budget 0: the device */
     tsl_runtime_opts runtime;   /* strict mode, EWMA weight, virtual clock, eviction;
                                    runtime.profile is set from the job's profile */
@@ -83,7 +96,7 @@ tsl_status tsl_job_step(tsl_job *j, const float *x, const int32_t *y, tsl_step_s
 /* ---- a job planned by someone else (a daemon's Memory Scheduler) ---------------- */
 
 /* The workload a job on g would make its first plan from: o->latency_us,
- * or the cost model of profile dev; every op's workspace as the backend of
+ * o->predictor's predictions (cold start), or the cost model of profile dev; every op's workspace as the backend of
  * o's kernels and threads allocates it (asked of o->backend, or of a bare
  * CPU backend that holds no device memory). A job registers it with its
  * planner before it has a device. *out is the caller's. TSL_ERR_INVALID,
@@ -130,7 +143,13 @@ typedef struct tsl_job_stats {
     int budget_met;             /* the first plan's footprint fits the planning budget */
     int swaps, recomputes;      /* events of the first plan */
     double planning_ms;         /* of the first plan */
+    double predict_ms;          /* predicting the first plan's latencies (cold start; else 0) */
+    double utilisation;         /* the utilisation the prediction used (cold start) */
     int64_t replans;            /* plans made because latencies drifted */
+    int updated;                /* the replan of replan.update_at was made (1) or failed (-1) */
+    int64_t updated_at;         /* the iteration whose boundary made it (0: none) */
+    char update_reason[200];    /* what the update did, or why it failed (kept apart from
+                                   last_replan_reason, which later replans overwrite) */
     int64_t drift_ignored;      /* boundaries above the threshold not (yet) acted on: the
                                    drift had not lasted replan.patience boundaries */
     char last_replan_reason[200];

@@ -48,6 +48,12 @@ tsl_tid tsl_flatten(tsl_graph *g, const char *name, tsl_tid x); /* (N, rest) */
 tsl_tid tsl_reduce_sum_to(tsl_graph *g, const char *name, tsl_tid x, tsl_shape s);
 /* Mean cross-entropy over all N (and H,W) positions. */
 tsl_tid tsl_softmax_xent(tsl_graph *g, const char *name, tsl_tid logits, tsl_tid labels);
+/* Mean squared error of float `pred` against float `target` of the same
+ * shape (any rank >= 1): a scalar loss named `name`, mean over every element
+ * of (pred - target)^2. The target gets no gradient (an INPUT, typically).
+ * Like softmax_xent, it must be the graph's loss. Returns the loss, or
+ * TSL_NONE after a builder error naming the op, the tensors and the shapes. */
+tsl_tid tsl_mse(tsl_graph *g, const char *name, tsl_tid pred, tsl_tid target);
 
 /* Conv helpers for model builders: a conv with its own params created as
  * name.weight (KAIMING_NORMAL) and name.bias (ZERO) when bias != 0. */

@@ -5,9 +5,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "job/job_internal.h"
+#include "tensile/predict.h"
 #include "tensile/backend_cpu.h"
 
 tsl_job_opts tsl_job_opts_default(void) {
@@ -26,6 +28,9 @@ static tsl_status check_opts(const tsl_job_opts *o) {
     if (o->replan.enabled && (!(o->replan.threshold >= 0) || o->replan.threshold > 1e6))
         return tsl_fail(TSL_ERR_INVALID, "job: replan threshold %g outside [0, 1e6]",
                         o->replan.threshold);
+    if (o->replan.update_at < 0)
+        return tsl_fail(TSL_ERR_INVALID, "job: replan update_at %lld is negative",
+                        (long long)o->replan.update_at);
     if (o->replan.enabled && (o->replan.patience < 1 || o->replan.patience > 1000000))
         return tsl_fail(TSL_ERR_INVALID, "job: replan patience %d outside 1..1000000",
                         o->replan.patience);
@@ -124,14 +129,49 @@ static tsl_status job_start(tsl_job *j, size_t capacity, int budget_met) {
     return st;
 }
 
+/* The first plan's latency table: o->latency_us, else (cold start) o's
+ * predictor's predictions in *owned (malloc'd, the caller frees it), else
+ * NULL (the cost model). *ms: the prediction's time. */
+static tsl_status first_latencies(const tsl_graph *g, const tsl_job_opts *o,
+                                  const tsl_device_profile *dev, const double **us, double **owned,
+                                  double *ms, double *util_used) {
+    *owned = NULL;
+    *ms = 0;
+    *us = o->latency_us;
+    if (o->latency_us || !o->predictor) return TSL_OK;
+    if (!(o->utilisation <= 1) || o->utilisation != o->utilisation)
+        return tsl_fail(TSL_ERR_INVALID, "job: utilisation %g above 1 (give [0, 1], or < 0 to "
+                                         "measure it)", o->utilisation);
+    double util = o->utilisation;
+    if (util < 0) { /* measured: the machine's load by others before the job starts */
+        util = tsl_cpu_utilisation(200);
+        if (util < 0) util = 0;
+    }
+    *util_used = util;
+    *owned = malloc(sizeof **owned * (size_t)(tsl_graph_n_ops(g) > 0 ? tsl_graph_n_ops(g) : 1));
+    if (!*owned) return tsl_fail(TSL_ERR_OOM, "job: out of host memory for predicted latencies");
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    tsl_predictor_latencies(o->predictor, g, util, dev, *owned);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    *ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    *us = *owned;
+    return TSL_OK;
+}
+
 tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **out) {
     size_t capacity;
     tsl_job *j;
     tsl_status st = job_open(g, opts, &j, &capacity);
     if (st != TSL_OK) return st;
-    /* the workload: latencies, the kernels' real workspaces */
-    tsl_latency_table tab = {tsl_graph_n_ops(g), j->o.latency_us};
-    st = tsl_workload_from_graph(g, j->name, j->o.latency_us ? &tab : NULL, &j->dev, &j->w);
+    /* the workload: latencies (measured, predicted or the cost model's),
+     * the kernels' real workspaces */
+    const double *lat;
+    double *owned;
+    st = first_latencies(g, &j->o, &j->dev, &lat, &owned, &j->predict_ms, &j->utilisation);
+    tsl_latency_table tab = {tsl_graph_n_ops(g), lat};
+    if (st == TSL_OK) st = tsl_workload_from_graph(g, j->name, lat ? &tab : NULL, &j->dev, &j->w);
+    free(owned);
     if (st == TSL_OK) st = tsl_workload_match_session(j->w, j->s);
     /* the first plan, verified */
     if (st == TSL_OK) {
@@ -153,9 +193,14 @@ tsl_status tsl_job_workload_new(const tsl_graph *g, const tsl_job_opts *o,
     if (!g || !o || !dev) return tsl_fail(TSL_ERR_INVALID, "job workload: a NULL argument");
     char name[64];
     snprintf(name, sizeof name, "%s", o->name ? o->name : tsl_graph_name(g));
-    tsl_latency_table tab = {tsl_graph_n_ops(g), o->latency_us};
+    const double *lat;
+    double *owned, ms, util;
+    tsl_status st = first_latencies(g, o, dev, &lat, &owned, &ms, &util);
+    if (st != TSL_OK) return st;
+    tsl_latency_table tab = {tsl_graph_n_ops(g), lat};
     tsl_workload *w;
-    tsl_status st = tsl_workload_from_graph(g, name, o->latency_us ? &tab : NULL, dev, &w);
+    st = tsl_workload_from_graph(g, name, lat ? &tab : NULL, dev, &w);
+    free(owned);
     if (st != TSL_OK) return st;
     /* the kernels' workspaces, from a backend like the job's that holds no
      * memory (its arena is reserved, never touched) */
@@ -216,6 +261,7 @@ tsl_status tsl_job_new_planned(const tsl_graph *g, const tsl_job_opts *opts, tsl
     j->w = w;
     j->plan = plan;
     j->o.replan.enabled = 0; /* its planner decides */
+    j->o.replan.update_at = 0;
     if (w->n_ops != tsl_graph_n_ops(g))
         st = tsl_fail(TSL_ERR_INVALID, "job '%s': workload '%s' has %d ops, the graph %d",
                       j->name, w->job, (int)w->n_ops, (int)tsl_graph_n_ops(g));
@@ -287,6 +333,11 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
     st->recomputes = j->first.recomputes[0];
     st->planning_ms = j->first.planning_ms;
     st->replans = j->replans;
+    st->updated = j->updated;
+    st->predict_ms = j->predict_ms;
+    st->utilisation = j->utilisation;
+    st->updated_at = j->updated_at;
+    snprintf(st->update_reason, sizeof st->update_reason, "%s", j->update_reason);
     st->drift_ignored = j->drift_ignored;
     snprintf(st->last_replan_reason, sizeof st->last_replan_reason, "%s", j->last_reason);
 }

@@ -21,8 +21,13 @@ struct tsl_job {
     int64_t seen_installs;      /* plans installed when the runtime last reported */
     double base_override;       /* > 0: the change rate's base after a failed replan */
     int64_t replans, drift_ignored;
+    int updated;                /* replan.update_at's replan: 1 made, -1 failed, 0 not yet */
+    int64_t updated_at;
+    char update_reason[200];
     char last_reason[200];
     double *ewma;               /* scratch: the estimates (n_ops) */
+    double predict_ms;          /* cold start: computing the predicted latencies */
+    double utilisation;         /* cold start: the utilisation predicted at */
 };
 
 /* Plans w (owned by the caller) with the job's policy within its budget and

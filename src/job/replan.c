@@ -15,6 +15,11 @@
  * within the budget where the current plan is within it - the current
  * plan stays and the rate's base becomes S', so that the failure is not
  * repeated every iteration. A new plan taking effect starts the count afresh.
+ *
+ * Cold start (replan.update_at > 0): the first plan was made from predicted
+ * latencies; at the boundary after iteration update_at the job replans from
+ * the estimates once, whatever the change rate (TENSILE_cs gives way to
+ * TENSILE_up); drift replanning goes on as before afterwards.
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +69,26 @@ void tsl__job_boundary(void *user, tsl_session *s, const tsl_latency_report *r) 
         j->base_override = 0;
     }
     if (!r->has_plan) return;
+    if (j->o.replan.update_at > 0 && !j->updated && r->iteration >= j->o.replan.update_at &&
+        !r->plan_pending) { /* cold start's update: the measured latencies take over */
+        tsl_status st = replan(j);
+        j->updated = st == TSL_OK ? 1 : -1;
+        j->updated_at = r->iteration;
+        if (st == TSL_OK)
+            snprintf(j->last_reason, sizeof j->last_reason,
+                     "iteration %lld: the first plan's latencies (predicted) updated from the "
+                     "measured ones (EWMA): %.1f us vs %.1f us of the plan",
+                     (long long)r->iteration, r->ewma_latency_us, r->plan_latency_us);
+        else {
+            char why[120];
+            snprintf(why, sizeof why, "%s", tsl_last_error());
+            snprintf(j->last_reason, sizeof j->last_reason,
+                     "iteration %lld: update from measured latencies failed: %.80s",
+                     (long long)r->iteration, why);
+        }
+        snprintf(j->update_reason, sizeof j->update_reason, "%s", j->last_reason);
+        return;
+    }
     double base = j->base_override > 0 ? j->base_override : r->plan_latency_us;
     double sum = r->ewma_latency_us;
     if (!(base > 0)) return;

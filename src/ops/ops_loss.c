@@ -5,8 +5,10 @@
  * SOFTMAX_XENT (logits:(N,K[,H,W]), labels:(N[,H,W]) int32)
  *   -> (loss: scalar, probs: logits' shape, no gradient)
  * SOFTMAX_XENT_BWD (probs, labels) -> dlogits = (probs - onehot) / positions
- * The loss is the end of the forward pass: its incoming gradient must be the
- * constant 1 (TSL_GRAD_ONE), which the backward kernel assumes.
+ * MSE (pred, target) -> loss: () = mean over every element of (pred-target)^2
+ * MSE_BWD (pred, target) -> dpred = 2 (pred - target) / numel
+ * A loss is the end of the forward pass: its incoming gradient must be the
+ * constant 1 (TSL_GRAD_ONE), which the backward kernels assume.
  */
 #include "ops/op_def.h"
 
@@ -77,7 +79,59 @@ static void xent_backward(tsl_graph *g, const tsl_op *op, const tsl_tid *out_gra
     in_grads[0] = dl;
 }
 
+/* ---- MSE ------------------------------------------------------------------------ */
+
+tsl_tid tsl_mse(tsl_graph *g, const char *name, tsl_tid pred, tsl_tid target) {
+    tsl_tid ids[2] = {pred, target};
+    if (tsl__graph_bad(g, ids, 2)) return TSL_NONE;
+    const tsl_tensor *pt = tsl__t(g, pred), *tt = tsl__t(g, target);
+    char s1[128], s2[128];
+    if (pt->dtype != tt->dtype || (pt->dtype != TSL_F32 && pt->dtype != TSL_F64) ||
+        pt->shape.ndim < 1 || !tsl_shape_eq(&pt->shape, &tt->shape))
+        return tsl__graph_fail(g, "mse '%s': pred '%s' %s %s and target '%s' %s %s must be float "
+                               "tensors of one dtype and one shape (rank >= 1)",
+                               name, pt->name, tsl_shape_str(&pt->shape, s1, sizeof s1),
+                               tsl_dtype_name(pt->dtype), tt->name,
+                               tsl_shape_str(&tt->shape, s2, sizeof s2), tsl_dtype_name(tt->dtype));
+    tsl_tid loss = tsl__graph_new_tensor(g, name, tsl_shape_from(NULL, 0), pt->dtype); // ()
+    if (tsl__graph_bad(g, &loss, 1)) return TSL_NONE;
+    if (tsl__graph_add_op(g, TSL_OP_MSE, name, ids, 2, &loss, 1, NULL, 0, 0) < 0) return TSL_NONE;
+    return loss;
+}
+
+/* Per element: subtract, square, sum. */
+static double mse_flops(const tsl_graph *g, const tsl_op *op) {
+    return 3.0 * tsl__numel(g, op->in[0]);
+}
+
+/* Per element: subtract, scale. */
+static double mse_bwd_flops(const tsl_graph *g, const tsl_op *op) {
+    return 2.0 * tsl__numel(g, op->in[0]);
+}
+
+/* dpred = MSE_BWD(pred, target). Fails the graph unless the loss's incoming
+ * gradient is the constant 1 (the op is the loss). */
+static void mse_backward(tsl_graph *g, const tsl_op *op, const tsl_tid *out_grads,
+                         tsl_tid *in_grads) {
+    if (out_grads[0] != TSL_GRAD_ONE) {
+        tsl__graph_fail(g, "mse '%s': its loss must be the graph's loss (incoming gradient "
+                        "the constant 1), got gradient tensor id %d",
+                        op->name, out_grads[0]);
+        return;
+    }
+    if (!tsl__graph_needs_grad(g, op->in[0])) return;
+    char nb[TSL_NAME_MAX];
+    const tsl_tensor *pt = tsl__t(g, op->in[0]);
+    tsl_tid dp = tsl__graph_new_tensor(g, tsl__name(nb, op->name, "dpred"), pt->shape, pt->dtype);
+    tsl_tid in[2] = {op->in[0], op->in[1]};
+    if (dp == TSL_NONE) return;
+    if (tsl__graph_add_op(g, TSL_OP_MSE_BWD, nb, in, 2, &dp, 1, NULL, 0, 0) < 0) return;
+    in_grads[0] = dp;
+}
+
 void tsl__ops_register_loss(tsl_op_def defs[TSL_OP_COUNT]) {
+    defs[TSL_OP_MSE] = (tsl_op_def){"mse", mse_flops, NULL, mse_backward};
+    defs[TSL_OP_MSE_BWD] = (tsl_op_def){"mse_bwd", mse_bwd_flops, NULL, NULL};
     defs[TSL_OP_SOFTMAX_XENT] = (tsl_op_def){"softmax_xent", xent_flops, NULL, xent_backward};
     defs[TSL_OP_SOFTMAX_XENT_BWD] = (tsl_op_def){"softmax_xent_bwd", xent_bwd_flops, NULL, NULL};
 }

@@ -1,6 +1,6 @@
 /*
- * ref_loss.c - reference kernels of SOFTMAX_XENT and SOFTMAX_XENT_BWD, float
- * and double.
+ * ref_loss.c - reference kernels of SOFTMAX_XENT and SOFTMAX_XENT_BWD, MSE
+ * and MSE_BWD, float and double.
  *
  * logits (N,K,S...) are seen as (N,K,S) and labels as (N,S), S = product
  * of the dims after K (1 for (N,K)). The softmax subtracts the maximum
@@ -45,4 +45,6 @@ static tsl_status check_labels(const tsl_kernel_args *a, const int32_t *lab, int
 void tsl__ref_register_loss(tsl_ref_kernel table[TSL_OP_COUNT]) {
     table[TSL_OP_SOFTMAX_XENT] = (tsl_ref_kernel){softmax_xent_f32, softmax_xent_f64};
     table[TSL_OP_SOFTMAX_XENT_BWD] = (tsl_ref_kernel){softmax_xent_bwd_f32, softmax_xent_bwd_f64};
+    table[TSL_OP_MSE] = (tsl_ref_kernel){mse_f32, mse_f64};
+    table[TSL_OP_MSE_BWD] = (tsl_ref_kernel){mse_bwd_f32, mse_bwd_f64};
 }
