@@ -87,7 +87,14 @@ tsl_workload *tsl_workload_copy(const tsl_workload *w, const double *us);
  *   against: each op with its chosen algorithm's latency and workspace.
  * Everything that analyses a plan (peak analysis, layout, verifier,
  * simulator, runtime) works on that workload; a plan that chooses nothing
- * is analysed on w itself, exactly as before algorithms existed. */
+ * is analysed on w itself, exactly as before algorithms existed.
+ * A planner that chooses: set the choices (tsl_plan_set_algo), time the
+ * events on tsl_workload_for_plan(w, p) (its ops' start/end); then
+ * tsl_plan_layout(w, p) and tsl_peak_analysis(w, p) apply the choices
+ * themselves, and predicted_peak / predicted_period_us are those of
+ * tsl_peak_analysis(w, p). A workload without alternatives (every n_alts
+ * 0) offers nothing to choose; the existing policies choose nothing
+ * (every op its default), so their plans are unchanged. */
 
 /* The number of algorithms of op i of w: 1 + w->ops[i].n_alts (i in range:
  * TSL_ASSERT). */
@@ -106,9 +113,10 @@ tsl_status tsl_workload_set_alts(tsl_workload *w, int32_t i, const tsl_wl_algo *
 
 /* The ratio model of the algorithms' latencies: the latency of algorithm k
  * of an op is its default's times ratio[type][k], where type indexes the
- * ops with an algorithm menu (tsl_algo_ratio_slot). Measured by `tensile
- * calibrate` on this machine (tsl_calib_result.ratios); the defaults are
- * figures of the development machine (docs/RESULTS.md, issue 11). */
+ * ops with an algorithm menu (tsl_algo_ratio_slot). The defaults are
+ * rounded medians over the zoo's convolutions measured on the development
+ * machine (bench_conv_algos, docs/RESULTS.md, issue 11); a caller with its
+ * own figures passes them. */
 #define TSL_ALGO_RATIO_TYPES 3 /* CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_FILTER */
 typedef struct tsl_algo_ratios {
     double ratio[TSL_ALGO_RATIO_TYPES][TSL_ALGO_MAX]; /* [.][0] = 1; > 0 where defined */
@@ -125,7 +133,7 @@ int tsl_algo_ratio_slot(tsl_op_type t);
  * else the op's default latency times `ratios` (NULL: the defaults).
  * measured (may be NULL) holds n_ops * TSL_ALGO_MAX µs, op i's algorithm k
  * at [i * TSL_ALGO_MAX + k]; a negative or non-finite entry means "not
- * measured" (tsl_calibrate_algos fills such a table). Ops with one
+ * measured" (measured on the backend by the caller). Ops with one
  * algorithm are left as they are. TSL_ERR_INVALID (g not w's graph, a
  * ratio <= 0 or not finite: named), TSL_ERR_OOM; w is then unchanged. */
 tsl_status tsl_workload_add_algos(tsl_workload *w, const tsl_graph *g, const double *measured,
