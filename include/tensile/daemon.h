@@ -53,6 +53,10 @@ typedef struct tsl_daemon_opts {
     const tsl_policy *policy;  /* NULL: tensile */
     double job_timeout_s;      /* a running job silent this long is reclaimed (default 60) */
     int max_jobs;              /* jobs admitted at once: the device's slots (default 16) */
+    int no_queue;              /* 1: no admission control - a job that does not fit when it
+                                  arrives fails at once, as a job on a GPU shared without a
+                                  scheduler dies of out-of-memory (for comparisons); default
+                                  0: it waits in the queue */
     const char *shm_tag;       /* the device's shared-memory name tag; NULL: derived from the
                                   socket path */
     FILE *log;                 /* one line per event (NULL: stderr) */
@@ -104,6 +108,14 @@ void tsl_dplan_free(tsl_dplan *p);
 /* Called for every QUEUED message while a job waits (may be NULL). */
 typedef void (*tsl_dclient_queued_fn)(void *user, int64_t job_id, const char *reason,
                                       size_t needed, size_t available, int position);
+
+/* How long a client waits for the daemon's reply to a request (the
+ * WELCOME, a STATUS). The daemon is one thread and answers between the
+ * events it handles; planning every job anew on an arrival takes it
+ * seconds on a loaded machine (5 s was once too short for five models on
+ * two busy cores), so a slow reply is waited for, not taken for a dead
+ * daemon: a dead one closes the socket, which ends the wait at once. */
+#define TSL_DCLIENT_REPLY_MS 60000
 
 /* Connects to the daemon at `socket_path` (NULL: the default path) within
  * timeout_ms, says HELLO as a job and reads the WELCOME into *dev (may be
