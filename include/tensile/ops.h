@@ -79,7 +79,7 @@ const char *tsl_op_type_name(tsl_op_type t);
  * a planning decision (a plan's per-op choice, tensile/plan.h). The menu is
  * the op vocabulary's, so that the planner can list it without a backend;
  * a backend implements it (the CPU backend: src/backend/cpu/conv_algos.c)
- * and says what each really needs (tsl_backend_i.op_algo).
+ * and says what each really needs (tsl_backend_i.op_algo_workspace).
  *
  *   CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_FILTER:
  *     0 TSL_ALGO_DEFAULT  what the backend runs when nothing is chosen
@@ -88,7 +88,8 @@ const char *tsl_op_type_name(tsl_op_type t);
  *                         here, the backend's own figure once matched
  *     1 TSL_ALGO_IM2COL   im2col (col2im) + one GEMM per image and group;
  *                         workspace: the column buffer of one image and group,
- *                         (Cin/g * KH * KW) x (Ho * Wo) elements
+ *                         (Cin/g * KH * KW) x (Ho * Wo) elements (BWD_FILTER:
+ *                         and a double accumulator of the weight's size)
  *     2 TSL_ALGO_DIRECT   direct loops over the output (the reference
  *                         kernel): no workspace
  *   every other op: 0 only. */

@@ -25,8 +25,10 @@ const char *tsl_op_algo_name(const tsl_op *op, int k) {
     return has_conv_menu(op->type) ? conv_names[k] : "default";
 }
 
-/* The column buffer of one image and group: (Cin/g * KH * KW) x (Ho * Wo)
- * elements of the x-side tensor's type. The x side and y side of each op
+/* The im2col kernels' workspace (src/backend/cpu/conv_algos.c): the column
+ * buffer of one image and group, (Cin/g * KH * KW) x (Ho * Wo) elements of
+ * the x-side tensor's type; BWD_FILTER also a double accumulator of the
+ * weight gradient's size ahead of it. The x side and y side of each op
  * are as in the reference kernels (ref_conv.c): CONV2D x = in[0], y =
  * out[0]; BWD_DATA y = in[0] (dy), x = out[0] (dx); BWD_FILTER y = in[0]
  * (dy), x = in[1]. The weight gives KH, KW and Cin/g. */
@@ -41,7 +43,9 @@ static size_t column_bytes(const tsl_graph *g, const tsl_op *op) {
     TSL_ASSERT(y->shape.ndim == 4 && w->shape.ndim == 4);
     size_t k = (size_t)(w->shape.d[1] * w->shape.d[2] * w->shape.d[3]);
     size_t cols = (size_t)(y->shape.d[2] * y->shape.d[3]);
-    return k * cols * tsl_dtype_size(x->dtype);
+    size_t bytes = k * cols * tsl_dtype_size(x->dtype);
+    if (op->type == TSL_OP_CONV2D_BWD_FILTER) bytes += (size_t)w->shape.d[0] * k * sizeof(double);
+    return bytes;
 }
 
 size_t tsl_op_algo_workspace(const tsl_graph *g, const tsl_op *op, int k) {
