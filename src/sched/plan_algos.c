@@ -108,7 +108,9 @@ tsl_status tsl_workload_for_plan(const tsl_workload *w, const tsl_plan *p, tsl_w
     if (st != TSL_OK) return st;
     tsl_workload *c = tsl_workload_copy(w, NULL);
     if (!c) return tsl_fail(TSL_ERR_OOM, "workload '%s': out of host memory", w->job);
-    double shift = 0.0;
+    /* each op keeps its gap to the previous one's end (0 when contiguous:
+     * then it starts exactly where the previous one ends, no rounding) */
+    double prev_old = 0.0, prev_new = 0.0;
     int32_t x = 0;
     for (int32_t i = 0; i < c->n_ops; i++) {
         tsl_wl_op *o = &c->ops[i];
@@ -118,15 +120,15 @@ tsl_status tsl_workload_for_plan(const tsl_workload *w, const tsl_plan *p, tsl_w
             dur = a.us;
             o->workspace = a.workspace;
         }
-        o->start_us += shift;
-        double end = o->start_us + dur;
-        shift = end - w->ops[i].end_us;
-        o->end_us = end;
+        o->start_us = prev_new + (w->ops[i].start_us - prev_old);
+        o->end_us = o->start_us + dur;
+        prev_old = w->ops[i].end_us;
+        prev_new = o->end_us;
         free(o->alts);
         o->alts = NULL;
         o->n_alts = 0;
     }
-    c->period_us = w->period_us + shift;
+    c->period_us = prev_new + (w->period_us - prev_old);
     *out = c;
     return TSL_OK;
 }
