@@ -209,7 +209,9 @@ void tsl_backend_free(tsl_backend *b); /* NULL is fine */
 
 /* ---- synchronous helpers on the contract (backend/backend_sync.c) -------- */
 
-/* Runs op to completion: allocates its workspace in the arena, launches it
+/* Runs op to completion with algorithm ctx->algo: allocates its workspace
+ * (op_workspace, or op_algo_workspace for an algorithm k >= 1:
+ * TSL_ERR_INVALID on a backend without) in the arena, launches it
  * between two events, waits, frees the workspace. *ms (may be NULL) is the
  * kernel's time between the events. TSL_ERR_OOM if the workspace does not
  * fit (message names the op), or the kernel's error. */
