@@ -27,6 +27,7 @@
 #include "tensile/ops.h"
 #include "tensile/plan.h"
 #include "tensile/sched_json.h"
+#include "tensile/sim.h"
 #include "tensile/verify.h"
 #include "tensile/workload.h"
 
@@ -281,6 +282,29 @@ Test(algos, verifier_counts_the_chosen_workspace_and_rejects_unknown_algorithms)
     cr_assert_str_eq(v[0].what, "op 'f3' runs with algorithm 7, which it does not have (its "
                                 "algorithms: 0 to 2)");
     free(v);
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
+
+Test(algos, simulator_runs_the_chosen_algorithm) {
+    tsl_workload *w = chain();
+    tsl_device_profile d = profile();
+    static const size_t peak[3] = {10110, 15110, 9110};
+    static const double period[3] = {700, 650, 900};
+    for (int k = 0; k < 3; k++) {
+        tsl_plan *p = plan_with(k);
+        tsl_sim_result r;
+        cr_assert_eq(tsl_simulate(&w, &p, 1, &d, NULL, &r), TSL_OK, "%s", tsl_last_error());
+        cr_assert_eq(r.job[0].peak, peak[k], "algorithm %d: simulated peak %zu", k, r.job[0].peak);
+        cr_assert_float_eq(r.job[0].iter_us, period[k], 1e-9, "algorithm %d: %g us", k,
+                           r.job[0].iter_us);
+        tsl_sim_result_free(&r);
+        tsl_plan_free(p);
+    }
+    tsl_plan *p = plan_with(1);
+    p->algos[0].algo = 5;
+    tsl_sim_result r;
+    cr_assert_eq(tsl_simulate(&w, &p, 1, &d, NULL, &r), TSL_ERR_INVALID);
     tsl_plan_free(p);
     tsl_workload_free(w);
 }

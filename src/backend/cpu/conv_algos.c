@@ -163,23 +163,61 @@ static tsl_status im2col_conv2d_bwd_data(const tsl_kernel_args *a) {
     return TSL_OK;
 }
 
-/* acc[r][q] += sum over p ascending (from 0, in double) of dy(r, p) *
- * col(q, p), for the MR x MR block at rows r0.., q0.. (m, mq of them). */
-static void dot_block(const float *dy, const float *col, int64_t P, double *acc, int64_t K,
-                      int64_t r0, int m, int64_t q0, int mq) {
-    double s[MR][MR];
-    memset(s, 0, sizeof s);
-    for (int64_t p = 0; p < P; p++)
-        for (int r = 0; r < m; r++) {
-            double d = (double)dy[(r0 + r) * P + p];
-            for (int q = 0; q < mq; q++) s[r][q] += d * (double)col[(q0 + q) * P + p];
+/* The column matrix of image n, group gi transposed: colT[p * K + k] is
+ * col[k][p] of im2col (rows p split over the team's threads). */
+static void im2col_t(const conv_geom *G, const float *x, int64_t n, int64_t gi, float *colT) {
+    int64_t K = G->cxg * G->kh * G->kw, P = G->ho * G->wo;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < P; p++) {
+        int64_t oh = p / G->wo, ow = p % G->wo;
+        float *row = colT + p * K;
+        for (int64_t cil = 0; cil < G->cxg; cil++) {
+            const float *xp = x + (n * G->cx + gi * G->cxg + cil) * G->h * G->w;
+            for (int64_t i = 0; i < G->kh; i++) {
+                int64_t ih = oh * G->sh + i * G->dh - G->ph;
+                for (int64_t j = 0; j < G->kw; j++) {
+                    int64_t iw = ow * G->sw + j * G->dw - G->pw;
+                    *row++ = ih >= 0 && ih < G->h && iw >= 0 && iw < G->w ? xp[ih * G->w + iw]
+                                                                          : 0.0f;
+                }
+            }
         }
+    }
+}
+
+#define QR 4 /* columns of a filter-gradient block (doubles) */
+
+/* acc[r][q] += sum over p ascending (from 0, in double) of dy(r, p) *
+ * colT(p, q), for the block at rows r0.. (m <= MR), columns q0.. (mq <=
+ * QR); acc has row stride K. */
+static void dot_block(const float *dy, const float *colT, int64_t P, double *acc, int64_t K,
+                      int64_t r0, int m, int64_t q0, int mq) {
+    double s[MR][QR];
+    memset(s, 0, sizeof s);
+    if (m == MR && mq == QR) {
+        for (int64_t p = 0; p < P; p++) {
+            const float *c = colT + p * K + q0;
+            double cv[QR];
+            for (int q = 0; q < QR; q++) cv[q] = (double)c[q];
+            for (int r = 0; r < MR; r++) {
+                double d = (double)dy[(r0 + r) * P + p];
+#pragma omp simd
+                for (int q = 0; q < QR; q++) s[r][q] += d * cv[q];
+            }
+        }
+    } else {
+        for (int64_t p = 0; p < P; p++)
+            for (int r = 0; r < m; r++) {
+                double d = (double)dy[(r0 + r) * P + p];
+                for (int q = 0; q < mq; q++) s[r][q] += d * (double)colT[p * K + q0 + q];
+            }
+    }
     for (int r = 0; r < m; r++)
         for (int q = 0; q < mq; q++) acc[(r0 + r) * K + q0 + q] += s[r][q];
 }
 
 /* CONV2D_BWD_FILTER (dy, x) -> dw[, db]: per image and group the column of
- * x, then each dw element's per-image dot product (double) added to a
+ * x (transposed: the dot products run over its rows), then each dw element's per-image dot product (double) added to a
  * double accumulator in image order; db as the reference kernel. */
 static tsl_status im2col_conv2d_bwd_filter(const tsl_kernel_args *a) {
     const tsl_op *op = a->op;
@@ -190,19 +228,19 @@ static tsl_status im2col_conv2d_bwd_filter(const tsl_kernel_args *a) {
     double *acc = a->workspace; /* (Cy, K) */
     float *col = (float *)(acc + G.cy * K);
     memset(acc, 0, sizeof *acc * (size_t)(G.cy * K));
-    int64_t rb = (G.cyg + MR - 1) / MR, qb = (K + MR - 1) / MR;
+    int64_t rb = (G.cyg + MR - 1) / MR, qb = (K + QR - 1) / QR;
 #pragma omp parallel num_threads(nthreads_of(a))
     {
         for (int64_t n = 0; n < G.n; n++)
             for (int64_t gi = 0; gi < groups; gi++) {
-                im2col(&G, x, n, gi, col);
+                im2col_t(&G, x, n, gi, col);
                 int64_t co0 = gi * G.cyg;
                 const float *dyg = dy + (n * G.cy + co0) * P;
 #pragma omp for schedule(static)
                 for (int64_t t = 0; t < rb * qb; t++) {
-                    int64_t r0 = (t / qb) * MR, q0 = (t % qb) * MR;
+                    int64_t r0 = (t / qb) * MR, q0 = (t % qb) * QR;
                     int m = (int)(G.cyg - r0 < MR ? G.cyg - r0 : MR);
-                    int mq = (int)(K - q0 < MR ? K - q0 : MR);
+                    int mq = (int)(K - q0 < QR ? K - q0 : QR);
                     dot_block(dyg, col, P, acc + co0 * K, K, r0, m, q0, mq);
                 }
             }
