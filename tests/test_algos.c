@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensile/backend_cpu.h"
+#include "tensile/calibrate.h"
 #include "tensile/models.h"
 #include "tensile/ops.h"
 #include "tensile/plan.h"
@@ -465,5 +467,45 @@ Test(algos, add_algos_gives_every_convolution_its_menu) {
     cr_assert_eq(tsl_workload_add_algos(w, g, NULL, &r), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "ratio [1][1] = 0"), "%s", tsl_last_error());
     tsl_workload_free(w);
+    tsl_graph_free(g);
+}
+
+Test(algos, measured_latencies_fill_the_menu) {
+    tsl_graph *g = tsl_graph_new("cnn");
+    tsl_model_cfg cfg = tsl_model_cfg_default("cnn");
+    cfg.batch = 2;
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(g, "cnn", &cfg, &loss), TSL_OK);
+    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK);
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK);
+    tsl_backend *b;
+    cr_assert_eq(tsl_cpu_backend_new((size_t)1 << 28, TSL_KERNELS_FAST, 1, &b), TSL_OK);
+    int32_t no = tsl_graph_n_ops(g);
+    double *us = malloc(sizeof *us * (size_t)no * TSL_ALGO_MAX);
+    cr_assert_eq(tsl_calibrate_algos(g, b, 0, us), TSL_ERR_INVALID);
+    cr_assert_eq(tsl_calibrate_algos(g, b, 1, us), TSL_OK, "%s", tsl_last_error());
+    int measured = 0;
+    for (int32_t i = 0; i < no; i++) {
+        int na = tsl_op_n_algos(tsl_graph_op(g, i));
+        for (int k = 0; k < TSL_ALGO_MAX; k++) {
+            double v = us[(size_t)i * TSL_ALGO_MAX + (size_t)k];
+            if (k < na && na > 1) {
+                cr_assert(v >= 0.0, "op %d algorithm %d: %g", i, k, v);
+                measured++;
+            } else
+                cr_assert_eq(v, -1.0, "op %d slot %d: %g", i, k, v);
+        }
+    }
+    cr_assert_geq(measured, 6);
+    tsl_device_profile d = tsl_profile_cpu_rough();
+    tsl_workload *w;
+    cr_assert_eq(tsl_workload_from_graph(g, "cnn", NULL, &d, &w), TSL_OK);
+    cr_assert_eq(tsl_workload_add_algos(w, g, us, NULL), TSL_OK, "%s", tsl_last_error());
+    for (int32_t i = 0; i < no; i++)
+        for (int32_t k = 1; k <= w->ops[i].n_alts; k++)
+            cr_assert_eq(w->ops[i].alts[k - 1].us, us[(size_t)i * TSL_ALGO_MAX + (size_t)k]);
+    tsl_workload_free(w);
+    free(us);
+    tsl_backend_free(b);
     tsl_graph_free(g);
 }
