@@ -114,9 +114,10 @@ tsl_status tsl_workload_set_alts(tsl_workload *w, int32_t i, const tsl_wl_algo *
 /* The ratio model of the algorithms' latencies: the latency of algorithm k
  * of an op is its default's times ratio[type][k], where type indexes the
  * ops with an algorithm menu (tsl_algo_ratio_slot). The defaults are
- * rounded medians over the zoo's convolutions measured on the development
- * machine (bench_conv_algos, docs/RESULTS.md, issue 11); a caller with its
- * own figures passes them. */
+ * the development machine's (bench_conv_algos on resnet18 and vgg11,
+ * docs/RESULTS.md, issue 11: im2col 5x, 5x, 18x and direct 60x, 60x, 40x
+ * oneDNN's time for CONV2D, BWD_DATA, BWD_FILTER), rough; measured
+ * latencies (tsl_calibrate_algos, tensile/calibrate.h) are better. */
 #define TSL_ALGO_RATIO_TYPES 3 /* CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_FILTER */
 typedef struct tsl_algo_ratios {
     double ratio[TSL_ALGO_RATIO_TYPES][TSL_ALGO_MAX]; /* [.][0] = 1; > 0 where defined */
