@@ -2,7 +2,9 @@
  * test_conv_algos.c - the CPU backend's convolution algorithms
  * (src/backend/cpu/conv_algos.c) against the reference kernel, on the
  * geometries of test_fast_kernels.c's conv cases (stride, padding,
- * dilation, groups, depthwise, bias, rectangular kernels):
+ * dilation, groups, depthwise, bias, rectangular kernels) and on the
+ * backward of transposed convolutions (CONV2D and CONV2D_BWD_FILTER with
+ * the sides swapped, output padding):
  *
  *   - CONV2D with im2col is bitwise the reference (= direct), at 1 and 3
  *     threads: its sums run in the reference's order (docs/SCHEDULING.md,
@@ -82,6 +84,33 @@ static tsl_graph *conv_graph(const conv_case *c) {
     return g;
 }
 
+/* conv2d_transpose (x, w[, b]) -> y, then its backward as ops_conv.c builds
+ * it: CONV2D (dy, w) -> dx and CONV2D_BWD_FILTER (x, dy) -> dw, with the
+ * sides swapped (test_fast_kernels.c's deconv cases). */
+static tsl_graph *deconv_graph(const conv_case *c, int oph, int opw) {
+    tsl_graph *g = tsl_graph_new(c->name);
+    tsl_conv_attr a = {c->sh, c->sw, c->ph, c->pw, c->dh, c->dw, c->groups, oph, opw};
+    tsl_tid x = tsl_input(g, "x", TSL_SHAPE(c->n, c->cin, c->h, c->w));
+    tsl_tid w = tsl_param(g, "w", TSL_SHAPE(c->cin, c->cout / c->groups, c->kh, c->kw),
+                          TSL_INIT_NONE);
+    tsl_tid b = c->bias ? tsl_param(g, "b", TSL_SHAPE(c->cout), TSL_INIT_NONE) : TSL_NONE;
+    tsl_tid y = tsl_conv2d_transpose(g, "deconv", x, w, b, a);
+    cr_assert(y != TSL_NONE, "%s: %s", c->name, tsl_last_error());
+    tsl_tid dy = tsl_input(g, "dy", shape_of(g, y));
+    tsl_tid in_d[2] = {dy, w}, in_f[2] = {x, dy};
+    tsl_shape xs = shape_of(g, x), ws = shape_of(g, w);
+    append(g, TSL_OP_CONV2D, "bwd_data", in_d, 2, &xs, 1, &a, sizeof a);
+    append(g, TSL_OP_CONV2D_BWD_FILTER, "bwd_filter", in_f, 2, &ws, 1, &a, sizeof a);
+    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    return g;
+}
+
+static const conv_case deconv_cases[] = {
+    {"T 3x3 s2 p1 op1 bias", 3, 4, 5, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"T groups 2 s2", 2, 4, 5, 6, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2, 1},
+    {"T dil 2 s1", 2, 3, 6, 5, 5, 3, 3, 1, 1, 1, 2, 2, 2, 1, 1},
+};
+
 #define GUARD 64 /* bytes after the workspace that no kernel may touch */
 
 /* Runs op with kernel fn and `ws` bytes of workspace into fresh outputs
@@ -113,8 +142,14 @@ static void run(const tsl_graph *g, const tsl_op *op, tsl_kernel_fn fn, size_t w
 
 /* Every op of case c: im2col at 1 and 3 threads and direct against the
  * reference. Returns the worst normalised error of the backward ops. */
+static double check_graph(tsl_graph *g, const conv_case *c, uint64_t seed);
+
 static double check_case(const conv_case *c, uint64_t seed) {
-    tsl_graph *g = conv_graph(c);
+    return check_graph(conv_graph(c), c, seed);
+}
+
+/* Checks every op of g with a menu (g freed). */
+static double check_graph(tsl_graph *g, const conv_case *c, uint64_t seed) {
     int32_t nt = tsl_graph_n_tensors(g);
     void **bufs = calloc((size_t)nt, sizeof *bufs);
     for (tsl_tid t = 0; t < nt; t++) {
@@ -125,6 +160,10 @@ static double check_case(const conv_case *c, uint64_t seed) {
     double worst = 0.0;
     for (int32_t i = 0; i < tsl_graph_n_ops(g); i++) {
         const tsl_op *op = tsl_graph_op(g, i);
+        if (op->type == TSL_OP_CONV2D_TRANSPOSE) { /* no menu: its reference output feeds none */
+            cr_assert_eq(tsl_op_n_algos(op), 1);
+            continue;
+        }
         cr_assert_eq(tsl_op_n_algos(op), 3);
         cr_assert_str_eq(tsl_op_algo_name(op, TSL_ALGO_IM2COL), "im2col");
         cr_assert_eq(tsl_op_algo_workspace(g, op, TSL_ALGO_DIRECT), 0);
@@ -168,6 +207,11 @@ Test(conv_algos, im2col_and_direct_against_the_reference) {
     double worst = 0.0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double e = check_case(&cases[i], 1000 + 17 * i);
+        if (e > worst) worst = e;
+    }
+    for (size_t i = 0; i < sizeof deconv_cases / sizeof deconv_cases[0]; i++) {
+        double e = check_graph(deconv_graph(&deconv_cases[i], i == 0, i == 0), &deconv_cases[i],
+                               3000 + 13 * i);
         if (e > worst) worst = e;
     }
     printf("worst backward error %.3e\n", worst);
