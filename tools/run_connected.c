@@ -376,6 +376,13 @@ int cmd_run_connected(int argc, char **argv) {
     tsl_runtime_stats rs;
     tsl_session_runtime_stats(s, &rs);
     int64_t job_id = u.cur.job_id;
+    /* a job that lost its daemon tells the next one, if there is one, how it
+     * ended: unheard, the daemon would count it failed ("its process ended") */
+    if (!tsl_dclient_connected(u.c) && u.next.seq == 0) {
+        tsl_dplan p = in_force(&u);
+        if (tsl_dclient_resume(u.c, TSL_DCLIENT_REPLY_MS, &p, it, NULL) == TSL_OK && !t.quiet)
+            fprintf(stderr, "tensile run: reconnected to the daemon to report the end\n");
+    }
     /* the device's memory goes back before the daemon hears of the end */
     tsl_job_free(u.job);
     u.job = NULL;
