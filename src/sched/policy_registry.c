@@ -22,7 +22,9 @@
     X(tsl__policy_tensile) \
     X(tsl__policy_vdnn_conv) \
     X(tsl__policy_vdnn_all) \
-    X(tsl__policy_autoswap)
+    X(tsl__policy_autoswap) \
+    X(tsl__policy_capuchin) \
+    X(tsl__policy_dtr)
 
 #define DECLARE(p) extern const tsl_policy p;
 BUILTIN(DECLARE)
@@ -33,6 +35,12 @@ static const tsl_policy *const builtin[] = {BUILTIN(ENTRY)};
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static const tsl_policy **added; /* guarded by mu */
 static int n_added, cap_added;
+
+tsl_policy_runtime tsl_policy_runtime_of(const tsl_policy *p) {
+    if (p == &tsl__policy_capuchin) return TSL_POLICY_RT_PASSIVE_FIRST;
+    if (p == &tsl__policy_dtr) return TSL_POLICY_RT_DTR;
+    return TSL_POLICY_RT_PLANNED;
+}
 
 int tsl_policy_count(void) {
     pthread_mutex_lock(&mu);
