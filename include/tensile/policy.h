@@ -20,12 +20,12 @@
  *   "capuchin"  Capuchin (Peng et al. 2020): swaps whose copies hide in
  *               their free time first, then swap or recomputation (chained
  *               from the nearest resident tensors) by memory saving per
- *               second, until the budget; in a job, its first iteration runs
- *               in passive mode (its options: tensile/policy_capuchin.h);
- *   "dtr"       DTR (Kirisame et al. 2021): online, in the runtime - no plan,
- *               tensors dropped by DTR's heuristic and rematerialised on
- *               demand; its plan is DTR simulated in the planner's model
- *               (the prediction of what the runtime will do).
+ *               second, until the budget, planned from the workload's
+ *               accesses and latencies (its options: tensile/policy_capuchin.h);
+ *   "dtr"       DTR (Kirisame et al. 2021): its online greedy eviction by
+ *               h = cost / (size x staleness) simulated over the iteration
+ *               in the planner's model, its evictions and rematerialisations
+ *               the plan's releases and (chained) recomputations.
  * docs/SCHEDULING.md describes each, and how it departs from its paper.
  *
  * Callers plan with tsl_plan_jobs, naming the policy, its options (the
@@ -158,28 +158,12 @@ typedef struct tsl_policy {
     int n_options;
     tsl_policy_plan_fn plan;
     tsl_policy_refine_fn refine; /* optional (NULL: the plans stay as planned) */
-    /* How a policy acts while its job runs is not a field here (a field
-     * added at the end would make every positional initializer of this
-     * struct - the built-ins' and those of policies written elsewhere -
-     * miss one, an error under -Werror): tsl_policy_runtime_of says. */
+    /* Online policies (DTR, Capuchin's passive mode) are planned here: "dtr"
+     * plans DTR's decisions by simulating it on the workload, "capuchin"
+     * plans from the accesses and latencies the workload holds (in `tensile
+     * run`, those its first iterations measured); docs/SCHEDULING.md says
+     * why. A runtime eviction hook for them is not built. */
 } tsl_policy;
-
-/* How a policy acts while a job runs (tsl_job, `tensile run`); its `plan`
- * is made all the same (for `tensile plan`, and as the job's prediction). */
-typedef enum tsl_policy_runtime {
-    TSL_POLICY_RT_PLANNED = 0,   /* its plan is followed from the first iteration (every
-                                    policy but the two below, registered ones included) */
-    TSL_POLICY_RT_PASSIVE_FIRST, /* "capuchin": the first iteration runs with no planned
-                                    event in passive mode (evictions on out-of-memory, the
-                                    least recently used first; the accesses recorded); the
-                                    plan is then made from the latencies that iteration
-                                    measured, and followed without replanning */
-    TSL_POLICY_RT_DTR,           /* "dtr": no planned event ever; the runtime drops tensors
-                                    by DTR's heuristic and rematerialises them on demand */
-} tsl_policy_runtime;
-
-/* How p acts while a job runs (TSL_POLICY_RT_PLANNED for NULL). */
-tsl_policy_runtime tsl_policy_runtime_of(const tsl_policy *p);
 
 /* ---- the registry --------------------------------------------------------------- */
 

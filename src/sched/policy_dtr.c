@@ -1,8 +1,10 @@
 /*
- * policy_dtr.c - the "dtr" policy's plan: DTR (Kirisame et al., "Dynamic
- * Tensor Rematerialization", ICLR 2021) simulated in the planner's model,
- * the prediction of what DTR does in the runtime (src/runtime/dtr.c), as
- * a plan the verifier, the simulator and the runtime can read.
+ * policy_dtr.c - the "dtr" policy: DTR (Kirisame et al., "Dynamic Tensor
+ * Rematerialization", ICLR 2021) simulated over one iteration in the
+ * planner's model; its evictions and rematerialisations become the plan's
+ * RELEASE and RECOMPUTE events, which the verifier checks, the simulator
+ * times and the runtime executes (docs/SCHEDULING.md, "DTR": why a
+ * simulation and not an eviction hook in the runtime).
  *
  * DTR is online: it has no plan. As ops run, whenever an allocation would
  * exceed the memory limit it evicts - frees, without a copy - the resident
@@ -11,7 +13,8 @@
  *   h(t) = cost(t) / (size(t) x staleness(t)),
  *
  * cost(t) the time to recompute t and its evicted neighbourhood e*(t)
- * (remat.h: exact, not the union-find approximation), staleness the time
+ * (h_DTR with e* walked exactly, remat.h - not the union-find
+ * equivalence-class approximation h_DTR-eq), staleness the time
  * since t was last used; when an op reads an evicted tensor, its producer
  * is re-run first, and recursively the producers of its evicted inputs.
  * Parameters, buffers, optimizer states, the data, and tensors whose
@@ -35,14 +38,18 @@
  *    recomputing in between; here every eviction op i needs happens at
  *    once at the end of op i - 1 (the plan's events are anchored on op
  *    ends), with the costs and staleness of that moment;
- *  - the costs are the workload's latencies (the runtime uses its measured
- *    estimates), staleness the planned time since the last use (1 ns is
+ *  - the costs are the workload's latencies (in `tensile run`, the kernel
+ *    times measured), staleness the planned time since the last use (1 ns is
  *    added, so that a tensor used right now is not infinitely valuable);
  *  - several jobs: each is simulated alone with a share of the budget
  *    proportional to its vanilla peak (DTR manages one job);
- *  - a job that cannot meet its budget (everything droppable dropped)
- *    goes over it: the plan is returned and tsl_plan_jobs reports the
- *    budget unmet.
+ *  - an op that would not fit even with everything droppable dropped
+ *    (DTR would fail out of memory there) drops nothing and goes over the
+ *    budget: the plan is returned and tsl_plan_jobs reports the budget
+ *    unmet;
+ *  - only tensors DTR can regenerate bit for bit from what is left are
+ *    dropped (remat.h): never a multi-output op's (batch norm's) outputs
+ *    nor an in-place update's.
  */
 #include <math.h>
 #include <stdint.h>
@@ -201,6 +208,14 @@ static void sim_op(dtr_sim *S, int32_t i) {
     for (int k = 0; k < o->n_out; k++)
         if (!S->res[o->out[k]]) load += w->tensors[o->out[k]].bytes;
     if (load + o->workspace > high) high = load + o->workspace;
+    /* DTR evicts only to make op i fit: if dropping every tensor it may
+     * drop would not do, the run would fail out of memory there - the
+     * simulation drops nothing for op i and goes over the budget (the plan
+     * reports it unmet) rather than pay recomputations that save nothing */
+    size_t can = 0;
+    for (int32_t t = 0; high > S->budget && t < w->n_tensors; t++)
+        if (S->res[t] && S->rm.droppable[t] && S->pin[t] != i + 1) can += w->tensors[t].bytes;
+    if (high > S->budget && high - can > S->budget) high = 0;
     while (high > S->budget && i > 0 && S->st == TSL_OK) {
         int32_t v = victim(S);
         if (v < 0) break; /* over the budget: nothing left to drop */

@@ -36,12 +36,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static const tsl_policy **added; /* guarded by mu */
 static int n_added, cap_added;
 
-tsl_policy_runtime tsl_policy_runtime_of(const tsl_policy *p) {
-    if (p == &tsl__policy_capuchin) return TSL_POLICY_RT_PASSIVE_FIRST;
-    if (p == &tsl__policy_dtr) return TSL_POLICY_RT_DTR;
-    return TSL_POLICY_RT_PLANNED;
-}
-
 int tsl_policy_count(void) {
     pthread_mutex_lock(&mu);
     int n = N_BUILTIN + n_added;
