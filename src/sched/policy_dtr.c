@@ -43,10 +43,11 @@
  *    added, so that a tensor used right now is not infinitely valuable);
  *  - several jobs: each is simulated alone with a share of the budget
  *    proportional to its vanilla peak (DTR manages one job);
- *  - an op that would not fit even with everything droppable dropped
- *    (DTR would fail out of memory there) drops nothing and goes over the
- *    budget: the plan is returned and tsl_plan_jobs reports the budget
- *    unmet;
+ *  - where DTR runs out of memory within the budget (an op that would not
+ *    fit with everything droppable dropped), the plan is DTR's within the
+ *    lowest budget it survives - a bisection (DTR_SEARCH_STEPS
+ *    simulations) between the budget and the vanilla peak, at which it
+ *    drops nothing - and tsl_plan_jobs reports the budget unmet;
  *  - only tensors DTR can regenerate bit for bit from what is left are
  *    dropped (remat.h): never a multi-output op's (batch norm's) outputs
  *    nor an in-place update's.
@@ -56,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert.h"
 #include "sched/kit.h"
 #include "sched/remat.h"
 
@@ -66,6 +68,7 @@ typedef struct dtr_sim {
     tsl__remat rm;
     tsl_plan *p;
     size_t budget, load;
+    int failed;            /* 1: an op did not fit (DTR out of memory) */
     double now;            /* planned time (µs) */
     int32_t pos;           /* the op being prepared */
     double *lat;           /* per op: its latency */
@@ -208,15 +211,20 @@ static void sim_op(dtr_sim *S, int32_t i) {
     for (int k = 0; k < o->n_out; k++)
         if (!S->res[o->out[k]]) load += w->tensors[o->out[k]].bytes;
     if (load + o->workspace > high) high = load + o->workspace;
-    /* DTR evicts only to make op i fit: if dropping every tensor it may
-     * drop would not do, the run would fail out of memory there - the
-     * simulation drops nothing for op i and goes over the budget (the plan
-     * reports it unmet) rather than pay recomputations that save nothing */
-    size_t can = 0;
-    for (int32_t t = 0; high > S->budget && t < w->n_tensors; t++)
-        if (S->res[t] && S->rm.droppable[t] && S->pin[t] != i + 1) can += w->tensors[t].bytes;
-    if (high > S->budget && high - can > S->budget) high = 0;
-    while (high > S->budget && i > 0 && S->st == TSL_OK) {
+    /* DTR evicts to make op i fit; if dropping every tensor it may drop
+     * would not do, DTR runs out of memory here: the simulation stops
+     * (failed) */
+    if (high > S->budget) {
+        size_t can = 0;
+        for (int32_t t = 0; t < w->n_tensors; t++)
+            if (S->res[t] && S->rm.droppable[t] && S->pin[t] != i + 1) can += w->tensors[t].bytes;
+        if (i == 0 || high - can > S->budget) {
+            S->failed = 1;
+            return;
+        }
+    }
+    size_t limit = S->budget;
+    while (high > limit && i > 0 && S->st == TSL_OK) {
         int32_t v = victim(S);
         if (v < 0) break; /* over the budget: nothing left to drop */
         add_event(S, (tsl_event){TSL_EV_RELEASE, v, i - 1, 0.0, -1});
@@ -260,8 +268,11 @@ static void sim_op(dtr_sim *S, int32_t i) {
     }
 }
 
-/* DTR on job w within `budget` bytes: its decisions as events of p. */
-static tsl_status simulate(const tsl_workload *w, tsl_plan *p, size_t budget) {
+/* DTR on job w within `budget` bytes: its decisions as events of p (p
+ * emptied first). *failed: 1 if DTR ran out of memory (an op that does not
+ * fit whatever it drops); the events are then those up to that op. */
+static tsl_status simulate(const tsl_workload *w, tsl_plan *p, size_t budget, int *failed) {
+    p->n_events = 0;
     dtr_sim S;
     tsl_status st = sim_init(&S, w, p, budget);
     if (st != TSL_OK) return st;
@@ -275,9 +286,38 @@ static tsl_status simulate(const tsl_workload *w, tsl_plan *p, size_t budget) {
         S.res[a->free_list[f]] = 0;
         S.load -= w->tensors[a->free_list[f]].bytes;
     }
-    for (int32_t i = 0; i < w->n_ops && S.st == TSL_OK; i++) sim_op(&S, i);
+    for (int32_t i = 0; i < w->n_ops && S.st == TSL_OK && !S.failed; i++) sim_op(&S, i);
     st = S.st;
+    *failed = S.failed;
     sim_free(&S);
+    return st;
+}
+
+/* Bisection steps over the budgets between one DTR fails at and the
+ * vanilla peak. */
+#define DTR_SEARCH_STEPS 6
+
+/* DTR's plan for job w: DTR within `budget`, or, if it runs out of memory
+ * there, within the lowest budget it survives, found by bisection between
+ * `budget` and the vanilla peak `vpeak` (at which it drops nothing). */
+static tsl_status plan_job(const tsl_workload *w, tsl_plan *p, size_t budget, size_t vpeak) {
+    int failed;
+    tsl_status st = simulate(w, p, budget, &failed);
+    if (st != TSL_OK || !failed) return st;
+    size_t lo = budget, hi = vpeak; /* fails at lo; survives at hi (the empty plan) */
+    for (int k = 0; k < DTR_SEARCH_STEPS && hi - lo > 1 && st == TSL_OK; k++) {
+        size_t mid = lo + (hi - lo) / 2;
+        st = simulate(w, p, mid, &failed);
+        if (failed) lo = mid;
+        else hi = mid;
+    }
+    if (st != TSL_OK) return st;
+    if (hi >= vpeak) {
+        p->n_events = 0;
+        return TSL_OK;
+    }
+    st = simulate(w, p, hi, &failed);
+    TSL_ASSERT(st != TSL_OK || !failed);
     return st;
 }
 
@@ -300,7 +340,7 @@ static tsl_status plan_dtr(const tsl_plan_request *rq, tsl_plan **plans, int *it
     for (int j = 0; j < n && st == TSL_OK; j++) {
         size_t b = rq->budget;
         if (n > 1 && sum > 0) b = (size_t)floor((double)rq->budget * (vp[j] / sum));
-        st = simulate(rq->w[j], plans[j], b);
+        st = plan_job(rq->w[j], plans[j], b, (size_t)vp[j]);
     }
     free(vp);
     return st;
