@@ -86,8 +86,10 @@ void tsl__cap_draft_swap(tsl__capuchin *C, tsl__cap_cand *c, int hidden) {
     /* out after the evicted access, gone by the peak */
     double rel = tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op], c->evict_op, t_peak, &d);
     if (rel < 0 || rel > t_peak) return;
-    /* back after the peak (a swap-in allocates as it starts) */
-    double lo = fmax(rel, nextafter(t_peak, INFINITY));
+    /* back once the position running at the peak has ended (a swap-in
+     * allocates as it starts: one issued while it runs adds to its load) */
+    double t_end = J->pk.rc >= 0 ? tl->rc_end[J->pk.rc] : tl->e[J->pk.op];
+    double lo = fmax(rel, fmax(t_end, nextafter(t_peak, INFINITY)));
     double left = d.has_out ? d.so_end : rel;
     if (hidden) {
         if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) return;
@@ -243,6 +245,28 @@ static double *copy_buf(tsl__kit *K, const tsl__pjob *J, int more) {
     return v;
 }
 
+/* 1 if every recomputation of J's plan finds its producer's inputs ready
+ * while it runs: resident with their data in place (tsl__rc_input_ready),
+ * or regenerated before it for the same op (a chain). A commit checks them
+ * all: a swap's release can take away a tensor an earlier recomputation
+ * reads (recomputations' reads are not the accesses swaps are placed
+ * between). */
+static int rc_inputs_ready(const tsl__pjob *J) {
+    const tsl__timeline *tl = &J->tl;
+    for (int32_t b = 0; b < J->w->n_ops; b++)
+        for (int32_t r = tl->rc_off[b]; r < tl->rc_off[b + 1]; r++) {
+            const tsl_wl_op *o = &J->w->ops[J->w->tensors[tl->rc_tensor[r]].producer];
+            for (int i = 0; i < o->n_in; i++) {
+                int chained = 0;
+                for (int32_t r2 = tl->rc_off[b]; r2 < r && !chained; r2++)
+                    chained = tl->rc_tensor[r2] == o->in[i];
+                if (!chained && !tsl__rc_input_ready(J, o->in[i], b, tl->rc_start[r], tl->rc_end[r]))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
 int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c) {
     tsl__kit *K = &C->K;
     tsl__pjob *J = &K->jobs[c->job];
@@ -274,30 +298,13 @@ int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c) {
     }
     if (ok) {
         tsl__pjob_analyse(J);
-        if (J->pk.peak > before) {
+        if (J->pk.peak > before || !rc_inputs_ready(J)) {
             rollback(K, J, n0, NULL, old);
             ok = 0;
         }
     }
     free(old);
     return ok && K->status == TSL_OK;
-}
-
-/* 1 if every input of every recomputation of c's (the chain's and the
- * tensor's) that the chain does not regenerate is ready while it runs. */
-static int chain_inputs_ready(const tsl__pjob *J, const tsl__cap_cand *c) {
-    const tsl__timeline *tl = &J->tl;
-    int32_t b = c->back_op;
-    for (int32_t r = tl->rc_off[b]; r < tl->rc_off[b + 1]; r++) {
-        int32_t x = tl->rc_tensor[r];
-        if (x != c->tensor && !in_chain(c, x)) continue;
-        const tsl_wl_op *o = &J->w->ops[J->w->tensors[x].producer];
-        for (int i = 0; i < o->n_in; i++)
-            if (!in_chain(c, o->in[i]) &&
-                !tsl__rc_input_ready(J, o->in[i], b, tl->rc_start[r], tl->rc_end[r]))
-                return 0;
-    }
-    return 1;
 }
 
 int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c) {
@@ -330,7 +337,7 @@ int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c) {
     }
     if (ok) {
         tsl__pjob_analyse(J);
-        if (J->pk.peak > before || !chain_inputs_ready(J, c)) {
+        if (J->pk.peak > before || !rc_inputs_ready(J)) {
             rollback(K, J, n0, NULL, old);
             ok = 0;
         }

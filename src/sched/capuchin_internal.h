@@ -75,8 +75,9 @@ void tsl__cap_draft_rc(tsl__capuchin *C, tsl__cap_cand *c);
 /* Commits c's swap draft (its planned wait re-times the job and moves its
  * other copies) or its recomputation (releases, the chain, releases of the
  * chain after the back access), then checks that the job's peak did not
- * rise and, for a recomputation, that every input it reads is there: if
- * not, the plan is as before. Returns 1 if committed. */
+ * rise and that every recomputation of the job (this one's and the earlier
+ * ones) still finds its inputs there: if not, the plan is as before.
+ * Returns 1 if committed. */
 int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c);
 int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c);
 #endif
