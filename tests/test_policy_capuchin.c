@@ -133,7 +133,7 @@ Test(capuchin, no_pressure_no_events) {
 
 Test(capuchin, options_by_name_and_defaults) {
     tsl_capuchin_opts d = tsl_capuchin_opts_default();
-    cr_assert(d.swap == 1 && d.recompute == 1 && d.min_bytes == 0.0);
+    cr_assert(d.swap == 1 && d.recompute == 1 && d.min_bytes == -1.0);
     const tsl_policy *p = tsl_policy_find("capuchin");
     cr_assert_not_null(p);
     tsl_policy_opts *o;
@@ -142,7 +142,7 @@ Test(capuchin, options_by_name_and_defaults) {
     cr_assert_eq(tsl_policy_opts_set(o, "min-bytes", "4096"), TSL_OK);
     const tsl_capuchin_opts *v = tsl_policy_opts_values(o);
     cr_assert(v->swap == 1 && v->recompute == 0 && v->min_bytes == 4096.0);
-    cr_assert_neq(tsl_policy_opts_set(o, "min-bytes", "-1"), TSL_OK);
+    cr_assert_neq(tsl_policy_opts_set(o, "min-bytes", "-2"), TSL_OK);
     cr_assert(strstr(tsl_last_error(), "min-bytes"), "%s", tsl_last_error());
     cr_assert_neq(tsl_policy_opts_set(o, "swap-in-slack", "1"), TSL_OK);
     tsl_policy_opts_free(o);
@@ -186,6 +186,7 @@ static int zoo(const char *model, int adam, int swap) {
                            : pc_zoo_workload_at(model, &dev, adam, 16, 64);
     tsl_capuchin_opts co = tsl_capuchin_opts_default();
     co.swap = swap;
+    co.min_bytes = 0; /* small shapes: every size a candidate (the paper) */
     tsl_plan_opts po = pc_opts("capuchin", &co, half_way(&w, 1, &dev));
     pc_result r;
     char what[96];

@@ -6,8 +6,8 @@
  * Per model (small shapes, rt_fixture.h: batch 2, 10 classes, CPU-like
  * test profile): the vanilla executor's 3 iterations give the reference
  * parameter checksum; then each policy's plan (autoswap and capuchin half
- * way from the persistent bytes to vanilla's peak - autoswap with every
- * tensor a candidate, 8 weightings; vDNN at the profile's memory) runs the
+ * way from the persistent bytes to vanilla's peak with every tensor a
+ * candidate - autoswap with 8 weightings; vDNN at the profile's memory) runs the
  * same 3 iterations in a fresh session with the runtime attached:
  *  - in the virtual clock (latencies exact): the parameters are vanilla's
  *    bit for bit, and every iteration holds exactly the plan's predicted
@@ -29,16 +29,20 @@
 #include "helpers.h"
 #include "rt_fixture.h"
 #include "tensile/policy_autoswap.h"
+#include "tensile/policy_capuchin.h"
 #include "tensile/verify.h"
 
 static void run_policy(rtf_case *c, const char *policy, int realtime) {
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     ao.evaluations = 8;
-    int as = !strcmp(policy, "autoswap"), half = as || !strcmp(policy, "capuchin");
+    tsl_capuchin_opts co = tsl_capuchin_opts_default();
+    co.min_bytes = 0; /* small shapes: every size a candidate (the paper) */
+    int as = !strcmp(policy, "autoswap"), cap = !strcmp(policy, "capuchin"), half = as || cap;
     size_t budget = half ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
     if (!strcmp(policy, "dtr")) budget = c->ref_peak / 10 * 9;
-    tsl_plan *p = rtf_policy_plan(c, policy, as ? &ao : NULL, budget);
+    tsl_plan *p = rtf_policy_plan(c, policy, as ? (const void *)&ao : cap ? (const void *)&co : NULL,
+                                  budget);
     if (half || !strcmp(policy, "dtr"))
         cr_assert_gt(p->n_events, 0, "%s %s: an empty plan", c->model, policy);
     tsl_peak_info pi;

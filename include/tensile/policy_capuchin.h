@@ -32,8 +32,14 @@ extern "C" {
 typedef struct tsl_capuchin_opts {
     int swap;          /* 1: tensors may be swapped (default 1) */
     int recompute;     /* 1: tensors may be recomputed (default 1) */
-    double min_bytes;  /* smaller tensors are not candidates; [0, 2^60] (default 0: any
-                          size, as the paper) */
+    double min_bytes;  /* smaller tensors are not candidates; [-1, 2^60]. -1 (default):
+                          TENSILE's min-swap-bytes default, per job the smaller of the
+                          bytes the slower copy direction carries in one copy latency
+                          and a thousandth of the job's vanilla peak (240 KB on the
+                          A6000 profile): taken by free time first, the tiny tensors
+                          (biases, batch-norm statistics: the longest free times) would
+                          fill the channels with copies that free almost nothing
+                          (docs/SCHEDULING.md, "Capuchin"); 0: any size, the paper */
 } tsl_capuchin_opts;
 
 /* The defaults above. */

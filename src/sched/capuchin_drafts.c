@@ -37,8 +37,8 @@ static int push_cand(tsl__capuchin *C, const tsl__cap_cand *c) {
 
 int32_t tsl__cap_candidates(tsl__capuchin *C) {
     C->n_cand = 0;
-    size_t min_bytes = C->opts->min_bytes >= 1.0 ? (size_t)C->opts->min_bytes : 0;
     for (int j = 0; j < C->K.n_jobs; j++) {
+        size_t min_bytes = C->min_bytes[j];
         tsl__pjob *J = &C->K.jobs[j];
         const tsl_workload *w = J->w;
         const tsl__activity *a = &J->act;

@@ -49,13 +49,14 @@ typedef struct tsl__capuchin {
     tsl__kit K;
     const tsl_capuchin_opts *opts;
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */
+    size_t *min_bytes;    /* per job: the smallest candidate (opts->min_bytes resolved) */
     tsl__cap_cand *cand;  /* scratch: the candidates of one round */
     int32_t n_cand, cap_cand;
     int32_t *stack;       /* scratch of the chain search */
 } tsl__capuchin;
 
 /* The candidates at every job's current peak into C->cand (gaps not done,
- * at least opts->min_bytes, not data, not used by what runs at the peak),
+ * at least C->min_bytes, not data, not used by what runs at the peak),
  * nothing drafted yet. Returns their number (-1: out of host memory, in
  * C->K.status). */
 int32_t tsl__cap_candidates(tsl__capuchin *C);

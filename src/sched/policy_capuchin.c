@@ -72,8 +72,10 @@ static const tsl_policy_option OPTIONS[] = {
      offsetof(tsl_capuchin_opts, swap)},
     {"recompute", "recompute tensors (chained from the nearest resident ones)", TSL_OPT_BOOL, 0,
      1, 1, offsetof(tsl_capuchin_opts, recompute)},
-    {"min-bytes", "bytes: smaller tensors are not candidates (0: any size, the paper)",
-     TSL_OPT_DOUBLE, 0.0, 1152921504606846976.0, 0.0, offsetof(tsl_capuchin_opts, min_bytes)},
+    {"min-bytes",
+     "bytes: smaller tensors are not candidates (-1: TENSILE's min-swap-bytes floor; 0: any "
+     "size, the paper)",
+     TSL_OPT_DOUBLE, -1.0, 1152921504606846976.0, -1.0, offsetof(tsl_capuchin_opts, min_bytes)},
 };
 
 static tsl_status plan_capuchin(const tsl_plan_request *rq, tsl_plan **plans, int *iterations);
@@ -101,8 +103,24 @@ tsl_capuchin_opts tsl_capuchin_opts_default(void) {
 static void capuchin_free(tsl__capuchin *C) {
     for (int j = 0; C->done && j < C->K.n_jobs; j++) free(C->done[j]);
     free(C->done);
+    free(C->min_bytes);
     free(C->cand);
     tsl__kit_free(&C->K);
+}
+
+/* The smallest candidate of job J (option min-bytes m; -1: TENSILE's
+ * min-swap-bytes default - the smaller of the bytes the slower copy
+ * direction carries in one copy latency and a thousandth of the job's
+ * vanilla peak, J->pk when the kit is new). */
+static size_t min_bytes(double m, const tsl__pjob *J) {
+    if (m < 0) {
+        const tsl_device_profile *d = J->dev;
+        double bw = d->h2d_bw < d->d2h_bw ? d->h2d_bw : d->d2h_bw;
+        m = d->copy_latency_us * 1e-6 * bw;
+        double share = 1e-3 * (double)J->pk.peak;
+        if (share < m) m = share;
+    }
+    return m < 1.0 ? 0 : m >= 1e18 ? (size_t)1e18 : (size_t)m;
 }
 
 /* The kit over the request's jobs and the per-job gap flags. TSL_ERR_OOM
@@ -113,11 +131,13 @@ static tsl_status capuchin_init(tsl__capuchin *C, const tsl_plan_request *rq, ts
     tsl_status st = tsl__kit_init(&C->K, rq, plans);
     if (st != TSL_OK) return st;
     C->done = calloc((size_t)rq->n_jobs, sizeof *C->done);
-    int ok = C->done != NULL;
+    C->min_bytes = calloc((size_t)rq->n_jobs, sizeof *C->min_bytes);
+    int ok = C->done != NULL && C->min_bytes != NULL;
     for (int j = 0; ok && j < rq->n_jobs; j++) {
         const tsl__pjob *J = &C->K.jobs[j];
         C->done[j] = calloc((size_t)J->act.acc_off[J->w->n_tensors] + 1, 1);
         ok = C->done[j] != NULL;
+        C->min_bytes[j] = min_bytes(C->opts->min_bytes, J);
     }
     if (!ok) {
         capuchin_free(C);
