@@ -28,6 +28,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,6 +510,39 @@ static int predict(tsl_job *job, prediction *pr) {
  * "Capuchin"). */
 static int passive_first(const run_opts *t) { return !strcmp(t->policy, "capuchin"); }
 
+/* Capuchin's eviction on out-of-memory (tsl_evict_fn; user: the graph): a
+ * dead tensor first, else the least recently used - the latest access
+ * before op `pos`, a tensor not accessed yet in this iteration counting
+ * its last access of the previous one (ties: the larger, then the lower
+ * id). */
+static int evict_lru(void *user, int32_t pos, const tsl_evict_candidate *cand, int n) {
+    const tsl_graph *g = user;
+    int32_t n_ops = tsl_graph_n_ops(g);
+    int best = -1;
+    int64_t best_last = 0;
+    for (int i = 0; i < n; i++) {
+        int na;
+        const tsl_access *a = tsl_graph_accesses(g, cand[i].tensor, &na);
+        int64_t last = INT64_MIN; /* dead: first */
+        if (cand[i].next_use != INT32_MAX) {
+            int64_t before = INT64_MIN, any = -1;
+            for (int k = 0; k < na; k++) {
+                if (a[k].op < pos && a[k].op > before) before = a[k].op;
+                if (a[k].op > any) any = a[k].op;
+            }
+            last = before != INT64_MIN ? before : any - n_ops;
+        }
+        if (best < 0 || last < best_last ||
+            (last == best_last && (cand[i].bytes > cand[best].bytes ||
+                                   (cand[i].bytes == cand[best].bytes &&
+                                    cand[i].tensor < cand[best].tensor)))) {
+            best = i;
+            best_last = last;
+        }
+    }
+    return best;
+}
+
 /* Capuchin after its passive iteration (the job's first, run under
  * vanilla's plan: tensors evicted on out-of-memory): its plan made from the
  * kernel times that iteration measured, within `budget`, set to take
@@ -609,6 +643,8 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.runtime.online_placement = t->online_placement;
     tsl_job *made = NULL;
     if (passive_first(t)) { /* Capuchin: the first iteration under vanilla's plan */
+        jo.runtime.evict = evict_lru;
+        jo.runtime.evict_user = e->g;
         tsl_device_profile pdev;
         tsl_workload *w = NULL;
         tsl_plan *p = NULL;
