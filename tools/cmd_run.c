@@ -19,6 +19,11 @@
  * iteration each, so that the machine's load hits both alike; each run's
  * time is the median over that side-by-side stretch.
  *
+ * Capuchin's run starts in passive mode: its first iteration under
+ * vanilla's plan (tensors evicted on out-of-memory, least recently used
+ * first), its plan made from that iteration's kernel times and followed
+ * from the second (docs/SCHEDULING.md, "Capuchin").
+ *
  * A budget below what vanilla needs: vanilla is tried in it first and
  * refused (its out-of-memory message is printed); its figures then come
  * from a run on a device large enough, so that MSR and EOR still compare
@@ -65,6 +70,9 @@ static const char help[] =
     "parameters are bitwise identical. The policy plans from the kernel times\n"
     "of vanilla's first 3 iterations; then the two runs alternate, one\n"
     "iteration each, and each run's time is its median over that stretch.\n"
+    "capuchin runs its first iteration in passive mode (no plan; tensors\n"
+    "evicted on out-of-memory, least recently used first) and plans from the\n"
+    "kernel times that iteration measured.\n"
     "\n"
     "  --model M            a model of the zoo (tensile info --help lists them)\n"
     "  --batch B            batch size (default 64)\n"

@@ -21,7 +21,9 @@
  *               their free time first, then swap or recomputation (chained
  *               from the nearest resident tensors) by memory saving per
  *               second, until the budget, planned from the workload's
- *               accesses and latencies (its options: tensile/policy_capuchin.h);
+ *               accesses and latencies (in `tensile run` after a first
+ *               iteration in passive mode; its options:
+ *               tensile/policy_capuchin.h);
  *   "dtr"       DTR (Kirisame et al. 2021): its online greedy eviction by
  *               h = cost / (size x staleness) simulated over the iteration
  *               in the planner's model, its evictions and rematerialisations
@@ -158,11 +160,11 @@ typedef struct tsl_policy {
     int n_options;
     tsl_policy_plan_fn plan;
     tsl_policy_refine_fn refine; /* optional (NULL: the plans stay as planned) */
-    /* Online policies (DTR, Capuchin's passive mode) are planned here: "dtr"
-     * plans DTR's decisions by simulating it on the workload, "capuchin"
-     * plans from the accesses and latencies the workload holds (in `tensile
-     * run`, those its first iterations measured); docs/SCHEDULING.md says
-     * why. A runtime eviction hook for them is not built. */
+    /* Online policies are planned here too: "dtr" plans DTR's decisions by
+     * simulating it on the workload; "capuchin" plans from the workload's
+     * accesses and latencies - in `tensile run`, the latencies its passive
+     * first iteration measured, its evictions the runtime's eviction hook
+     * (tsl_runtime_opts.evict). docs/SCHEDULING.md says why. */
 } tsl_policy;
 
 /* ---- the registry --------------------------------------------------------------- */
