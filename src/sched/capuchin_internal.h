@@ -52,7 +52,6 @@ typedef struct tsl__capuchin {
     size_t *min_bytes;    /* per job: the smallest candidate (opts->min_bytes resolved) */
     tsl__cap_cand *cand;  /* scratch: the candidates of one round */
     int32_t n_cand, cap_cand;
-    int32_t *stack;       /* scratch of the chain search */
 } tsl__capuchin;
 
 /* The candidates at every job's current peak into C->cand (gaps not done,
