@@ -280,7 +280,7 @@ int cmd_run_connected(int argc, char **argv) {
     }
     if (t.epochs) t.iterations = (int64_t)t.epochs * tsl_batcher_batches_per_epoch(bt);
     /* the daemon, the workload, the registration */
-    if (tsl_dclient_connect(t.socket, 5000, &u.c, &u.dev) != TSL_OK) {
+    if (tsl_dclient_connect(t.socket, TSL_DCLIENT_REPLY_MS, &u.c, &u.dev) != TSL_OK) {
         fprintf(stderr, "tensile run: %s\n", tsl_last_error());
         rc = 1;
         goto out;
