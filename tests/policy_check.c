@@ -30,10 +30,15 @@ size_t pc_persistent_bytes(const tsl_workload *w) {
 }
 
 tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam) {
+    return pc_zoo_workload_at(model, dev, adam, 2, strncmp(model, "inception", 9) == 0 ? 75 : 32);
+}
+
+tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *dev, int adam,
+                                 int batch, int image) {
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
-    cfg.batch = 2;
+    cfg.batch = batch;
     cfg.n_classes = 10;
-    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
+    cfg.image_size = image;
     tsl_graph *g = tsl_graph_new(model);
     cr_assert(g);
     tsl_tid loss;

@@ -55,6 +55,10 @@ void pc_result_free(pc_result *r);
  * images 32x32, 75x75 for the Inceptions, 10 classes; Adam if adam, else
  * SGD with momentum) on dev's cost model. Free with tsl_workload_free. */
 tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam);
+/* The same at batch `batch` and images image x image (activations large
+ * enough beside the parameters for the policies that only recompute). */
+tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *dev, int adam,
+                                 int batch, int image);
 
 /* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
 size_t pc_persistent_bytes(const tsl_workload *w);

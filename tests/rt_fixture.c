@@ -125,10 +125,15 @@ tsl_plan *rtf_policy_plan(const rtf_case *c, const char *policy, const void *opt
 
 /* See rt_fixture.h. */
 void rtf_zoo_case(rtf_case *c, const char *model, int adam) {
+    rtf_zoo_case_at(c, model, adam, 2, strncmp(model, "inception", 9) == 0 ? 75 : 32);
+}
+
+/* See rt_fixture.h. */
+void rtf_zoo_case_at(rtf_case *c, const char *model, int adam, int batch, int image) {
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
-    cfg.batch = 2;
+    cfg.batch = batch;
     cfg.n_classes = 10;
-    cfg.image_size = strncmp(model, "inception", 9) == 0 ? 75 : 32;
+    cfg.image_size = image;
     rtf_make(c, model, &cfg, adam);
     for (int k = 0; k < RTF_ITERS; k++) {
         th_fill_f32(c->x[k], c->nx, 1000 + (uint64_t)k, -1, 1);

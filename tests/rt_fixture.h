@@ -88,6 +88,8 @@ tsl_plan *rtf_policy_plan(const rtf_case *c, const char *policy, const void *opt
  * the vanilla run exactly: the empty plan's peak is the ledger's (fast
  * kernels' scratch included). */
 void rtf_zoo_case(rtf_case *c, const char *model, int adam);
+/* The same at batch `batch` and images image x image. */
+void rtf_zoo_case_at(rtf_case *c, const char *model, int adam, int batch, int image);
 
 /* What RTF_ITERS iterations under a plan measured. */
 typedef struct rtf_run {

@@ -67,6 +67,31 @@ check "the message names the option: $out" "$(has "option evaluations: evaluatio
 expect_exit 2 "run: an option the policy lacks" "$bin" run --model cnn --policy vanilla --swap-in-slack 0.1
 check "the message names the policy: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
 
+# Capuchin (its options; no pressure without a budget) and DTR, in plan and
+# in run (Capuchin's first iteration in passive mode)
+for w in "capuchin " "dtr " "--swap B" "--min-bytes X"; do
+  check "plan --help lists '$w'" "$(plan_help_has "$w")"
+done
+expect_exit 0 "capuchin at the device's memory: no pressure" "$bin" plan --model cnn --batch 4 --policy capuchin --json
+check "capuchin plans nothing then: ${out:0:160}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(1 if d['jobs'][0]['swaps']==0 and d['jobs'][0]['recomputes']==0 else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "capuchin under a budget" "$bin" plan --model resnet18 --batch 16 --policy capuchin --budget 391MiB --json
+check "capuchin meets it: ${out:0:200}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); j=d['jobs'][0]; print(1 if j['swaps']>0 and j['budget_met'] else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "dtr under a budget" "$bin" plan --model densenet121 --batch 16 --policy dtr --budget 1700MiB --json
+check "dtr recomputes, never swaps, meets it: ${out:0:200}" "$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); j=d['jobs'][0]; print(1 if j['recomputes']>0 and j['swaps']==0 and j['budget_met'] else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 2 "a capuchin option out of range" "$bin" plan --model cnn --policy capuchin --min-bytes -2
+check "the message names the option: $out" "$(has "option min-bytes")"
+expect_exit 2 "capuchin plans after its passive iteration: no plan-sized device" "$bin" run --model cnn --policy capuchin --device-memory plan
+json=$("$bin" run --model cnn --batch 64 --iterations 3 --device-memory 70% --policy capuchin --min-bytes 0 --threads 2 --json --quiet 2>/dev/null); rc=$?
+check "run capuchin in 70% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "capuchin's passive first iteration evicts, its plan follows, results identical: ${json:0:300}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); s=d['scheduled']; pa=s['passive_iteration']
+print(1 if pa['iter_ms']>0 and pa['evictions']>0 and s['swaps']>0 and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
+json=$("$bin" run --model resnet18 --batch 8 --dataset synthetic --image-size 32 --iterations 2 --device-memory 95% --policy dtr --threads 2 --json --quiet 2>/dev/null); rc=$?
+check "run dtr in 95% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
+check "dtr's run recomputes, results identical: ${json:0:300}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); s=d['scheduled']
+print(1 if s['recomputes']>0 and s['swaps']==0 and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
+
 # channel shares and phases
 expect_exit 0 "equal shares, random phases, fair channels" "$bin" plan --jobs mlp:2,cnn:4,mlp:8 --channel-share equal --phases random:5 --channels fair --json
 check "a share per job, the settings, no stall: ${out:0:300}" "$(python3 -c "

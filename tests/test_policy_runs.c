@@ -1,14 +1,14 @@
 /*
  * test_policy_runs.c - the baseline policies' plans (vdnn-conv, vdnn-all,
- * autoswap) run by the runtime: DESIGN.md invariant 5 (no policy changes
- * the results) and the plans' predictions.
+ * autoswap, capuchin, dtr) run by the runtime: DESIGN.md invariant 5 (no
+ * policy changes the results) and the plans' predictions.
  *
  * Per model (small shapes, rt_fixture.h: batch 2, 10 classes, CPU-like
  * test profile): the vanilla executor's 3 iterations give the reference
- * parameter checksum; then each policy's plan (autoswap half way from the
- * persistent bytes to vanilla's peak, every tensor a candidate, 8
- * weightings; vDNN at the profile's memory) runs the same 3 iterations in
- * a fresh session with the runtime attached:
+ * parameter checksum; then each policy's plan (autoswap and capuchin half
+ * way from the persistent bytes to vanilla's peak with every tensor a
+ * candidate - autoswap with 8 weightings; vDNN at the profile's memory) runs the
+ * same 3 iterations in a fresh session with the runtime attached:
  *  - in the virtual clock (latencies exact): the parameters are vanilla's
  *    bit for bit, and every iteration holds exactly the plan's predicted
  *    peak load and footprint and lasts exactly its predicted period - the
@@ -16,6 +16,10 @@
  *  - for mlp and cnn also in the real-time clock with the copy channels
  *    throttled to the profile's rate: the parameters are vanilla's and the
  *    peak load never exceeds the predicted one.
+ * DTR only recomputes, and at batch 2 these models' peaks are their
+ * parameters and gradients: its runs are densenet121 and resnet18 at
+ * batch 4 and 8 (32x32), within 90 % of vanilla's peak - plans with
+ * (chained) recomputations, checked the same way.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -25,15 +29,22 @@
 #include "helpers.h"
 #include "rt_fixture.h"
 #include "tensile/policy_autoswap.h"
+#include "tensile/policy_capuchin.h"
 #include "tensile/verify.h"
 
 static void run_policy(rtf_case *c, const char *policy, int realtime) {
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     ao.evaluations = 8;
-    int as = !strcmp(policy, "autoswap");
-    size_t budget = as ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
-    tsl_plan *p = rtf_policy_plan(c, policy, as ? &ao : NULL, budget);
+    tsl_capuchin_opts co = tsl_capuchin_opts_default();
+    co.min_bytes = 0; /* small shapes: every size a candidate (the paper) */
+    int as = !strcmp(policy, "autoswap"), cap = !strcmp(policy, "capuchin"), half = as || cap;
+    size_t budget = half ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
+    if (!strcmp(policy, "dtr")) budget = c->ref_peak / 10 * 9;
+    tsl_plan *p = rtf_policy_plan(c, policy, as ? (const void *)&ao : cap ? (const void *)&co : NULL,
+                                  budget);
+    if (half || !strcmp(policy, "dtr"))
+        cr_assert_gt(p->n_events, 0, "%s %s: an empty plan", c->model, policy);
     tsl_peak_info pi;
     cr_assert_eq(tsl_peak_analysis(c->w, p, &c->dev, &pi), TSL_OK, "%s", tsl_last_error());
     char what[96];
@@ -82,6 +93,14 @@ static void check_model(const char *model, int adam, int realtime) {
     run_policy(&c, "vdnn-conv", realtime);
     run_policy(&c, "vdnn-all", realtime);
     run_policy(&c, "autoswap", realtime);
+    run_policy(&c, "capuchin", realtime);
+    rtf_free(&c);
+}
+
+static void check_dtr(const char *model, int batch) {
+    rtf_case c;
+    rtf_zoo_case_at(&c, model, 0, batch, 32);
+    run_policy(&c, "dtr", 0);
     rtf_free(&c);
 }
 
@@ -93,4 +112,8 @@ Test(baseline_runs, vgg11, .timeout = 600) {
 }
 Test(baseline_runs, densenet121, .timeout = 600) {
     if (!th_quick()) check_model("densenet121", 0, 0);
+}
+Test(baseline_runs, dtr_resnet18, .timeout = 600) { check_dtr("resnet18", 8); }
+Test(baseline_runs, dtr_densenet121, .timeout = 600) {
+    if (!th_quick()) check_dtr("densenet121", 4);
 }

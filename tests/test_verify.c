@@ -627,6 +627,40 @@ Test(verify, recompute_with_a_non_resident_input) {
     tsl_workload_free(w);
 }
 
+Test(verify, chained_recomputation_regenerates_a_dead_input_first) {
+    /* release b after r (300); before t, recompute a (dead since s's end)
+     * and then b from it - t does not read a, the recomputation of b after
+     * it does (a chain) - and release a after t. p re-runs over 400..500
+     * (with its 500-byte workspace), q over 500..600, t 600..700. Load:
+     * ...; 5200 (r + ws); 2200 at 300; 2300 (s); 1200 at 400; 2700 (a +
+     * p's workspace); 2200 at 500; 4200 (b); 4300 (t); 200 once t has
+     * freed d, b and in and the release a. Peak 5200, period 700. */
+    tsl_workload *w = rc_workload();
+    tsl_device_profile d = profile(1);
+    tsl_plan *p = PLAN("R", 5200, 700, REL(R_B, OP_R), RC(R_A, OP_T), RC(R_B, OP_T),
+                       REL(R_A, OP_T));
+    EXPECT_VALID(w, p, &d);
+    /* without b's recomputation a feeds nothing before t */
+    tsl_plan *q = PLAN("R", 5200, 500, REL(R_B, OP_R), RC(R_A, OP_T), REL(R_A, OP_T));
+    EXPECT(w, q, &d,
+           "event 1 recompute 'a' (precede 't'): op 't' does not read the tensor, nor does a "
+           "recomputation after it before that op",
+           "~event 2 release 'a' (trigger 't'): the tensor is not resident",
+           "~event 0 release 'b' (trigger 'r'): frees the tensor at 300.0 us before its read");
+    /* nor does it when it runs after b's: b's recomputation lacks a */
+    tsl_plan *r = PLAN("R", 5200, 600, REL(R_B, OP_R), RC(R_B, OP_T), RC(R_A, OP_T),
+                       REL(R_A, OP_T));
+    EXPECT(w, r, &d,
+           "event 2 recompute 'a' (precede 't'): op 't' does not read the tensor, nor does a "
+           "recomputation after it before that op",
+           "~event 3 release 'a' (trigger 't'): the tensor is not resident",
+           "~event 1 recompute 'b' (precede 't'): input 'a' of its producer 'q' is not resident");
+    tsl_plan_free(p);
+    tsl_plan_free(q);
+    tsl_plan_free(r);
+    tsl_workload_free(w);
+}
+
 Test(verify, wrong_predicted_peak_and_period) {
     tsl_workload *w = chain("A", 0);
     tsl_device_profile d = profile(1);

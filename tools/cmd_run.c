@@ -19,6 +19,11 @@
  * iteration each, so that the machine's load hits both alike; each run's
  * time is the median over that side-by-side stretch.
  *
+ * Capuchin's run starts in passive mode: its first iteration under
+ * vanilla's plan (tensors evicted on out-of-memory, least recently used
+ * first), its plan made from that iteration's kernel times and followed
+ * from the second (docs/SCHEDULING.md, "Capuchin").
+ *
  * A budget below what vanilla needs: vanilla is tried in it first and
  * refused (its out-of-memory message is printed); its figures then come
  * from a run on a device large enough, so that MSR and EOR still compare
@@ -28,6 +33,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +71,9 @@ static const char help[] =
     "parameters are bitwise identical. The policy plans from the kernel times\n"
     "of vanilla's first 3 iterations; then the two runs alternate, one\n"
     "iteration each, and each run's time is its median over that stretch.\n"
+    "capuchin runs its first iteration in passive mode (no plan; tensors\n"
+    "evicted on out-of-memory, least recently used first) and plans from the\n"
+    "kernel times that iteration measured.\n"
     "\n"
     "  --model M            a model of the zoo (tensile info --help lists them)\n"
     "  --batch B            batch size (default 64)\n"
@@ -382,8 +391,17 @@ typedef struct runner {
  * `jo` the job those options describe; with `lat` the kernel times of its
  * first WARMUP iterations are recorded. Returns 0 with r->error (and
  * r->refused for out of memory) set on failure. */
+static int runner_open_job(run_env *e, runner *u, size_t capacity, int64_t n, double *lat,
+                           const tsl_job_opts *jo, tsl_job *made, run_result *r);
 static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double *lat,
                        const tsl_job_opts *jo, run_result *r) {
+    return runner_open_job(e, u, capacity, n, lat, jo, NULL, r);
+}
+
+/* runner_open, or with `made` (not NULL) that job, made by the caller (and
+ * owned by the runner from now on, on failure too). */
+static int runner_open_job(run_env *e, runner *u, size_t capacity, int64_t n, double *lat,
+                           const tsl_job_opts *jo, tsl_job *made, run_result *r) {
     memset(u, 0, sizeof *u);
     memset(r, 0, sizeof *r);
     u->r = r;
@@ -391,7 +409,9 @@ static int runner_open(run_env *e, runner *u, size_t capacity, int64_t n, double
     u->lat = lat;
     u->lat_rows = WARMUP;
     tsl_session_opts so = session_opts(e->o, capacity);
-    tsl_status st = jo ? tsl_job_new(e->g, jo, &u->job) : tsl_session_new(e->g, &so, &u->s);
+    tsl_status st = made ? (u->job = made, TSL_OK)
+                    : jo ? tsl_job_new(e->g, jo, &u->job)
+                         : tsl_session_new(e->g, &so, &u->s);
     if (st != TSL_OK) {
         snprintf(r->error, sizeof r->error, "%s", tsl_last_error());
         r->refused = st == TSL_ERR_OOM;
@@ -527,6 +547,121 @@ static int predict(tsl_job *job, prediction *pr) {
     return 1;
 }
 
+/* 1 if the policy's run starts in passive mode: Capuchin (docs/SCHEDULING.md,
+ * "Capuchin"). */
+static int passive_first(const run_opts *t) { return !strcmp(t->policy, "capuchin"); }
+
+/* Capuchin's eviction on out-of-memory (tsl_evict_fn; user: the graph): a
+ * dead tensor first, else the least recently used - the latest access
+ * before op `pos`, a tensor not accessed yet in this iteration counting
+ * its last access of the previous one (ties: the larger, then the lower
+ * id). */
+static int evict_lru(void *user, int32_t pos, const tsl_evict_candidate *cand, int n) {
+    const tsl_graph *g = user;
+    int32_t n_ops = tsl_graph_n_ops(g);
+    int best = -1;
+    int64_t best_last = 0;
+    for (int i = 0; i < n; i++) {
+        int na;
+        const tsl_access *a = tsl_graph_accesses(g, cand[i].tensor, &na);
+        int64_t last = INT64_MIN; /* dead: first */
+        if (cand[i].next_use != INT32_MAX) {
+            int64_t before = INT64_MIN, any = -1;
+            for (int k = 0; k < na; k++) {
+                if (a[k].op < pos && a[k].op > before) before = a[k].op;
+                if (a[k].op > any) any = a[k].op;
+            }
+            last = before != INT64_MIN ? before : any - n_ops;
+        }
+        if (best < 0 || last < best_last ||
+            (last == best_last && (cand[i].bytes > cand[best].bytes ||
+                                   (cand[i].bytes == cand[best].bytes &&
+                                    cand[i].tensor < cand[best].tensor)))) {
+            best = i;
+            best_last = last;
+        }
+    }
+    return best;
+}
+
+/* Capuchin after its passive iteration (the job's first, run under
+ * vanilla's plan: tensors evicted on out-of-memory): its plan made from the
+ * kernel times that iteration measured, within `budget`, set to take
+ * effect at the next iteration, and the planner's and the simulator's
+ * figures for it into *pr. Returns 0 with a message printed on failure. */
+static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, prediction *pr) {
+    const run_opts *t = e->o;
+    int32_t n_ops = tsl_graph_n_ops(e->g);
+    double *us = malloc(sizeof *us * ((size_t)n_ops + 1));
+    if (!us) {
+        fprintf(stderr, "tensile run: out of host memory\n");
+        return 0;
+    }
+    for (int32_t i = 0; i < n_ops; i++) us[i] = 1e3 * tsl_session_op_ms(u->s, i);
+    tsl_job_opts jo = tsl_job_opts_default();
+    jo.name = tsl_job_workload(u->job)->job;
+    jo.session = session_opts(t, capacity);
+    jo.latency_us = us;
+    jo.device_profile = tsl_job_profile(u->job);
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.policy = tsl_policy_opts_policy(t->popts);
+    po.budget = budget;
+    po.opts = tsl_policy_opts_values(t->popts);
+    tsl_device_profile dev = *tsl_job_profile(u->job);
+    tsl_workload *w = NULL;
+    tsl_plan *p = NULL;
+    tsl_plan_report rep;
+    memset(&rep, 0, sizeof rep);
+    tsl_status st = tsl_job_workload_new(e->g, &jo, &dev, &w);
+    free(us);
+    int met = 1;
+    if (st == TSL_OK) {
+        st = tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep);
+        if (st == TSL_ERR_BUDGET) { /* reported, as for any policy */
+            st = TSL_OK;
+            met = 0;
+        }
+    }
+    if (st == TSL_OK) {
+        pr->vanilla_peak = rep.vanilla_peak[0];
+        pr->planned_peak = rep.planned_peak[0];
+        pr->vanilla_footprint = rep.vanilla_footprint[0];
+        pr->planned_footprint = rep.planned_footprint[0];
+        pr->budget_met = met;
+        pr->swaps = rep.swaps[0];
+        pr->recomputes = rep.recomputes[0];
+        pr->planning_ms = rep.planning_ms;
+        tsl_sim_opts so = {.iterations = 3};
+        tsl_sim_result sim = {0}, vsim = {0};
+        tsl_plan *empty = tsl_plan_new(w->job);
+        st = empty ? tsl_simulate(&w, &p, 1, &dev, &so, &sim) : TSL_ERR_OOM;
+        if (st == TSL_OK) st = tsl_simulate(&w, &empty, 1, &dev, &so, &vsim);
+        if (st == TSL_OK) {
+            pr->sim_iter_us = sim.job[0].iter_us;
+            pr->sim_vanilla_iter_us = vsim.job[0].iter_us;
+            pr->sim_peak = sim.job[0].peak;
+            pr->sim_vanilla_peak = vsim.job[0].peak;
+        }
+        tsl_sim_result_free(&sim);
+        tsl_sim_result_free(&vsim);
+        tsl_plan_free(empty);
+    }
+    if (st == TSL_OK) {
+        st = tsl_job_set_plan(u->job, w, p, NULL);
+        w = NULL;
+        p = NULL;
+    }
+    tsl_plan_report_free(&rep);
+    tsl_workload_free(w);
+    tsl_plan_free(p);
+    if (st != TSL_OK) {
+        fprintf(stderr, "tensile run: %s: planning after the passive iteration: %s\n", t->policy,
+                tsl_last_error());
+        return 0;
+    }
+    return 1;
+}
+
 /* The policy's run: a job (tensile/job.h) on a device of `capacity` bytes,
  * its workload from the vanilla latencies with the kernels' real
  * workspaces, planned within `budget`, verified, run by the runtime and
@@ -551,6 +686,43 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.plan.budget = budget;
     jo.plan.opts = tsl_policy_opts_values(t->popts);
     jo.runtime.online_placement = t->online_placement;
+    tsl_job *made = NULL;
+    if (passive_first(t)) { /* Capuchin: the first iteration under vanilla's plan */
+        jo.runtime.evict = evict_lru;
+        jo.runtime.evict_user = e->g;
+        tsl_device_profile pdev;
+        tsl_workload *w = NULL;
+        tsl_plan *p = NULL;
+        tsl_plan_opts vo = tsl_plan_opts_default();
+        vo.policy = tsl_policy_find("vanilla");
+        tsl_status st = tsl_job_default_profile(t->profile, t->pcie_gbps, capacity, &pdev);
+        jo.device_profile = &pdev;
+        if (st == TSL_OK) st = tsl_job_workload_new(e->g, &jo, &pdev, &w);
+        if (st == TSL_OK) {
+            st = tsl_plan_jobs(&w, 1, &pdev, &vo, &p, NULL);
+            if (st == TSL_ERR_BUDGET) st = TSL_OK; /* vanilla over the device: the passive mode */
+        }
+        if (st == TSL_OK) {
+            st = tsl_job_new_planned(e->g, &jo, w, p, &made);
+            w = NULL;
+            p = NULL;
+        }
+        tsl_workload_free(w);
+        tsl_plan_free(p);
+        if (st != TSL_OK) {
+            snprintf(r->error, sizeof r->error, "%s", tsl_last_error());
+            r->refused = st == TSL_ERR_OOM;
+            if (!r->refused) fprintf(stderr, "tensile run: %s: %s\n", t->policy, r->error);
+            return r->refused;
+        }
+        *dev = *tsl_job_profile(made);
+        if (!runner_open_job(e, u, capacity, n_iter, NULL, &jo, made, r)) {
+            fprintf(stderr, "tensile run: %s: %s\n", t->policy, r->error);
+            runner_close(u);
+            return 0;
+        }
+        return 1; /* the prediction comes with the plan (passive_plan) */
+    }
     if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
         if (!refused) fprintf(stderr, "tensile run: %s: %s\n", t->policy, r->error);
@@ -777,6 +949,12 @@ static int run_parsed(run_opts t) {
 
     prediction pr;
     memset(&pr, 0, sizeof pr);
+    struct {
+        int done;                /* Capuchin's passive first iteration ran */
+        double ms;               /* its time */
+        tsl_runtime_stats rs;    /* the runtime's counts at its end */
+    } passive;
+    memset(&passive, 0, sizeof passive);
     char trace_error[600] = "";
     tsl_device_profile dev;
     memset(&dev, 0, sizeof dev);
@@ -784,6 +962,13 @@ static int run_parsed(run_opts t) {
     if (t.planned) {
         if (!pred && tsl_job_latency_medians(lat, warm, n_ops, lat_us) != TSL_OK) {
             rc = 1;
+            goto out;
+        }
+        if (t.budget_plan && passive_first(&t)) {
+            fprintf(stderr, "tensile run: --device-memory plan: %s plans after its passive first "
+                            "iteration, in a device of a given size: give SIZE or P%%\n",
+                    t.policy);
+            rc = 2;
             goto out;
         }
         if (t.budget_plan) { /* the device sized to the plan: planned once with no budget, */
@@ -818,6 +1003,18 @@ static int run_parsed(run_opts t) {
         progress_begin(&p, label, n_iter, t.quiet);
         while (tok && vok && T.done < n_iter) {
             tok = runner_step(&e, &T);
+            if (tok && T.done == 1 && passive_first(&t)) {
+                /* Capuchin: that was its passive iteration; its plan now */
+                tsl_session_runtime_stats(T.s, &passive.rs);
+                passive.ms = T.ms[0];
+                passive.done = 1;
+                tok = passive_plan(&e, &T, budget ? budget : roomy, budget, &pr);
+                if (!tok) {
+                    progress_end(&p);
+                    rc = 1;
+                    goto out;
+                }
+            }
             if (tok && V.done < n_iter) vok = runner_step(&e, &V);
             progress_update(&p, T.done, NULL);
         }
@@ -916,6 +1113,13 @@ static int run_parsed(run_opts t) {
         }
         json_object_set_new(v, "iteration_ms", json_incref(v_iters));
         json_object_set_new(s, "iteration_ms", json_incref(t_iters));
+        if (passive.done) {
+            json_t *pa = json_object();
+            json_object_set_new(pa, "iter_ms", json_real(passive.ms));
+            json_object_set_new(pa, "evictions", json_integer(passive.rs.evictions));
+            json_object_set_new(pa, "passive_swaps", json_integer(passive.rs.passive_swaps));
+            json_object_set_new(s, "passive_iteration", pa);
+        }
         json_object_set_new(o, "vanilla", v);
         json_object_set_new(o, "scheduled", s);
         json_object_set_new(o, "msr", json_real(msr));
@@ -983,6 +1187,12 @@ static int run_parsed(run_opts t) {
                    sched.js.replans ? sched.js.last_replan_reason : "");
         }
         if (pred) cold_print(&cold);
+        if (passive.done)
+            printf("passive mode: the first iteration ran with no plan in %.2f ms (%lld evictions, "
+                   "%lld passive swap-ins); the plan above was made from its kernel times and "
+                   "followed from the second (its time is left out of the median)\n",
+                   passive.ms, (long long)passive.rs.evictions,
+                   (long long)passive.rs.passive_swaps);
         printf("final parameters bitwise identical to vanilla's: %s\n", identical ? "yes" : "NO");
     }
     if (trace_error[0]) fprintf(stderr, "tensile run: --trace: %s\n", trace_error);

@@ -16,7 +16,18 @@
  *   "autoswap"  AutoSwap (Zhang et al.): candidates across the peak ranked
  *               by priority scores, weighted by Bayesian optimisation,
  *               swapped until the budget (its options:
- *               tensile/policy_autoswap.h).
+ *               tensile/policy_autoswap.h);
+ *   "capuchin"  Capuchin (Peng et al. 2020): swaps whose copies hide in
+ *               their free time first, then swap or recomputation (chained
+ *               from the nearest resident tensors) by memory saving per
+ *               second, until the budget, planned from the workload's
+ *               accesses and latencies (in `tensile run` after a first
+ *               iteration in passive mode; its options:
+ *               tensile/policy_capuchin.h);
+ *   "dtr"       DTR (Kirisame et al. 2021): its online greedy eviction by
+ *               h = cost / (size x staleness) simulated over the iteration
+ *               in the planner's model, its evictions and rematerialisations
+ *               the plan's releases and (chained) recomputations.
  * docs/SCHEDULING.md describes each, and how it departs from its paper.
  *
  * Callers plan with tsl_plan_jobs, naming the policy, its options (the
@@ -149,10 +160,11 @@ typedef struct tsl_policy {
     int n_options;
     tsl_policy_plan_fn plan;
     tsl_policy_refine_fn refine; /* optional (NULL: the plans stay as planned) */
-    /* Online policies (DTR, Capuchin's passive mode) decide evictions while a
-     * job runs; their other half will be the runtime's eviction hook, a field
-     * added here with the first of them (`plan` then gives their static
-     * part, possibly the empty plan). Not built yet. */
+    /* Online policies are planned here too: "dtr" plans DTR's decisions by
+     * simulating it on the workload; "capuchin" plans from the workload's
+     * accesses and latencies - in `tensile run`, the latencies its passive
+     * first iteration measured, its evictions the runtime's eviction hook
+     * (tsl_runtime_opts.evict). docs/SCHEDULING.md says why. */
 } tsl_policy;
 
 /* ---- the registry --------------------------------------------------------------- */

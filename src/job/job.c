@@ -324,14 +324,16 @@ const tsl_device_profile *tsl_job_profile(const tsl_job *j) { return &j->dev; }
 void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
     memset(st, 0, sizeof *st);
     tsl_session_runtime_stats(j->s, &st->runtime);
-    st->vanilla_peak = j->first.vanilla_peak[0];
-    st->planned_peak = j->first.planned_peak[0];
-    st->vanilla_footprint = j->first.vanilla_footprint[0];
-    st->planned_footprint = j->first.planned_footprint[0];
-    st->budget_met = j->first.budget_met;
-    st->swaps = j->first.swaps[0];
-    st->recomputes = j->first.recomputes[0];
-    st->planning_ms = j->first.planning_ms;
+    if (j->first.vanilla_peak) { /* a job given its plans (tsl_job_new_planned) made none */
+        st->vanilla_peak = j->first.vanilla_peak[0];
+        st->planned_peak = j->first.planned_peak[0];
+        st->vanilla_footprint = j->first.vanilla_footprint[0];
+        st->planned_footprint = j->first.planned_footprint[0];
+        st->budget_met = j->first.budget_met;
+        st->swaps = j->first.swaps[0];
+        st->recomputes = j->first.recomputes[0];
+        st->planning_ms = j->first.planning_ms;
+    }
     st->replans = j->replans;
     st->updated = j->updated;
     st->predict_ms = j->predict_ms;

@@ -536,6 +536,10 @@ int tsl__place_swaps(tsl__kit *K, tsl__swap_req *reqs, int n);
  * pending at `at` (waiting for a swap-out: the input would be there only
  * because that copy is slower than the ops in between). */
 int tsl__rc_inputs_ready(const tsl__pjob *J, int32_t q, int32_t b, double at);
+/* The same for one input x of a recomputation before op b running from
+ * `at` to `end` (Capuchin's chains check the inputs they do not
+ * regenerate one by one). */
+int tsl__rc_input_ready(const tsl__pjob *J, int32_t x, int32_t b, double at, double end);
 /* 1 if tensor t's producer q can be re-run exactly right before op b: it
  * has one output (t), no workspace, a positive latency, does not read t,
  * none of its inputs is written between q and b, and they are all ready

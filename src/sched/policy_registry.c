@@ -22,7 +22,9 @@
     X(tsl__policy_tensile) \
     X(tsl__policy_vdnn_conv) \
     X(tsl__policy_vdnn_all) \
-    X(tsl__policy_autoswap)
+    X(tsl__policy_autoswap) \
+    X(tsl__policy_capuchin) \
+    X(tsl__policy_dtr)
 
 #define DECLARE(p) extern const tsl_policy p;
 BUILTIN(DECLARE)

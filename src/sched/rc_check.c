@@ -18,28 +18,31 @@
 #include "core/assert.h"
 #include "sched/kit.h"
 
+int tsl__rc_input_ready(const tsl__pjob *J, int32_t x, int32_t b, double at, double end) {
+    if (!tsl__pjob_resident_at(J, x, at)) return 0;
+    for (int32_t k = J->ev_head[x]; k >= 0; k = J->ev_next[k]) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
+            !(J->ev_end[k] <= at - tsl__margin(at)))
+            return 0;
+        /* a release taking effect while the recomputation runs; or one
+         * triggered before it (by an op before b) that has not taken
+         * effect yet because it waits for a swap-out: the input is there
+         * only while that copy runs, and when ops run longer than planned
+         * the copy ends, and the release frees it, before the
+         * recomputation reads it (docs/SCHEDULING.md, Validity) */
+        if (e->type == TSL_EV_RELEASE && J->ev_time[k] >= at &&
+            (e->trigger < b || J->ev_time[k] <= end + tsl__margin(end)))
+            return 0;
+    }
+    return 1;
+}
+
 int tsl__rc_inputs_ready(const tsl__pjob *J, int32_t q, int32_t b, double at) {
     const tsl_wl_op *o = &J->w->ops[q];
     double end = at + (o->end_us - o->start_us);
-    for (int i = 0; i < o->n_in; i++) {
-        int32_t x = o->in[i];
-        if (!tsl__pjob_resident_at(J, x, at)) return 0;
-        for (int32_t k = J->ev_head[x]; k >= 0; k = J->ev_next[k]) {
-            const tsl_event *e = &J->plan->events[k];
-            if (e->type == TSL_EV_SWAP_IN && J->ev_time[k] < at &&
-                !(J->ev_end[k] <= at - tsl__margin(at)))
-                return 0;
-            /* a release taking effect while the recomputation runs; or one
-             * triggered before it (by an op before b) that has not taken
-             * effect yet because it waits for a swap-out: the input is
-             * there only while that copy runs, and when ops run longer
-             * than planned the copy ends, and the release frees it, before
-             * the recomputation reads it (docs/SCHEDULING.md, Validity) */
-            if (e->type == TSL_EV_RELEASE && J->ev_time[k] >= at &&
-                (e->trigger < b || J->ev_time[k] <= end + tsl__margin(end)))
-                return 0;
-        }
-    }
+    for (int i = 0; i < o->n_in; i++)
+        if (!tsl__rc_input_ready(J, o->in[i], b, at, end)) return 0;
     return 1;
 }
 

@@ -187,6 +187,23 @@ static int op_reads(const tsl_wl_op *op, int32_t t) {
     return 0;
 }
 
+/* 1 if event k (a recomputation of tensor t before op p) feeds a chain: a
+ * recomputation later in event order before the same p re-runs a producer
+ * reading t (docs/SCHEDULING.md, "Chained recomputations"). */
+static int feeds_later_recompute(const tsl__vf_job *j, int32_t k) {
+    const tsl_event *e = &j->p->events[k];
+    const tsl_workload *w = j->w;
+    for (int32_t m = k + 1; m < j->p->n_events; m++) {
+        const tsl_event *f = &j->p->events[m];
+        if (f->type != TSL_EV_RECOMPUTE || f->precede != e->precede || f->tensor < 0 ||
+            f->tensor >= w->n_tensors)
+            continue;
+        int32_t g = w->tensors[f->tensor].producer;
+        if (g >= 0 && g < w->n_ops && op_reads(&w->ops[g], e->tensor)) return 1;
+    }
+    return 0;
+}
+
 /* Checks the fields of event k that do not depend on time; reports and
  * returns 0 when it cannot be analysed further. */
 static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
@@ -233,8 +250,13 @@ static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
                     "%s: delay %g us must be 0 (a release acts at the end of its "
                     "trigger)",
                     tsl__vf_ev_label(j, k, lb, sizeof lb), e->delay_us);
-    if (needs_precede && !op_reads(&w->ops[e->precede], e->tensor)) {
-        tsl__vf_add(l, j->prefix, "%s: op '%s' does not read the tensor",
+    if (needs_precede && !op_reads(&w->ops[e->precede], e->tensor) &&
+        !(e->type == TSL_EV_RECOMPUTE && feeds_later_recompute(j, k))) {
+        tsl__vf_add(l, j->prefix,
+                    e->type == TSL_EV_RECOMPUTE
+                        ? "%s: op '%s' does not read the tensor, nor does a recomputation "
+                          "after it before that op"
+                        : "%s: op '%s' does not read the tensor",
                     tsl__vf_ev_label(j, k, lb, sizeof lb), w->ops[e->precede].name);
         return 0;
     }

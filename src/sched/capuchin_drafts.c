@@ -1,0 +1,347 @@
+/*
+ * capuchin_drafts.c - Capuchin's candidates and what each one may become
+ * (capuchin_internal.h): a swap whose copies hide in its free time, a swap
+ * whose late swap-in makes the back access wait, or a recomputation
+ * chained back to the nearest resident tensors; and committing one to its
+ * job's plan, undone if it does not hold.
+ *
+ * Times come from the kit (the job's timeline under its plan so far); the
+ * copies are placed on the channels as they are booked, so a free time is
+ * what is left once the other copies are where they are.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/assert.h"
+#include "sched/capuchin_internal.h"
+#include "sched/remat.h"
+
+/* ---- candidates -------------------------------------------------------------------- */
+
+static int push_cand(tsl__capuchin *C, const tsl__cap_cand *c) {
+    if (C->n_cand == C->cap_cand) {
+        int32_t cap = C->cap_cand ? 2 * C->cap_cand : 64;
+        tsl__cap_cand *v = realloc(C->cand, (size_t)cap * sizeof *v);
+        if (!v) {
+            C->K.status = tsl_fail(TSL_ERR_OOM, "capuchin: out of host memory for %d candidates",
+                                   cap);
+            return 0;
+        }
+        C->cand = v;
+        C->cap_cand = cap;
+    }
+    C->cand[C->n_cand++] = *c;
+    return 1;
+}
+
+int32_t tsl__cap_candidates(tsl__capuchin *C) {
+    C->n_cand = 0;
+    for (int j = 0; j < C->K.n_jobs; j++) {
+        size_t min_bytes = C->min_bytes[j];
+        tsl__pjob *J = &C->K.jobs[j];
+        const tsl_workload *w = J->w;
+        const tsl__activity *a = &J->act;
+        int32_t op = J->pk.op;
+        if (op < 0) continue; /* the peak is the data load: nothing to move */
+        tsl__sweep sw;
+        tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
+                       NULL);
+        /* what runs at the peak keeps its tensors */
+        const tsl_wl_op *o = &w->ops[op];
+        for (int i = 0; i < o->n_in; i++) J->resident[o->in[i]] = 0;
+        for (int i = 0; i < o->n_out; i++) J->resident[o->out[i]] = 0;
+        if (J->pk.rc >= 0) {
+            int32_t t = J->tl.rc_tensor[J->pk.rc];
+            const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
+            J->resident[t] = 0;
+            for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
+        }
+        for (int32_t t = 0; t < w->n_tensors; t++) {
+            if (!J->resident[t] || a->data[t] || w->tensors[t].bytes == 0 ||
+                w->tensors[t].bytes < min_bytes)
+                continue;
+            int32_t kb = tsl__acc_before(a, t, op), ka = tsl__acc_after(a, t, op);
+            if (kb < 0 || ka < 0 || !a->acc[ka].reads || C->done[j][kb]) continue;
+            tsl__cap_cand c = {.job = j, .tensor = t, .gap = kb, .evict_op = a->acc[kb].op,
+                               .back_op = a->acc[ka].op, .bytes = w->tensors[t].bytes};
+            if (!push_cand(C, &c)) return -1;
+        }
+    }
+    return C->n_cand;
+}
+
+/* ---- swaps ---------------------------------------------------------------------------- */
+
+void tsl__cap_draft_swap(tsl__capuchin *C, tsl__cap_cand *c, int hidden) {
+    c->swap_ok = 0;
+    c->ft = c->stall = 0.0;
+    if (!C->opts->swap) return;
+    tsl__kit *K = &C->K;
+    tsl__pjob *J = &K->jobs[c->job];
+    const tsl__timeline *tl = &J->tl;
+    double t_peak = J->pk.time;
+    int32_t b = c->back_op;
+    tsl__swap_draft d = {.tensor = c->tensor, .gap = c->gap};
+    /* out after the evicted access, gone by the peak */
+    double rel = tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op], c->evict_op, t_peak, &d);
+    if (rel < 0 || rel > t_peak) return;
+    /* back once the position running at the peak has ended (a swap-in
+     * allocates as it starts: one issued while it runs adds to its load) */
+    double t_end = J->pk.rc >= 0 ? tl->rc_end[J->pk.rc] : tl->e[J->pk.op];
+    double lo = fmax(rel, fmax(t_end, nextafter(t_peak, INFINITY)));
+    double left = d.has_out ? d.so_end : rel;
+    if (hidden) {
+        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) return;
+    } else {
+        /* as early as the channel allows: the back access waits for a copy
+         * under way when it would start, never for one issued later */
+        double din = tsl_copy_us(J->dev, c->bytes, 1);
+        double W = tsl__pjob_would_start(J, b, -1), S = tl->s[b];
+        tsl__canon_ctx cx = {.tl = tl};
+        double x = tsl__chan_earliest(tsl__chan_of(K, J, 1), lo, din, fmax(W + din, S),
+                                      tsl__canon_tl, &cx);
+        if (x < 0 || !(x <= W || x + din <= S) || cx.trigger >= b) return;
+        d.si_trig = cx.trigger;
+        d.si_delay = cx.delay;
+        d.si_issue = x;
+        d.si_end = x + din;
+        d.si_precede = b;
+        c->stall = fmax(0.0, d.si_end - W);
+    }
+    c->ft = d.si_issue - left;
+    c->sw = d;
+    c->swap_ok = 1;
+}
+
+/* ---- recomputations -------------------------------------------------------------------- */
+
+/* 1 if tensor x of w can be regenerated by re-running its producer alone:
+ * transient, one output, not in place, a positive latency. */
+static int replayable(const tsl_workload *w, const tsl__activity *a, int32_t x) {
+    if (a->persistent[x] || a->data[x]) return 0;
+    int32_t q = w->tensors[x].producer;
+    if (q < 0) return 0;
+    const tsl_wl_op *o = &w->ops[q];
+    if (o->n_out != 1 || o->out[0] != x || !(o->end_us - o->start_us > 0)) return 0;
+    for (int i = 0; i < o->n_in; i++)
+        if (o->in[i] == x) return 0;
+    return 1;
+}
+
+/* 1 if an op after q and before b writes y. */
+static int written_between(const tsl__activity *a, int32_t y, int32_t q, int32_t b) {
+    for (int32_t k = a->acc_off[y]; k < a->acc_off[y + 1]; k++)
+        if (a->acc[k].writes && a->acc[k].op > q && a->acc[k].op < b) return 1;
+    return 0;
+}
+
+/* 1 if J's plan recomputes y before op b. */
+static int recomputed_before(const tsl__pjob *J, int32_t y, int32_t b) {
+    for (int32_t k = J->ev_head[y]; k >= 0; k = J->ev_next[k]) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type == TSL_EV_RECOMPUTE && e->precede == b) return 1;
+    }
+    return 0;
+}
+
+static int in_chain(const tsl__cap_cand *c, int32_t y) {
+    for (int i = 0; i < c->n_chain; i++)
+        if (c->chain[i] == y) return 1;
+    return 0;
+}
+
+/* Completes c's chain with what x's producer needs when the chain runs
+ * before op b from `at`: each input resident and ready then, or
+ * regenerated first (added to the chain after its own ancestors). Returns
+ * 0 if an input can be neither. */
+static int need(const tsl__pjob *J, tsl__cap_cand *c, int32_t x, int32_t b, double at) {
+    const tsl_workload *w = J->w;
+    const tsl__activity *a = &J->act;
+    int32_t q = w->tensors[x].producer;
+    const tsl_wl_op *o = &w->ops[q];
+    for (int i = 0; i < o->n_in; i++) {
+        int32_t y = o->in[i];
+        if (in_chain(c, y)) continue;
+        if (written_between(a, y, q, b)) return 0; /* its value changed since q ran */
+        if (tsl__pjob_resident_at(J, y, at)) {
+            if (!tsl__rc_input_ready(J, y, b, at, at)) return 0;
+            continue;
+        }
+        /* gone: regenerate it in turn - dead by b (nothing reads it again,
+         * so nothing else of the plan brings it back), run before x */
+        if (c->n_chain >= TSL__CAP_CHAIN_MAX || y > x || !replayable(w, a, y) ||
+            tsl__last_access_op(a, y) >= b || recomputed_before(J, y, b))
+            return 0;
+        if (!need(J, c, y, b, at)) return 0;
+        c->chain[c->n_chain++] = y;
+    }
+    return 1;
+}
+
+void tsl__cap_draft_rc(tsl__capuchin *C, tsl__cap_cand *c) {
+    c->rc_ok = 0;
+    c->n_chain = 0;
+    c->rc_us = 0.0;
+    if (!C->opts->recompute) return;
+    const tsl__pjob *J = &C->K.jobs[c->job];
+    const tsl_workload *w = J->w;
+    int32_t t = c->tensor, b = c->back_op;
+    if (!replayable(w, &J->act, t) || J->ev_head[t] >= 0) return;
+    /* the chain runs with the recomputations already planned before b */
+    const tsl__timeline *tl = &J->tl;
+    double at = tl->rc_off[b] < tl->rc_off[b + 1] ? tl->rc_start[tl->rc_off[b]] : tl->s[b];
+    if (!need(J, c, t, b, at)) return;
+    for (int i = 1; i < c->n_chain; i++) /* the order they run in: ascending index */
+        for (int k = i; k > 0 && c->chain[k] < c->chain[k - 1]; k--) {
+            int32_t y = c->chain[k];
+            c->chain[k] = c->chain[k - 1];
+            c->chain[k - 1] = y;
+        }
+    double us = tsl__remat_cost(w, t);
+    for (int i = 0; i < c->n_chain; i++) us += tsl__remat_cost(w, c->chain[i]);
+    c->rc_us = us;
+    c->rc_ok = 1;
+}
+
+/* ---- committing ------------------------------------------------------------------------- */
+
+/* Takes J back to its first n0 events: the copies booked now - at cur
+ * (issue, end pairs in event order), or at their events' times if cur is
+ * NULL - unbooked, the events removed, the job re-timed and its remaining
+ * copies booked at old (their pairs before the change). */
+static void rollback(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *cur, const double *old) {
+    int32_t m = 0;
+    for (int32_t k = 0; k < J->plan->n_events; k++) {
+        tsl_event_type ty = J->plan->events[k].type;
+        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
+        tsl__chan *ch = tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN);
+        if (cur) tsl__chan_unbook(ch, cur[2 * m], cur[2 * m + 1]);
+        else tsl__chan_unbook(ch, J->ev_time[k], J->ev_end[k]);
+        m++;
+    }
+    tsl__pjob_pop_events(J, J->plan->n_events - n0);
+    tsl_status st = tsl__pjob_retime(J, J->dev);
+    if (st != TSL_OK) K->status = st;
+    m = 0;
+    for (int32_t k = 0; k < n0; k++) {
+        tsl_event_type ty = J->plan->events[k].type;
+        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
+        if (tsl__chan_book(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), old[2 * m],
+                           old[2 * m + 1]) != TSL_OK)
+            K->status = TSL_ERR_OOM;
+        m++;
+    }
+    tsl__pjob_analyse(J);
+}
+
+/* Room for the (issue, end) pairs of J's copies and `more` more. */
+static double *copy_buf(tsl__kit *K, const tsl__pjob *J, int more) {
+    int32_t n = 0;
+    for (int32_t k = 0; k < J->plan->n_events; k++)
+        n += J->plan->events[k].type == TSL_EV_SWAP_OUT || J->plan->events[k].type == TSL_EV_SWAP_IN;
+    double *v = malloc(2 * ((size_t)n + (size_t)more + 1) * sizeof *v);
+    if (!v) K->status = tsl_fail(TSL_ERR_OOM, "capuchin: out of host memory");
+    return v;
+}
+
+/* 1 if every recomputation of J's plan finds its producer's inputs ready
+ * while it runs: resident with their data in place (tsl__rc_input_ready),
+ * or regenerated before it for the same op (a chain). A commit checks them
+ * all: a swap's release can take away a tensor an earlier recomputation
+ * reads (recomputations' reads are not the accesses swaps are placed
+ * between). */
+static int rc_inputs_ready(const tsl__pjob *J) {
+    const tsl__timeline *tl = &J->tl;
+    for (int32_t b = 0; b < J->w->n_ops; b++)
+        for (int32_t r = tl->rc_off[b]; r < tl->rc_off[b + 1]; r++) {
+            const tsl_wl_op *o = &J->w->ops[J->w->tensors[tl->rc_tensor[r]].producer];
+            for (int i = 0; i < o->n_in; i++) {
+                int chained = 0;
+                for (int32_t r2 = tl->rc_off[b]; r2 < r && !chained; r2++)
+                    chained = tl->rc_tensor[r2] == o->in[i];
+                if (!chained && !tsl__rc_input_ready(J, o->in[i], b, tl->rc_start[r], tl->rc_end[r]))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
+int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c) {
+    tsl__kit *K = &C->K;
+    tsl__pjob *J = &K->jobs[c->job];
+    const tsl__swap_draft *d = &c->sw;
+    double *old = copy_buf(K, J, 2);
+    if (!old) return 0;
+    int32_t n0 = J->plan->n_events, m = tsl__pjob_copy_times(J, old);
+    size_t before = J->pk.peak;
+    int ok = tsl__commit_swap_out(K, J, d);
+    if (ok && d->has_out) { /* the swap-out's own booking: the swap-in cannot move it */
+        old[2 * m] = d->so_issue;
+        old[2 * m + 1] = d->so_end;
+        m++;
+    }
+    int32_t n_wait = J->tl.n_wait;
+    double stall = J->tl.stall;
+    if (ok && !tsl__commit_swap_in(K, J, d)) {
+        rollback(K, J, n0, NULL, old);
+        ok = 0;
+    }
+    if (ok && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
+        /* a planned wait moved the later ops: their copies move with them */
+        old[2 * m] = d->si_issue;
+        old[2 * m + 1] = d->si_end;
+        if (!tsl__kit_rebook(K, J, old)) { /* booked at old again */
+            rollback(K, J, n0, old, old);
+            ok = 0;
+        }
+    }
+    if (ok) {
+        tsl__pjob_analyse(J);
+        if (J->pk.peak > before || !rc_inputs_ready(J)) {
+            rollback(K, J, n0, NULL, old);
+            ok = 0;
+        }
+    }
+    free(old);
+    return ok && K->status == TSL_OK;
+}
+
+int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c) {
+    tsl__kit *K = &C->K;
+    tsl__pjob *J = &K->jobs[c->job];
+    int32_t t = c->tensor, b = c->back_op;
+    double *old = copy_buf(K, J, 0);
+    if (!old) return 0;
+    int32_t n0 = J->plan->n_events;
+    tsl__pjob_copy_times(J, old);
+    size_t before = J->pk.peak;
+    tsl_status st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, t, c->evict_op, 0.0, -1});
+    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
+        st = tsl__pjob_add_event(J, J->dev,
+                                 (tsl_event){TSL_EV_RECOMPUTE, c->chain[i], -1, 0.0, b});
+    if (st == TSL_OK)
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
+    /* the chain served only this recomputation: gone again after b */
+    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, c->chain[i], b, 0.0, -1});
+    if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
+    /* out of host memory, or the recomputations moved a copy onto another
+     * or past the period: nothing of it stays (the bookings are as before) */
+    int ok = st == TSL_OK && tsl__kit_rebook(K, J, old);
+    if (!ok) {
+        if (st != TSL_OK) K->status = st;
+        tsl__pjob_pop_events(J, J->plan->n_events - n0);
+        if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
+        tsl__pjob_analyse(J);
+    }
+    if (ok) {
+        tsl__pjob_analyse(J);
+        if (J->pk.peak > before || !rc_inputs_ready(J)) {
+            rollback(K, J, n0, NULL, old);
+            ok = 0;
+        }
+    }
+    free(old);
+    return ok && K->status == TSL_OK;
+}
