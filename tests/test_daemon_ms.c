@@ -109,6 +109,36 @@ Test(daemon_ms, jobs_admitted_queued_and_freed_in_order) {
     tsl__ms_free(&ms);
 }
 
+/* No admission control (the comparison's vanilla daemon): the same three
+ * jobs, the third does not fit beside the two running and fails at once
+ * with out of memory, while the first two run on. */
+Test(daemon_ms, without_admission_control_a_job_that_does_not_fit_fails) {
+    tsl_device_profile dev = rw_profile(7);
+    tsl_workload *w[3] = {wl(11, "a"), wl(12, "b"), wl(13, "c")};
+    size_t vf[3];
+    for (int i = 0; i < 3; i++) vf[i] = vanilla_footprint(w[i], &dev);
+    size_t cap = vf[0] + vf[1] + vf[2] / 2;
+    tsl__ms ms;
+    tsl__ms_init(&ms, &dev, cap, tsl_policy_find("vanilla"));
+    ms.no_queue = 1;
+    tsl__djob *j[3];
+    for (int i = 0; i < 3; i++) {
+        char name[8] = {(char)('a' + i), 0};
+        cr_assert_eq(tsl__ms_submit(&ms, name, "m", 16, 10, 1.0, w[i], (double)i, &j[i]), TSL_OK);
+    }
+    cr_assert_eq(tsl__ms_admit(&ms, 10.0), 1);
+    cr_assert_eq(tsl__ms_admit(&ms, 10.0), 1);
+    cr_assert_eq(tsl__ms_admit(&ms, 10.0), -1);
+    cr_assert_eq(j[2]->state, TSL__DJ_FAILED);
+    cr_assert(strstr(j[2]->reason, "out of memory") && strstr(j[2]->reason, "no admission control"),
+              "%s", j[2]->reason);
+    cr_assert_eq(tsl__ms_admit(&ms, 10.0), 0, "the queue is empty");
+    cr_assert_eq(settle(&ms), 2);
+    cr_assert_eq(j[0]->state, TSL__DJ_RUNNING);
+    cr_assert_eq(j[1]->state, TSL__DJ_RUNNING);
+    tsl__ms_free(&ms);
+}
+
 Test(daemon_ms, a_job_too_large_even_alone_fails_with_figures) {
     tsl_device_profile dev = rw_profile(3);
     tsl_workload *w = wl(21, "huge");

@@ -153,6 +153,46 @@ Test(job, replan_when_latencies_drift_virtual) {
     fx_free(&f);
 }
 
+/* A plan that holds the device is not traded for one that does not: with
+ * every op 20 times faster the copies no longer hide, the best plan for
+ * the new latencies needs more than the budget, and the current plan (in
+ * the budget) stays - the failure says why; nothing is evicted. */
+Test(job, replan_keeps_a_plan_within_the_budget_virtual) {
+    fixture f;
+    fx_init(&f);
+    uint64_t van = vanilla_checksum(&f);
+    tsl_replan_opts rp = {.enabled = 1, .threshold = 0.3, .patience = 1};
+    tsl_job *j = open_job(&f, 1, &rp);
+    tsl_job_stats js;
+    tsl_job_get_stats(j, &js); /* the budget: this plan's footprint */
+    tsl_job_free(j);
+    f.dev.mem_bytes = js.planned_footprint;
+    j = open_job(&f, 1, &rp);
+    tsl_job_get_stats(j, &js);
+    cr_assert(js.budget_met, "the first plan is not within the budget");
+    cr_assert_gt(js.swaps, 0);
+    tsl_session *s = tsl_job_session(j);
+    int32_t n = tsl_job_workload(j)->n_ops;
+    double *lat = malloc(sizeof *lat * (size_t)n);
+    scaled(j, 0.05, lat);
+    cr_assert_eq(tsl__session_set_virtual_latency(s, lat), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, f.x[i], f.y[i], NULL), TSL_OK, "%s", tsl_last_error());
+    tsl_job_get_stats(j, &js);
+    printf("  reason: %s\n", js.last_replan_reason);
+    cr_assert_eq(tsl_session_param_checksum(s), van);
+    cr_assert_eq(js.replans, 0, "%lld replans", (long long)js.replans);
+    char want[96];
+    snprintf(want, sizeof want, "> budget %zu; the current plan (%zu) stays", js.planned_footprint,
+             js.planned_footprint);
+    cr_assert(strstr(js.last_replan_reason, want) != NULL, "%s", js.last_replan_reason);
+    cr_assert_eq(js.runtime.plans_installed, 1);
+    cr_assert_eq(js.runtime.evictions, 0, "%lld evictions", (long long)js.runtime.evictions);
+    free(lat);
+    tsl_job_free(j);
+    fx_free(&f);
+}
+
 /* Hysteresis: latencies that jump to 2x and back every other iteration
  * (noise) never keep the change rate above the threshold for 3 boundaries
  * in a row: no replan, each jump counted as ignored drift. Then 3

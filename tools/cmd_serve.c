@@ -26,7 +26,8 @@
 
 static const char help[] =
     "usage: tensile serve --device-memory SIZE [--socket PATH] [--pcie-gbps G] [--profile P]\n"
-    "                     [--policy tensile|vanilla] [--job-timeout S] [--max-jobs N]\n"
+    "                     [--policy tensile|vanilla] [--admission queue|none]\n"
+    "                     [--job-timeout S] [--max-jobs N]\n"
     "                     [--foreground] [--log FILE]\n"
     "       tensile serve --stop [--socket PATH]\n"
     "\n"
@@ -47,6 +48,10 @@ static const char help[] =
     "                       cpu-local if tensile calibrate wrote it, else rough)\n"
     "  --policy P           tensile (default) or vanilla (no swapping: jobs are\n"
     "                       admitted at their vanilla footprints)\n"
+    "  --admission A        queue (default): a job that does not fit waits until\n"
+    "                       memory frees; none: it fails at once with out of\n"
+    "                       memory, as on a GPU shared with no scheduler (to\n"
+    "                       compare against)\n"
     "  --job-timeout S      a running job silent this long is killed and its\n"
     "                       memory reclaimed (default 60)\n"
     "  --max-jobs N         jobs running at once, at most 64 (default 16)\n"
@@ -71,12 +76,13 @@ typedef struct serve_opts {
     const char *socket, *profile, *log;
     size_t capacity;
     double pcie_gbps, timeout;
-    int policy, max_jobs, foreground, stop;
+    int policy, admission, max_jobs, foreground, stop;
 } serve_opts;
 
 static void parse(int argc, char **argv, serve_opts *t) {
     tsl_args a = {.cmd = "serve", .argc = argc, .argv = argv};
     static const char *const policies[] = {"tensile", "vanilla", NULL};
+    static const char *const admissions[] = {"queue", "none", NULL};
     *t = (serve_opts){.timeout = 60, .max_jobs = 16};
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -87,6 +93,7 @@ static void parse(int argc, char **argv, serve_opts *t) {
         else if (!strcmp(o, "--pcie-gbps")) t->pcie_gbps = args_double(&a, o, 0, 1e4);
         else if (!strcmp(o, "--profile")) t->profile = args_value(&a, o);
         else if (!strcmp(o, "--policy")) t->policy = args_choice(&a, o, policies);
+        else if (!strcmp(o, "--admission")) t->admission = args_choice(&a, o, admissions);
         else if (!strcmp(o, "--job-timeout")) t->timeout = args_double(&a, o, 0.1, 86400);
         else if (!strcmp(o, "--max-jobs")) t->max_jobs = (int)args_int(&a, o, 1, 64);
         else if (!strcmp(o, "--foreground")) t->foreground = 1;
@@ -155,6 +162,7 @@ int cmd_serve(int argc, char **argv) {
     o.pcie_gbps = t.pcie_gbps;
     o.job_timeout_s = t.timeout;
     o.max_jobs = t.max_jobs;
+    o.no_queue = t.admission == 1;
     o.policy = tsl_policy_find(t.policy ? "vanilla" : "tensile");
     if (tsl_job_default_profile(t.profile, t.pcie_gbps, t.capacity, &o.profile) != TSL_OK) {
         fprintf(stderr, "tensile serve: --profile: %s\n", tsl_last_error());

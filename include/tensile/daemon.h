@@ -53,6 +53,10 @@ typedef struct tsl_daemon_opts {
     const tsl_policy *policy;  /* NULL: tensile */
     double job_timeout_s;      /* a running job silent this long is reclaimed (default 60) */
     int max_jobs;              /* jobs admitted at once: the device's slots (default 16) */
+    int no_queue;              /* 1: no admission control - a job that does not fit when it
+                                  arrives fails at once, as a job on a GPU shared without a
+                                  scheduler dies of out-of-memory (for comparisons); default
+                                  0: it waits in the queue */
     const char *shm_tag;       /* the device's shared-memory name tag; NULL: derived from the
                                   socket path */
     FILE *log;                 /* one line per event (NULL: stderr) */

@@ -287,13 +287,16 @@ tsl_status tsl_daemon_run(const tsl_daemon_opts *o) {
         return st;
     }
     tsl__ms_init(&d->ms, &prof, o->capacity, o->policy);
+    d->ms.no_queue = o->no_queue;
     char cap[32];
     snprintf(cap, sizeof cap, "%.1f MiB", (double)o->capacity / 1048576.0);
-    tsl__d_log(d, "serving %s: device %s of %s (%zu bytes), channels %s, policy %s, job timeout "
-                  "%g s, pid %d",
+    tsl__d_log(d, "serving %s: device %s of %s (%zu bytes), channels %s, policy %s, %s, job "
+                  "timeout %g s, pid %d",
                d->path, d->shm, cap, o->capacity,
                o->pcie_gbps > 0 ? "throttled" : "unthrottled",
-               o->policy ? o->policy->name : "tensile", o->job_timeout_s, (int)getpid());
+               o->policy ? o->policy->name : "tensile",
+               o->no_queue ? "no admission control" : "a queue for jobs that do not fit",
+               o->job_timeout_s, (int)getpid());
     adopt(d);
     struct pollfd *pf = NULL;
     while (!(o->stop && *o->stop) && !d->shutdown) {

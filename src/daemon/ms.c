@@ -248,7 +248,14 @@ int tsl__ms_admit(tsl__ms *ms, double now) {
         size_t others = 0;
         for (int i = 0; i < n - 1; i++)
             others += js[i]->plan ? js[i]->plan->predicted_footprint : js[i]->region;
-        if (n == 1) {
+        if (ms->no_queue && n > 1) {
+            h->state = TSL__DJ_FAILED;
+            snprintf(h->reason, sizeof h->reason,
+                     "out of memory: the %d job%s running and this one need %zu bytes together, "
+                     "the device has %zu (no admission control: a job that does not fit fails)",
+                     n - 1, n - 1 == 1 ? "" : "s", need, ms->capacity);
+            rc = -1;
+        } else if (n == 1) {
             h->state = TSL__DJ_FAILED;
             snprintf(h->reason, sizeof h->reason,
                      "it cannot fit the device even alone: its most aggressive plan needs %zu "
@@ -404,6 +411,7 @@ tsl_status tsl__ms_resume(tsl__ms *ms, int64_t id, const char *name, const char 
     if (ms->next_id <= id) ms->next_id = id + 1;
     if (ms->next_seq <= seq) ms->next_seq = seq + 1;
     j->state = TSL__DJ_RUNNING;
+    j->t_admit = now; /* (its queueing, if any, was the last daemon's) */
     j->reason[0] = '\0';
     j->plan = plan;
     j->plan_w = pw;

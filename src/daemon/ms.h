@@ -2,7 +2,7 @@
  * ms.h - the Memory Scheduler (paper III-D; docs/DAEMON.md): the jobs of
  * one device, their plans, their memory regions and the queue. Pure: no
  * socket, no clock (times are passed in), no backend; the Global
- * Controller (controller.c) drives it and carries its decisions out.
+ * Controller (daemon.c, handle.c) drives it and carries its decisions out.
  *
  * A job's life: submitted (QUEUED, its workload registered), ADMITTED when
  * the jobs planned together with it fit the device, RUNNING once its first
@@ -25,7 +25,8 @@
  * The queue is first come, first served: only its head is tried for
  * admission (a large job is never starved by smaller ones behind it). A
  * head that would not fit even alone on the device, with the most
- * aggressive plan, fails with the figures.
+ * aggressive plan, fails with the figures; with no_queue (no admission
+ * control, for comparisons) so does any head that does not fit now.
  */
 #ifndef TSL_DAEMON_MS_H
 #define TSL_DAEMON_MS_H
@@ -81,6 +82,7 @@ typedef struct tsl__ms {
     tsl_device_profile dev; /* the device: channels, memory (mem_bytes = capacity) */
     size_t capacity;
     const tsl_policy *policy; /* NULL: tensile */
+    int no_queue;             /* a head that does not fit fails instead of waiting */
     double drift_threshold;   /* change rate of a job's summed latencies (default 0.3) */
     int drift_patience;       /* reports in a row above it before replanning (default 3) */
     tsl__djob **jobs;         /* every job submitted, in order */

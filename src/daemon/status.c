@@ -43,8 +43,10 @@ static json_t *job_entry(tsl__daemon *d, const tsl__djob *j, const tsl_shdev_inf
     if (ok && x->iter_ms > 0 && x->kernel_ms > 0) ok = put_num(o, "eor", x->iter_ms / x->kernel_ms);
     if (ok) ok = put_num(o, "swaps", (double)x->swaps) && put_num(o, "replans", (double)j->replans);
     if (ok && j->plan) ok = put_num(o, "plan_footprint_bytes", (double)j->plan->predicted_footprint);
-    if (ok && (j->state == TSL__DJ_QUEUED || j->state == TSL__DJ_ADMITTED))
-        ok = put_num(o, "queued_ms", now - j->t_submit > 0 ? now - j->t_submit : 0);
+    /* time in the queue: until now, or until it was admitted */
+    double until = j->state == TSL__DJ_QUEUED || j->t_admit <= 0 ? now : j->t_admit;
+    if (ok && j->state != TSL__DJ_FAILED)
+        ok = put_num(o, "queued_ms", until - j->t_submit > 0 ? until - j->t_submit : 0);
     if (!ok) {
         json_decref(o);
         return NULL;

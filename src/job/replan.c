@@ -11,13 +11,15 @@
  * plan and installs it for the next boundary; the count and the reason go
  * to the job's statistics. A boundary above the threshold that is not acted
  * on is counted as ignored drift. A plan someone else set for that
- * boundary wins over a replan. If replanning fails, the current plan stays
- * and the rate's base becomes S', so that the failure is not repeated
- * every iteration. A new plan taking effect starts the count afresh.
+ * boundary wins over a replan. If replanning fails - or finds no plan
+ * within the budget where the current plan is within it - the current
+ * plan stays and the rate's base becomes S', so that the failure is not
+ * repeated every iteration. A new plan taking effect starts the count afresh.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "job/job_internal.h"
 
@@ -29,7 +31,17 @@ static tsl_status replan(tsl_job *j) {
     tsl_workload *w = tsl_workload_copy(j->w, j->ewma);
     if (!w) return tsl_fail(TSL_ERR_OOM, "out of host memory");
     tsl_plan *p = NULL;
-    st = tsl__job_plan(j, w, &p, NULL);
+    tsl_plan_report rep;
+    memset(&rep, 0, sizeof rep);
+    st = tsl__job_plan(j, w, &p, &rep);
+    /* a plan that holds the device's memory is never traded for one that
+     * does not (the runtime would evict all along): it stays, stalls and
+     * all, and the failure says why */
+    if (st == TSL_OK && !rep.budget_met && j->plan && j->plan->predicted_footprint <= rep.budget)
+        st = tsl_fail(TSL_ERR_BUDGET,
+                      "the best plan needs %zu bytes > budget %zu; the current plan (%zu) stays",
+                      p->predicted_footprint, rep.budget, j->plan->predicted_footprint);
+    tsl_plan_report_free(&rep);
     if (st == TSL_OK) st = tsl_session_set_plan_for(j->s, p, w);
     if (st != TSL_OK) {
         tsl_plan_free(p);
@@ -75,7 +87,7 @@ void tsl__job_boundary(void *user, tsl_session *s, const tsl_latency_report *r) 
                  "%.3f > threshold %.3f for %d iterations",
                  (long long)r->iteration, sum, base, rate, o->threshold, o->patience);
     } else {
-        char why[96];
+        char why[120];
         snprintf(why, sizeof why, "%s", tsl_last_error());
         snprintf(j->last_reason, sizeof j->last_reason,
                  "iteration %lld: change rate %.3f > %.3f but replanning failed: %s",

@@ -213,6 +213,12 @@ int32_t tsl__place_holder(const tsl__runtime *rt, int32_t t, int32_t op, int how
     return best;
 }
 
+int tsl__place_at_next(const tsl__runtime *rt, int32_t t) {
+    const tsl_plan_block *b = block_of(rt, t, -1, 0);
+    size_t off = rt->s->ptr[t] ? offset_of(rt, t) : SIZE_MAX;
+    return !b || off == SIZE_MAX || off == b->offset;
+}
+
 tsl_status tsl__place_start_ptr(tsl__runtime *rt, int32_t t, size_t n, void **p) {
     if (!tsl__place_on(rt) || !rt->place_start[t]) return TSL_ERR_UNSUPPORTED;
     return place_block(rt, tsl_plan_block_find(rt->cur->p, t, -1, 0), n, p);

@@ -315,6 +315,10 @@ void tsl__place_released(tsl__runtime *rt, int32_t t);
  * (t, op, how) - the one most easily moved - or -1 (none, or where blocks
  * lie is not known yet). */
 int32_t tsl__place_holder(const tsl__runtime *rt, int32_t t, int32_t op, int how);
+/* 0 if resident t lies away from the place of the plan's next allocation
+ * of it (its next residency's block); 1 if it lies there, or if no layout
+ * is followed or where it lies is not known (nothing to keep). */
+int tsl__place_at_next(const tsl__runtime *rt, int32_t t);
 /* Persistent t's block at the iteration's start, if the plan keeps it
  * resident there: as tsl__place_at. */
 tsl_status tsl__place_start_ptr(tsl__runtime *rt, int32_t t, size_t n, void **p);

@@ -410,6 +410,15 @@ void tsl__se_swap_in(tsl__runtime *rt, int32_t e) {
     const tsl__rt_plan *pl = rt->cur;
     int32_t t = pl->p->events[e].tensor;
     tsl__res *r = &rt->res[t];
+    if (rt->s->ptr[t] && !tsl__place_at_next(rt, t) && swap_out_pending(rt, t, pl->ev_plan[e])) {
+        /* still here because its swap-out is late, and away from the place
+         * the plan brings it back to: kept where it is, it would hold a
+         * place the layout gives another block (which would evict it).
+         * The release goes first when the copy ends, then this swap-in
+         * brings it to its place (after_swap_out) */
+        tsl__se_set_state(rt, e, TSL__EV_WAIT);
+        return;
+    }
     if (rt->s->ptr[t]) { /* still (or already) here */
         tsl__se_cancel_releases(rt, t);
         r->dying = 0;
