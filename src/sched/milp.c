@@ -148,6 +148,11 @@ void tsl__milp_set_bounds(tsl__milp *m, int c, double lb, double ub) {
     m->ub[c] = ub;
 }
 
+void tsl__milp_set_obj(tsl__milp *m, int c, double obj) {
+    TSL_ASSERT(m && c >= 0 && c < m->n_cols);
+    m->obj[c] = obj;
+}
+
 double tsl__milp_lb(const tsl__milp *m, int c) {
     TSL_ASSERT(c >= 0 && c < m->n_cols);
     return m->lb[c];

@@ -75,6 +75,8 @@ int tsl__milp_row(tsl__milp *m, int n, const int *cols, const double *coef, char
                   double rhs);
 /* Changes column c's bounds (for the next solves). */
 void tsl__milp_set_bounds(tsl__milp *m, int c, double lb, double ub);
+/* Changes column c's objective coefficient (for the next solves). */
+void tsl__milp_set_obj(tsl__milp *m, int c, double obj);
 /* Its current bounds, kind and objective coefficient. */
 double tsl__milp_lb(const tsl__milp *m, int c);
 double tsl__milp_ub(const tsl__milp *m, int c);

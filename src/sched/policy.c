@@ -163,6 +163,8 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     tsl_plan_request rq = *base;
     rq.budget = b;
+    memset(&r->solver, 0, sizeof r->solver);
+    rq.solver = &r->solver;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
@@ -315,7 +317,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget,
-                           pol->opts_size ? values : NULL};
+                           pol->opts_size ? values : NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

@@ -22,7 +22,10 @@
     X(tsl__policy_tensile) \
     X(tsl__policy_vdnn_conv) \
     X(tsl__policy_vdnn_all) \
-    X(tsl__policy_autoswap)
+    X(tsl__policy_autoswap) \
+    X(tsl__policy_checkmate) \
+    X(tsl__policy_str) \
+    X(tsl__policy_mosos)
 
 #define DECLARE(p) extern const tsl_policy p;
 BUILTIN(DECLARE)

@@ -1,0 +1,58 @@
+/*
+ * policy_checkmate.c - the "checkmate" policy: Checkmate (Jain et al.,
+ * "Checkmate: Breaking the Memory Wall with Optimal Tensor
+ * Rematerialization", MLSys 2020), the recomputation-only integer program
+ * the MO-SOS paper compares against as "Checkmate-Auto" (with the
+ * automatic algorithm choice, which Tensile's ops do not have yet).
+ *
+ * The program (ilp_build.c, docs/SCHEDULING.md "Integer programs") is
+ * Checkmate's: a stage per op, S (kept) and R (recomputed) per candidate
+ * and stage, the recomputation time minimised under the request's budget
+ * of summed peak loads, solved by CBC under a time limit (a solution found
+ * by then is used, and the report gives its gap). Departures, and why:
+ *  - a recomputation runs right before the op that needs it (a RECOMPUTE
+ *    event), and R exists only for the tensors that op reads and, up to
+ *    max-chain levels, their producers' candidate inputs (Checkmate lets
+ *    any stage recompute any earlier op: O(n^2) columns, too many for CBC
+ *    at the zoo's sizes, and a recomputation earlier than its use only
+ *    holds memory longer);
+ *  - frees are at stage granularity: a tensor dropped in stage t is
+ *    released at the end of op t-1 (Checkmate's FREE variables free
+ *    within a stage after the last reader); the memory of a stage is its
+ *    op's load, the peak sweep's own (ilp_job.c), so the model's peak is
+ *    the plan's;
+ *  - only tensors the plan semantics can drop are candidates: generated
+ *    once in the iteration by an op with one output and no workspace,
+ *    neither persistent nor data (the kit's rule for exact recomputation,
+ *    rc_check.c); everything else stays as in vanilla;
+ *  - several jobs: one program, each job's peak a column, their sum
+ *    within the budget;
+ *  - a budget the program cannot meet gives the schedule of least memory
+ *    (reported: budget_relaxed), the plans then miss the budget.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "sched/ilp_internal.h"
+
+static const tsl_policy_option options[] = {
+    {"time-limit", "seconds CBC may spend per solve (a solution found by then is used)",
+     TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
+    {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
+     offsetof(tsl__ilp_popts, threads)},
+    {"max-chain", "levels of recomputation before one op (1: only what the op reads)",
+     TSL_OPT_INT, 0, 8, 2, offsetof(tsl__ilp_popts, max_chain)},
+};
+
+static tsl_status plan_checkmate(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    (void)iterations;
+    return tsl__ilp_plan(rq, plans, rq->opts, 0);
+}
+
+const tsl_policy tsl__policy_checkmate = {
+    "checkmate",
+    "Checkmate (Jain et al. 2020): recomputation chosen by an integer program (CBC) under the "
+    "budget",
+    sizeof(tsl__ilp_popts), options, (int)(sizeof options / sizeof options[0]), plan_checkmate,
+    NULL,
+};

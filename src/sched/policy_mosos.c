@@ -1,0 +1,65 @@
+/*
+ * policy_mosos.c - the "mosos" policy: MO-SOS (Wei, Li et al., 2023: one
+ * integer program for offload, prefetch, recomputation and the
+ * convolution algorithm with its workspace), solved by CBC.
+ *
+ * The program (ilp_build.c, docs/SCHEDULING.md "Integer programs") is the
+ * paper's section 2: Checkmate's stages with S and R, plus O (an offload
+ * starting at a stage, at most one per tensor: the host copy serves every
+ * later prefetch) and P (a prefetch starting at a stage, after the
+ * offload has ended), copies starting at the start of a stage and holding
+ * their channel until the stage they have ended by (ss/sf from the
+ * bandwidths and the ops' times), a prefetch's memory counted from its
+ * start, and per op the alternatives' columns A (one chosen, its time in
+ * the objective, its workspace in the stage's memory). Departures, and
+ * why:
+ *  - the convolution algorithm: the program takes per-op alternatives
+ *    (tsl__ilp_algos) but Tensile's workloads carry one latency and one
+ *    workspace per op, and plans have no field for a chosen algorithm
+ *    yet: until both exist every op has its one alternative and MO-SOS
+ *    plans offload, prefetch and recomputation only;
+ *  - the paper limits each stage to one copy starting per direction; here
+ *    a channel carries one copy at a time over the stages it spans, so
+ *    copies never overlap and no op waits for one (the plans have no
+ *    planned waits);
+ *  - recomputations as checkmate's (right before the op that needs them,
+ *    chained up to max-chain levels); frees at stage granularity;
+ *  - several jobs: one program with a peak column per job; their copies
+ *    are kept apart per job only, so several jobs need channel shares
+ *    (tsl_plan_opts.channel_share, --channel-share equal): on the shared
+ *    time axis the stages of different jobs do not line up;
+ *  - a budget the program cannot meet gives the schedule of least memory.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "sched/ilp_internal.h"
+
+static const tsl_policy_option options[] = {
+    {"time-limit", "seconds CBC may spend per solve (a solution found by then is used)",
+     TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
+    {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
+     offsetof(tsl__ilp_popts, threads)},
+    {"max-chain", "levels of recomputation before one op (0: offload only)", TSL_OPT_INT, 0, 8,
+     2, offsetof(tsl__ilp_popts, max_chain)},
+    {"min-swap-bytes", "tensors smaller than this are never offloaded", TSL_OPT_DOUBLE, 0,
+     1152921504606846976.0, 0, offsetof(tsl__ilp_popts, min_swap_bytes)},
+};
+
+static tsl_status plan_mosos(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    (void)iterations;
+    if (rq->n_jobs > 1 && rq->shared_channels)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "mosos: %d jobs on the shared channels: plan them on channel shares "
+                        "(--channel-share equal), the program keeps each job's copies apart "
+                        "only on its own channels",
+                        rq->n_jobs);
+    return tsl__ilp_plan(rq, plans, rq->opts, 1);
+}
+
+const tsl_policy tsl__policy_mosos = {
+    "mosos",
+    "MO-SOS (2023): offload, prefetch and recomputation in one integer program (CBC) under the "
+    "budget",
+    sizeof(tsl__ilp_popts), options, (int)(sizeof options / sizeof options[0]), plan_mosos, NULL,
+};
