@@ -326,7 +326,7 @@ tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl_
     if (st == TSL_OK) { /* the budget */
         for (int j = 0; j < n_jobs; j++) rb_add(&r, c[j].pk, 1);
         rb_add(&r, excess, -1);
-        rb_emit(m, &r, 'L', floor((double)budget / KIB));
+        rb_emit(m, &r, 'L', (double)budget / KIB); /* exact: KIB is a power of 2 */
     }
     if (st == TSL_OK && (r.oom || excess < 0))
         st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's rows");

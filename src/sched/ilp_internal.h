@@ -99,7 +99,10 @@ typedef struct tsl__ilp_opts {
     double time_limit_s;  /* per solve (INFINITY: none) */
     int threads;          /* CBC's */
     int max_chain;        /* recomputations chained before one op: 1 = only the tensors the
-                             op reads, 2 = also their producers' inputs, ... (0: none) */
+                             op reads, 2 = also their producers' inputs, ... (0: none). The
+                             plan semantics have a RECOMPUTE only before an op reading its
+                             tensor (the verifier's rule), so the policies pass 0 or 1; deeper
+                             chains are Checkmate's, kept for when the semantics allow them */
     int swap;             /* offload and prefetch (MO-SOS) */
     const tsl__ilp_algos *const *algos; /* per job, or NULL: none */
 } tsl__ilp_opts;
@@ -131,7 +134,7 @@ tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_pla
 typedef struct tsl__ilp_popts {
     double time_limit_s;  /* "time-limit": seconds per solve */
     int threads;          /* "threads": CBC's (1: deterministic) */
-    int max_chain;        /* "max-chain": see tsl__ilp_opts */
+    int recompute;        /* "recompute" (mosos): 0 = offload only; checkmate: 1 */
     double min_swap_bytes;/* "min-swap-bytes" (mosos): smaller tensors stay on the device */
 } tsl__ilp_popts;
 

@@ -47,7 +47,7 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
     }
     tsl__ilp_opts o = {.time_limit_s = po->time_limit_s,
                        .threads = po->threads,
-                       .max_chain = po->max_chain,
+                       .max_chain = po->recompute ? 1 : 0,
                        .swap = swap};
     tsl__ilp_outcome out = {.status = TSL__MILP_OPTIMAL};
     size_t vanilla = 0;

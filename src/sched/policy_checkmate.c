@@ -10,12 +10,14 @@
  * and stage, the recomputation time minimised under the request's budget
  * of summed peak loads, solved by CBC under a time limit (a solution found
  * by then is used, and the report gives its gap). Departures, and why:
- *  - a recomputation runs right before the op that needs it (a RECOMPUTE
- *    event), and R exists only for the tensors that op reads and, up to
- *    max-chain levels, their producers' candidate inputs (Checkmate lets
- *    any stage recompute any earlier op: O(n^2) columns, too many for CBC
- *    at the zoo's sizes, and a recomputation earlier than its use only
- *    holds memory longer);
+ *  - a recomputation runs right before the op that reads the tensor (a
+ *    RECOMPUTE event), so R exists only where op t reads candidate k
+ *    (Checkmate lets any stage recompute any earlier op: O(n^2) columns,
+ *    and chains - recomputing an input of a recomputation - which the plan
+ *    semantics cannot express: a RECOMPUTE precedes an op that reads its
+ *    tensor, the verifier's rule; a recomputation earlier than its use
+ *    only holds memory longer). The program can build chains
+ *    (tsl__ilp_opts.max_chain) for when the semantics allow them;
  *  - frees are at stage granularity: a tensor dropped in stage t is
  *    released at the end of op t-1 (Checkmate's FREE variables free
  *    within a stage after the last reader); the memory of a stage is its
@@ -40,13 +42,13 @@ static const tsl_policy_option options[] = {
      TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
     {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
      offsetof(tsl__ilp_popts, threads)},
-    {"max-chain", "levels of recomputation before one op (1: only what the op reads)",
-     TSL_OPT_INT, 0, 8, 2, offsetof(tsl__ilp_popts, max_chain)},
 };
 
 static tsl_status plan_checkmate(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     (void)iterations;
-    return tsl__ilp_plan(rq, plans, rq->opts, 0);
+    tsl__ilp_popts po = *(const tsl__ilp_popts *)rq->opts;
+    po.recompute = 1;
+    return tsl__ilp_plan(rq, plans, &po, 0);
 }
 
 const tsl_policy tsl__policy_checkmate = {

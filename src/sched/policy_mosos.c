@@ -22,8 +22,8 @@
  *    a channel carries one copy at a time over the stages it spans, so
  *    copies never overlap and no op waits for one (the plans have no
  *    planned waits);
- *  - recomputations as checkmate's (right before the op that needs them,
- *    chained up to max-chain levels); frees at stage granularity;
+ *  - recomputations as checkmate's (right before the op that reads the
+ *    tensor, no chains); frees at stage granularity;
  *  - several jobs: one program with a peak column per job; their copies
  *    are kept apart per job only, so several jobs need channel shares
  *    (tsl_plan_opts.channel_share, --channel-share equal): on the shared
@@ -40,8 +40,8 @@ static const tsl_policy_option options[] = {
      TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
     {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
      offsetof(tsl__ilp_popts, threads)},
-    {"max-chain", "levels of recomputation before one op (0: offload only)", TSL_OPT_INT, 0, 8,
-     2, offsetof(tsl__ilp_popts, max_chain)},
+    {"recompute", "recomputation besides offload and prefetch (0: offload only)", TSL_OPT_BOOL,
+     0, 1, 1, offsetof(tsl__ilp_popts, recompute)},
     {"min-swap-bytes", "tensors smaller than this are never offloaded", TSL_OPT_DOUBLE, 0,
      1152921504606846976.0, 0, offsetof(tsl__ilp_popts, min_swap_bytes)},
 };

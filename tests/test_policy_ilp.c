@@ -1,0 +1,318 @@
+/*
+ * test_policy_ilp.c - the integer-program policies checkmate and mosos and
+ * the heuristic str (src/sched/policy_checkmate.c, policy_mosos.c,
+ * policy_str.c over ilp_*.c).
+ *
+ * Brute force on a tiny graph: the hand-made 3-layer conv chain of
+ * test_policy_vdnn.c (every op 10 us, copies at 1 GB/s with no latency, so
+ * a tensor of B bytes copies in B/1000 us). Every combination of choices
+ * per gap of a tensor between two uses - keep it, release it after the
+ * first use and recompute it before the second, or (mosos) offload it from
+ * the start of some stage and prefetch it from the start of a later one -
+ * becomes a plan judged by the verifier (tsl_plan_check: valid, no planned
+ * wait, its peak and period). For a sweep of budgets of peak load the
+ * policy's plan must be valid, within the budget and as fast as the best
+ * enumerated plan within it (the period: recomputations cost their
+ * producer's time, copies nothing); where no enumerated plan fits, the
+ * policy must say so (budget_relaxed) and reach the least peak enumerated.
+ *
+ * Then the zoo's models and random workloads through tsl_plan_jobs with
+ * the common checks (policy_check.h: verified, simulated, deterministic),
+ * the time limit (the report says it hit and gives the gap), and several
+ * jobs.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "policy_check.h"
+#include "random_workload.h"
+#include "rt_fixture.h"
+#include "tensile/policy.h"
+#include "tensile/verify.h"
+
+enum { IN, W1, W2, W3, C1, C2, P2, C3, LO, G3, GP2, DW3, G2, G1, DW2, DW1 };
+
+static tsl_workload *chain(void) {
+    rw_builder *b = rw_build_begin("chain");
+    struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
+        {"in", 1000, TSL_KIND_INPUT},      {"w1", 100, TSL_KIND_PARAM},
+        {"w2", 100, TSL_KIND_PARAM},       {"w3", 100, TSL_KIND_PARAM},
+        {"c1", 30000, TSL_KIND_ACTIVATION}, {"c2", 8000, TSL_KIND_ACTIVATION},
+        {"p2", 4000, TSL_KIND_ACTIVATION}, {"c3", 1000, TSL_KIND_ACTIVATION},
+        {"L", 10, TSL_KIND_ACTIVATION},    {"g3", 1000, TSL_KIND_GRADIENT},
+        {"gp2", 40000, TSL_KIND_GRADIENT}, {"dw3", 100, TSL_KIND_GRADIENT},
+        {"g2", 1000, TSL_KIND_GRADIENT},   {"g1", 1000, TSL_KIND_GRADIENT},
+        {"dw2", 100, TSL_KIND_GRADIENT},   {"dw1", 100, TSL_KIND_GRADIENT},
+    };
+    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
+        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
+    PC_OP(b, "conv1", PC_L2(IN, W1), PC_L1(C1));
+    PC_OP(b, "conv2", PC_L2(C1, W2), PC_L1(C2));
+    PC_OP(b, "pool2", PC_L1(C2), PC_L1(P2));
+    PC_OP(b, "conv3", PC_L2(P2, W3), PC_L1(C3));
+    PC_OP(b, "loss", PC_L1(C3), PC_L1(LO));
+    PC_OP(b, "loss.dlogits", PC_L1(LO), PC_L1(G3));
+    PC_OP(b, "conv3.bwd_data", PC_L2(G3, W3), PC_L1(GP2));
+    PC_OP(b, "conv3.bwd_filter", PC_L2(G3, P2), PC_L1(DW3));
+    PC_OP(b, "pool2.bwd", PC_L2(GP2, C2), PC_L1(G2));
+    PC_OP(b, "conv2.bwd_data", PC_L2(G2, W2), PC_L1(G1));
+    PC_OP(b, "conv2.bwd_filter", PC_L2(G2, C1), PC_L1(DW2));
+    PC_OP(b, "conv1.bwd_filter", PC_L2(G1, IN), PC_L1(DW1));
+    rw_build_mark_optimizer(b);
+    PC_OP(b, "w1.sgd", PC_L2(W1, DW1), PC_L1(W1));
+    PC_OP(b, "w2.sgd", PC_L2(W2, DW2), PC_L1(W2));
+    PC_OP(b, "w3.sgd", PC_L2(W3, DW3), PC_L1(W3));
+    tsl_workload *w = rw_build_end(b);
+    cr_assert_not_null(w);
+    return w;
+}
+
+/* The policy's options with the settings name=value (NULL-terminated
+ * pairs); free with tsl_policy_opts_free. */
+static tsl_policy_opts *opts_of(const char *policy, const char *const *kv) {
+    const tsl_policy *p = tsl_policy_find(policy);
+    cr_assert_not_null(p, "%s", tsl_last_error());
+    tsl_policy_opts *o;
+    cr_assert_eq(tsl_policy_opts_new(p, &o), TSL_OK);
+    for (int i = 0; kv && kv[i]; i += 2)
+        cr_assert_eq(tsl_policy_opts_set(o, kv[i], kv[i + 1]), TSL_OK, "%s", tsl_last_error());
+    return o;
+}
+
+/* The policy's own plan for one job and a budget of peak load (no layout
+ * rounds): calls its plan function as tsl_plan_jobs would. */
+static tsl_plan *plan_direct(const char *policy, const tsl_policy_opts *o, tsl_workload *w,
+                             const tsl_device_profile *dev, size_t budget,
+                             tsl_solver_report *sv) {
+    const tsl_device_profile *jd = dev;
+    memset(sv, 0, sizeof *sv);
+    tsl_plan_request rq = {.w = &w, .n_jobs = 1, .dev = dev, .job_dev = &jd,
+                           .shared_channels = 1, .budget = budget,
+                           .opts = tsl_policy_opts_values(o), .solver = sv};
+    tsl_plan *p = tsl_plan_new(w->job);
+    int it = 0;
+    cr_assert_eq(tsl_policy_find(policy)->plan(&rq, &p, &it), TSL_OK, "%s: %s", policy,
+                 tsl_last_error());
+    tsl_plan_sort(p);
+    return p;
+}
+
+/* The verifier's figures of plan p: 1 if valid with no planned wait. */
+static int judge(tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev, size_t *peak,
+                 double *period) {
+    tsl_peak_info pi;
+    if (tsl_peak_analysis(w, p, dev, &pi) != TSL_OK) return 0;
+    p->predicted_peak = pi.peak;
+    p->predicted_period_us = pi.period_us;
+    tsl_peak_info_free(&pi);
+    tsl_verify_report r;
+    tsl_status st = tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p,
+                                   1, dev, &r);
+    int ok = st == TSL_OK && r.n_violations == 0 && r.n_waits == 0;
+    if (ok) {
+        *peak = r.peak[0];
+        *period = r.period_us[0];
+    }
+    tsl_verify_report_free(&r);
+    return ok;
+}
+
+/* ---- brute force ---------------------------------------------------------------------- */
+
+/* A gap of a tensor: released after op a, needed again by op b. */
+typedef struct gap {
+    int32_t t, a, b;
+    int n_choice;      /* 0 keep, 1 recompute, then swaps (o, p) */
+    int32_t o[64], p[64];
+} gap;
+
+/* The gaps of w's activations and gradients (generated before the
+ * optimizer) spanning at least one op; swaps for tensors of at least
+ * swap_min bytes (0: none). */
+static int gaps_of(const tsl_workload *w, size_t swap_min, gap *g) {
+    int n = 0;
+    for (int32_t t = 0; t < w->n_tensors; t++) {
+        int32_t q = w->tensors[t].producer;
+        if (q < 0 || q >= w->optimizer_begin) continue;
+        int32_t prev = q;
+        for (int32_t i = q + 1; i < w->n_ops; i++) {
+            const tsl_wl_op *o = &w->ops[i];
+            int reads = 0;
+            for (int k = 0; k < o->n_in; k++) reads |= o->in[k] == t;
+            if (!reads) continue;
+            if (i > prev + 1) {
+                gap *x = &g[n++];
+                *x = (gap){.t = t, .a = prev, .b = i, .n_choice = 2};
+                for (int32_t so = prev + 1; swap_min && w->tensors[t].bytes >= swap_min && so < i;
+                     so++)
+                    for (int32_t si = so; si < i; si++) {
+                        cr_assert_lt(x->n_choice, 64);
+                        x->o[x->n_choice] = so;
+                        x->p[x->n_choice++] = si;
+                    }
+            }
+            prev = i;
+        }
+    }
+    return n;
+}
+
+/* Plan of choice c[i] for every gap i. */
+static tsl_plan *plan_of(const gap *g, int n, const int *c) {
+    tsl_plan *p = tsl_plan_new("chain");
+    for (int i = 0; i < n; i++) {
+        const gap *x = &g[i];
+        if (c[i] == 1) {
+            tsl_plan_add(p, pc_ev(TSL_EV_RELEASE, x->t, x->a, 0, -1));
+            tsl_plan_add(p, pc_ev(TSL_EV_RECOMPUTE, x->t, -1, 0, x->b));
+        } else if (c[i] >= 2) {
+            tsl_plan_add(p, pc_ev(TSL_EV_SWAP_OUT, x->t, x->o[c[i]] - 1, 0, -1));
+            tsl_plan_add(p, pc_ev(TSL_EV_RELEASE, x->t, x->o[c[i]] - 1, 0, -1));
+            tsl_plan_add(p, pc_ev(TSL_EV_SWAP_IN, x->t, x->p[c[i]] - 1, 0, x->b));
+        }
+    }
+    tsl_plan_sort(p);
+    return p;
+}
+
+typedef struct judged {
+    size_t peak;
+    double period;
+} judged;
+
+/* Every valid plan without waits over the gaps' choices: *n of them. */
+static judged *enumerate(tsl_workload *w, const tsl_device_profile *dev, const gap *g, int ng,
+                         int *n) {
+    int c[32] = {0};
+    cr_assert_leq(ng, 32);
+    size_t cap = 1024;
+    judged *out = malloc(cap * sizeof *out);
+    *n = 0;
+    for (;;) {
+        tsl_plan *p = plan_of(g, ng, c);
+        judged j;
+        if (judge(w, p, dev, &j.peak, &j.period)) {
+            if ((size_t)*n == cap) out = realloc(out, (cap *= 2) * sizeof *out);
+            out[(*n)++] = j;
+        }
+        tsl_plan_free(p);
+        int i = 0;
+        while (i < ng && ++c[i] == g[i].n_choice) c[i++] = 0;
+        if (i == ng) break;
+    }
+    return out;
+}
+
+/* The policy against the enumeration for a sweep of budgets. */
+static void against_enumeration(const char *policy, const char *const *kv, size_t swap_min) {
+    tsl_workload *w = chain();
+    tsl_device_profile dev = pc_exact_profile();
+    gap g[32];
+    int ng = gaps_of(w, swap_min, g), n;
+    judged *all = enumerate(w, &dev, g, ng, &n);
+    cr_assert_gt(n, 1);
+    size_t lo = all[0].peak, hi = all[0].peak;
+    for (int i = 0; i < n; i++) {
+        lo = all[i].peak < lo ? all[i].peak : lo;
+        hi = all[i].peak > hi ? all[i].peak : hi;
+    }
+    tsl_policy_opts *o = opts_of(policy, kv);
+    int checked = 0;
+    for (size_t B = lo - 2000; B <= hi + 1000; B += 1000) {
+        double best = INFINITY;
+        for (int i = 0; i < n; i++)
+            if (all[i].peak <= B && all[i].period < best) best = all[i].period;
+        tsl_solver_report sv;
+        tsl_plan *p = plan_direct(policy, o, w, &dev, B, &sv);
+        size_t peak;
+        double period;
+        cr_assert(judge(w, p, &dev, &peak, &period),
+                  "%s, budget %zu: the plan is invalid or waits (%d events)", policy, B,
+                  p->n_events);
+        if (isfinite(best)) {
+            cr_assert_leq(peak, B, "%s: peak %zu over the budget %zu", policy, peak, B);
+            cr_assert(fabs(period - best) < 1e-6,
+                      "%s, budget %zu: period %.3f us, the enumeration's best %.3f us", policy,
+                      B, period, best);
+            if (sv.used) {
+                cr_assert_str_eq(sv.status, "optimal");
+                cr_assert_eq(sv.budget_relaxed, 0, "%s, budget %zu: relaxed, peak %zu, lo %zu", policy, B, peak, lo);
+            }
+        } else if (sv.used) {
+            cr_assert_eq(sv.budget_relaxed, 1, "%s, budget %zu below every plan's peak (%zu)",
+                         policy, B, lo);
+            cr_assert_eq(peak, lo, "%s, budget %zu: least peak %zu, the enumeration's %zu",
+                         policy, B, peak, lo);
+        }
+        checked++;
+        tsl_plan_free(p);
+    }
+    printf("%s: %d budgets from %zu to %zu, %d valid plans of %d gaps enumerated\n", policy,
+           checked, lo, hi, n, ng);
+    tsl_policy_opts_free(o);
+    free(all);
+    rw_free(w);
+}
+
+Test(ilp_brute, checkmate_is_optimal_on_the_chain) {
+    against_enumeration("checkmate", NULL, 0);
+}
+
+Test(ilp_brute, mosos_is_optimal_on_the_chain, .timeout = 300) {
+    const char *kv[] = {"min-swap-bytes", "4000", NULL};
+    against_enumeration("mosos", kv, 4000);
+}
+
+Test(ilp_brute, mosos_without_recomputation_only_swaps) {
+    /* recompute 0: offload and prefetch only, never slower than vanilla */
+    tsl_workload *w = chain();
+    tsl_device_profile dev = pc_exact_profile();
+    const char *kv[] = {"recompute", "0", NULL};
+    tsl_policy_opts *o = opts_of("mosos", kv);
+    int swapped = 0;
+    for (size_t B = 50000; B <= 85000; B += 2500) {
+        tsl_solver_report sv;
+        tsl_plan *p = plan_direct("mosos", o, w, &dev, B, &sv);
+        size_t peak;
+        double period;
+        cr_assert(judge(w, p, &dev, &peak, &period), "budget %zu: invalid", B);
+        cr_assert(fabs(period - w->period_us) < 1e-9, "budget %zu: period %g", B, period);
+        for (int i = 0; i < p->n_events; i++) {
+            cr_assert_neq(p->events[i].type, TSL_EV_RECOMPUTE);
+            swapped += p->events[i].type == TSL_EV_SWAP_OUT;
+        }
+        if (!sv.budget_relaxed) cr_assert_leq(peak, B);
+        tsl_plan_free(p);
+    }
+    cr_assert_gt(swapped, 0);
+    tsl_policy_opts_free(o);
+    rw_free(w);
+}
+
+Test(ilp_brute, str_stays_within_what_exists) {
+    /* the heuristic: valid, no wait, never below the least enumerated peak,
+     * and within the budget when it says so */
+    tsl_workload *w = chain();
+    tsl_device_profile dev = pc_exact_profile();
+    tsl_policy_opts *o = opts_of("str", NULL);
+    size_t prev = SIZE_MAX;
+    for (size_t B = 90000; B >= 40000; B -= 5000) {
+        tsl_solver_report sv;
+        tsl_plan *p = plan_direct("str", o, w, &dev, B, &sv);
+        size_t peak;
+        double period;
+        cr_assert(judge(w, p, &dev, &peak, &period), "str, budget %zu: invalid", B);
+        cr_assert_eq(sv.used, 0);
+        cr_assert_leq(peak, prev, "str, budget %zu: peak %zu above the %zu of a larger budget",
+                      B, peak, prev);
+        prev = peak;
+        tsl_plan_free(p);
+    }
+    tsl_policy_opts_free(o);
+    rw_free(w);
+}
+
