@@ -167,9 +167,13 @@ typedef struct gap {
 
 /* The gaps of w's activations and gradients (generated before the
  * optimizer) spanning at least one op; swaps for tensors of at least
- * swap_min bytes (0: none). */
+ * swap_min bytes generated in the forward pass (0: none). */
 static int gaps_of(const tsl_workload *w, size_t swap_min, gap *g) {
     int n = 0;
+    int32_t fwd_end = w->n_ops; /* swaps of forward tensors only (MO-SOS) */
+    for (int32_t i = 0; i < w->n_ops && fwd_end == w->n_ops; i++)
+        for (int k = 0; k < w->ops[i].n_out; k++)
+            if (w->tensors[w->ops[i].out[k]].kind == TSL_KIND_GRADIENT) fwd_end = i;
     for (int32_t t = 0; t < w->n_tensors; t++) {
         int32_t q = w->tensors[t].producer;
         if (q < 0 || q >= w->optimizer_begin) continue;
@@ -184,7 +188,8 @@ static int gaps_of(const tsl_workload *w, size_t swap_min, gap *g) {
                 *x = (gap){.t = t, .a = prev, .b = i, .n_choice = 2};
                 /* an offload may start from the producer's end on (reads may
                  * overlap it); the release after the last use before the gap */
-                for (int32_t so = q + 1; swap_min && w->tensors[t].bytes >= swap_min && so < i;
+                for (int32_t so = q + 1;
+                     swap_min && q < fwd_end && w->tensors[t].bytes >= swap_min && so < i;
                      so++)
                     for (int32_t si = so; si < i; si++) {
                         cr_assert_lt(x->n_choice, 64);
@@ -373,3 +378,137 @@ Test(ilp_brute, str_stays_within_what_exists) {
     rw_free(w);
 }
 
+
+/* ---- through tsl_plan_jobs: the common checks ----------------------------------------- */
+
+/* Plans w (n jobs) with policy at the budget and runs the common checks
+ * (policy_check.h); returns the report's solver outcome. */
+static tsl_solver_report checked(tsl_workload **w, int n, const tsl_device_profile *dev,
+                                 const char *policy, const char *const *kv, size_t budget,
+                                 const double *share, const char *what) {
+    tsl_policy_opts *o = opts_of(policy, kv);
+    tsl_plan_opts po = pc_opts(policy, tsl_policy_opts_values(o), budget);
+    po.channel_share = share;
+    pc_result r;
+    pc_plan_and_check(w, n, dev, &po, what, &r);
+    tsl_solver_report sv = r.rep.solver;
+    cr_assert_eq(r.waits, 0, "%s %s: %d planned waits", what, policy, r.waits);
+    size_t fp = 0, vf = 0;
+    for (int j = 0; j < n; j++) {
+        fp += r.rep.planned_footprint[j];
+        vf += r.rep.vanilla_footprint[j];
+    }
+    printf("%-12s %-9s budget %9zu: footprint %9zu of vanilla's %9zu (%s)", what, policy, budget,
+           fp, vf, r.rep.budget_met ? "met" : "not met");
+    if (sv.used)
+        printf(", CBC %s %.2f s, %d x %d%s", sv.status, sv.seconds, sv.n_cols, sv.n_rows,
+               sv.budget_relaxed ? ", least memory" : "");
+    printf("\n");
+    cr_assert_eq(sv.used, strcmp(policy, "str") != 0);
+    pc_result_free(&r);
+    tsl_policy_opts_free(o);
+    return sv;
+}
+
+static const char *const ILP_POLICIES[] = {"checkmate", "str", "mosos"}; /* mosos last */
+
+static void zoo_model(const char *model, int n_policies) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload(model, &dev, 0);
+    tsl_plan *v = NULL;
+    tsl_plan_opts po = pc_opts("vanilla", NULL, 0);
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &v, &rep), TSL_OK);
+    size_t pers = pc_persistent_bytes(w), vf = rep.vanilla_footprint[0];
+    tsl_plan_free(v);
+    tsl_plan_report_free(&rep);
+    const char *kv[] = {"time-limit", "600", NULL};
+    for (int i = 0; i < n_policies; i++)
+        for (int f = 1; f <= 3; f++)
+            checked(&w, 1, &dev, ILP_POLICIES[i], strcmp(ILP_POLICIES[i], "str") ? kv : NULL,
+                    pers + (vf - pers) * (size_t)(4 - f) / 4, NULL, model);
+    tsl_workload_free(w);
+}
+
+Test(ilp_zoo, mlp, .timeout = 600) { zoo_model("mlp", 3); }
+Test(ilp_zoo, cnn, .timeout = 600) { zoo_model("cnn", 3); }
+/* mosos's program on resnet18 (about 9000 columns) runs to any time limit:
+ * its plans would depend on the machine's speed (the checks plan twice and
+ * compare) */
+Test(ilp_zoo, resnet18, .timeout = 900) {
+    if (!th_quick()) zoo_model("resnet18", 2);
+}
+
+Test(ilp_random, workloads, .timeout = 900) {
+    tsl_device_profile dev = pc_exact_profile();
+    rw_opts ro = rw_opts_default();
+    int seeds = th_quick() ? 4 : 12;
+    for (int s = 1; s <= seeds; s++) {
+        tsl_workload *w = rw_generate((uint64_t)s, &ro, "rand");
+        cr_assert_not_null(w);
+        size_t vp = rw_vanilla_peak(w);
+        char what[32];
+        snprintf(what, sizeof what, "random %d", s);
+        const char *kv[] = {"time-limit", "600", NULL};
+        for (int i = 0; i < 3; i++)
+            checked(&w, 1, &dev, ILP_POLICIES[i], strcmp(ILP_POLICIES[i], "str") ? kv : NULL,
+                    vp * 3 / 4, NULL, what);
+        rw_free(w);
+    }
+}
+
+Test(ilp_jobs, several_jobs_share_the_budget, .timeout = 600) {
+    tsl_device_profile dev = pc_exact_profile();
+    rw_opts ro = rw_opts_default();
+    tsl_workload *w[2];
+    cr_assert_eq(rw_generate_jobs(7, &ro, 2, w), 0);
+    size_t vp = rw_vanilla_peak(w[0]) + rw_vanilla_peak(w[1]);
+    const double share[2] = {0.5, 0.5};
+    const char *kv[] = {"time-limit", "600", NULL};
+    checked(w, 2, &dev, "checkmate", kv, vp * 4 / 5, NULL, "2 jobs");
+    checked(w, 2, &dev, "mosos", kv, vp * 4 / 5, share, "2 jobs");
+    checked(w, 2, &dev, "str", NULL, vp * 4 / 5, share, "2 jobs");
+    /* on the shared time axis the stages of two jobs do not line up */
+    tsl_plan *p[2];
+    tsl_plan_opts po = pc_opts("mosos", NULL, vp * 4 / 5);
+    cr_assert_eq(tsl_plan_jobs(w, 2, &dev, &po, p, NULL), TSL_ERR_INVALID);
+    cr_assert(strstr(tsl_last_error(), "channel shares"), "%s", tsl_last_error());
+    for (int j = 0; j < 2; j++) rw_free(w[j]);
+}
+
+Test(ilp_limits, the_time_limit_is_reported_with_its_gap, .timeout = 600) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload("vgg11", &dev, 0);
+    size_t pers = pc_persistent_bytes(w);
+    tsl_plan *v = NULL;
+    tsl_plan_opts po = pc_opts("vanilla", NULL, 0);
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &v, &rep), TSL_OK);
+    size_t budget = pers + (rep.vanilla_footprint[0] - pers) / 2;
+    tsl_plan_free(v);
+    tsl_plan_report_free(&rep);
+    const char *kv[] = {"time-limit", "0.01", NULL};
+    tsl_policy_opts *o = opts_of("mosos", kv);
+    po = pc_opts("mosos", tsl_policy_opts_values(o), budget);
+    tsl_status st = tsl_plan_jobs(&w, 1, &dev, &po, &v, &rep);
+    cr_assert(st == TSL_OK || st == TSL_ERR_BUDGET, "%s", tsl_last_error());
+    const tsl_solver_report *sv = &rep.solver;
+    printf("vgg11 mosos, 0.01 s: %s, limit %d, gap %g, %.3f s, %d x %d\n", sv->status,
+           sv->hit_limit, sv->gap, sv->seconds, sv->n_cols, sv->n_rows);
+    cr_assert_eq(sv->used, 1);
+    cr_assert_eq(sv->hit_limit, 1, "status %s after %.3f s", sv->status, sv->seconds);
+    if (!strcmp(sv->status, "feasible"))
+        cr_assert(sv->gap >= 0 && isfinite(sv->gap), "gap %g", sv->gap);
+    else
+        cr_assert_str_eq(sv->status, "no solution");
+    /* whatever it found, the plan is valid */
+    tsl_verify_report vr;
+    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&v, 1,
+                                &dev, &vr),
+                 TSL_OK, "%s", tsl_last_error());
+    tsl_verify_report_free(&vr);
+    tsl_plan_free(v);
+    tsl_plan_report_free(&rep);
+    tsl_policy_opts_free(o);
+    tsl_workload_free(w);
+}

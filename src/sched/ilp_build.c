@@ -28,8 +28,10 @@
  *               tie-break of 1e-4 per us of copy (no copy for nothing)
  *
  * Memory is counted in KiB to keep the coefficients small. A budget the
- * program cannot meet is solved again for the least memory (an excess
- * column priced above everything else), and the outcome says so.
+ * program cannot meet (or for which the solver found no schedule in its
+ * time limit) is solved again for the least memory (an excess column
+ * priced above everything else, the vanilla schedule as CBC's start), and
+ * the outcome says so.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -131,18 +133,26 @@ static int add_columns(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_opts 
     for (size_t i = 0; i < cells; i++) c->S[i] = c->R[i] = c->O[i] = c->P[i] = -1;
     for (int32_t k = 0; k < J->nc && ok; k++) {
         const tsl__ilp_cand *cd = &J->c[k];
+        /* a candidate nothing can take off the device stays as in vanilla (constant
+         * memory, no columns): Checkmate's parameter gradients, say */
+        int swaps = o->swap && cd->swap_ok, active = swaps;
+        for (int32_t t = cd->q + 1; t <= cd->last && !active; t++) active = mark[AT(J, t, k)];
+        if (!active) continue;
         int32_t first_landed = J->n; /* earliest stage an offload can have ended by */
         for (int32_t t = cd->q + 1; t <= cd->last && ok; t++) {
             size_t i = AT(J, t, k);
             c->S[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, 0.0);
             if (mark[i]) c->R[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, cd->rc_us);
-            if (o->swap && cd->swap_ok && J->sf_out[i] >= 0) {
+            if (swaps && J->sf_out[i] >= 0 && t <= cd->q + o->window) {
                 c->O[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, COPY_TIE * cd->out_us);
                 if (J->sf_out[i] < first_landed) first_landed = J->sf_out[i];
             }
-            if (o->swap && cd->swap_ok && J->sf_in[i] >= 0 && t >= first_landed)
+            int near = 0; /* a read within the window after t */
+            for (int32_t u = t + 1; u <= cd->last && u <= t + o->window && !near; u++)
+                near = J->reads[AT(J, u, k)];
+            if (swaps && near && J->sf_in[i] >= 0 && t >= first_landed)
                 c->P[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, COPY_TIE * cd->in_us);
-            ok = c->S[i] >= 0 && (!mark[i] || c->R[i] >= 0);
+            ok = tsl__milp_n_cols(m) > 0 && c->S[i] >= 0; /* a failed column marks m */
         }
     }
     for (int32_t t = 0; t < J->n && ok; t++) {
@@ -164,6 +174,7 @@ static int add_columns(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_opts 
 static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, int32_t k,
                            rowb *r) {
     const tsl__ilp_cand *cd = &J->c[k];
+    if (c->S[AT(J, cd->q + 1, k)] < 0) return; /* no columns: as in vanilla */
     int any_o = 0;
     for (int32_t t = cd->q + 1; t <= cd->last; t++) {
         size_t i = AT(J, t, k);
@@ -267,6 +278,10 @@ static void memory_rows(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_algo
             if (t <= cd->q || t > cd->last) continue;
             double b = (double)cd->bytes / KIB;
             size_t i = AT(J, t, k);
+            if (c->S[i] < 0) { /* no columns: resident as in vanilla */
+                fixed += (double)cd->bytes;
+                continue;
+            }
             rb_add(r, c->S[i], b);
             rb_add(r, c->R[i], b);
             for (int32_t p = cd->q + 1; p <= t; p++)
@@ -278,11 +293,40 @@ static void memory_rows(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_algo
     }
 }
 
+/* The vanilla schedule as a solution with the budget relaxed (excess
+ * column ex): everything resident, alternative 0, each job's peak its
+ * largest stage load. x: the program's columns, zeroed. */
+static void vanilla_start(const tsl__ilp_job *J, int n_jobs, const jcols *c, const tsl__ilp_opts *o,
+                          size_t budget, int ex, double *x) {
+    double sum = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        const tsl__ilp_job *Jj = &J[j];
+        const tsl__ilp_algos *al = o->algos ? o->algos[j] : NULL;
+        size_t cells = (size_t)Jj->n * (size_t)Jj->nc;
+        for (size_t i = 0; i < cells; i++)
+            if (c[j].S[i] >= 0) x[c[j].S[i]] = 1;
+        double pk = 0;
+        for (int32_t t = 0; t < Jj->n; t++) {
+            double l = Jj->fixed[t];
+            if (c[j].A[t] >= 0) {
+                x[c[j].A[t]] = 1;
+                l += (double)al->ws[t][0] - (double)Jj->w->ops[t].workspace;
+            }
+            for (int32_t k = 0; k < Jj->nc; k++)
+                if (t > Jj->c[k].q && t <= Jj->c[k].last) l += (double)Jj->c[k].bytes;
+            pk = fmax(pk, l / KIB);
+        }
+        x[c[j].pk] = pk;
+        sum += pk;
+    }
+    x[ex] = fmax(0, sum - (double)budget / KIB);
+}
+
 /* The solution x into job J's schedule s. */
 static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, tsl__ilp_sched *s) {
     size_t cells = (size_t)J->n * (size_t)J->nc;
     for (size_t i = 0; i < cells; i++) {
-        s->S[i] = (uint8_t)(c->S[i] >= 0 ? x[c->S[i]] > 0.5 : 0);
+        if (c->S[i] >= 0) s->S[i] = (uint8_t)(x[c->S[i]] > 0.5); /* else as in vanilla */
         s->R[i] = (uint8_t)(c->R[i] >= 0 && x[c->R[i]] > 0.5);
         s->O[i] = (uint8_t)(c->O[i] >= 0 && x[c->O[i]] > 0.5);
         s->P[i] = (uint8_t)(c->P[i] >= 0 && x[c->P[i]] > 0.5);
@@ -336,14 +380,20 @@ tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl_
     tsl__milp_result res = {0};
     if (st == TSL_OK) st = tsl__milp_solve(m, &mo, &res);
     if (st == TSL_OK) take(out, &res, m);
-    if (st == TSL_OK && res.status == TSL__MILP_INFEASIBLE) {
-        /* the least memory: the excess priced above every second saved */
+    if (st == TSL_OK &&
+        (res.status == TSL__MILP_INFEASIBLE || res.status == TSL__MILP_NO_SOLUTION)) {
+        /* no schedule within the budget (or none found in the limit): the least
+         * memory, the excess priced above every second saved, from vanilla */
         tsl__milp_set_bounds(m, excess, 0, INFINITY);
         tsl__milp_set_obj(m, excess, 1.0);
         for (int col = 0; col < tsl__milp_n_cols(m); col++)
             if (col != excess) tsl__milp_set_obj(m, col, 1e-6 * tsl__milp_obj(m, col));
         tsl__milp_result_free(&res);
+        double *x0 = calloc((size_t)tsl__milp_n_cols(m), sizeof *x0);
+        if (x0) vanilla_start(J, n_jobs, c, o, budget, excess, x0);
+        mo.start = x0;
         st = tsl__milp_solve(m, &mo, &res);
+        free(x0);
         if (st == TSL_OK) take(out, &res, m);
         out->budget_relaxed = 1;
     }

@@ -52,7 +52,9 @@ typedef struct tsl__ilp_cand {
     double out_us, in_us; /* copy times each way (the job's profile) */
     int rc_ok;          /* the producer can be re-run (single output, no workspace,
                            positive latency, does not read its output) */
-    int swap_ok;        /* may be offloaded (the policy's rules) */
+    int swap_ok;        /* may be offloaded: generated in the forward pass (before the first
+                           op generating a gradient; MO-SOS's "output tensors of the forward
+                           pass") and at least the policy's min-swap-bytes */
 } tsl__ilp_cand;
 
 /* The analysis of one job. */
@@ -104,6 +106,8 @@ typedef struct tsl__ilp_opts {
                              tensor (the verifier's rule), so the policies pass 0 or 1; deeper
                              chains are Checkmate's, kept for when the semantics allow them */
     int swap;             /* offload and prefetch (MO-SOS) */
+    int window;           /* an offload starts within this many stages of the producer, a
+                             prefetch within this many stages before a read (>= 1) */
     const tsl__ilp_algos *const *algos; /* per job, or NULL: none */
 } tsl__ilp_opts;
 
@@ -136,6 +140,7 @@ typedef struct tsl__ilp_popts {
     int threads;          /* "threads": CBC's (1: deterministic) */
     int recompute;        /* "recompute" (mosos): 0 = offload only; checkmate: 1 */
     double min_swap_bytes;/* "min-swap-bytes" (mosos): smaller tensors stay on the device */
+    int window;           /* "window" (mosos): see tsl__ilp_opts */
 } tsl__ilp_popts;
 
 /* Plans the request's jobs with the program (ilp_policy.c): analyses

@@ -68,6 +68,11 @@ static void find_candidates(tsl__ilp_job *J, size_t swap_min) {
     const tsl_workload *w = J->w;
     const tsl__activity *a = &J->act;
     J->nc = 0;
+    /* the forward pass: the ops before the first one generating a gradient */
+    int32_t fwd_end = w->n_ops;
+    for (int32_t i = 0; i < w->n_ops && fwd_end == w->n_ops; i++)
+        for (int k = 0; k < w->ops[i].n_out; k++)
+            if (w->tensors[w->ops[i].out[k]].kind == TSL_KIND_GRADIENT) fwd_end = i;
     for (int32_t x = 0; x < w->n_tensors; x++) {
         J->cand_of[x] = -1;
         int32_t q = w->tensors[x].producer, lo = a->acc_off[x], hi = a->acc_off[x + 1];
@@ -89,7 +94,7 @@ static void find_candidates(tsl__ilp_job *J, size_t swap_min) {
             .out_us = tsl_copy_us(J->dev, w->tensors[x].bytes, 0),
             .in_us = tsl_copy_us(J->dev, w->tensors[x].bytes, 1),
             .rc_ok = o->n_out == 1 && o->out[0] == x && o->workspace == 0 && lat > 0,
-            .swap_ok = w->tensors[x].bytes >= swap_min,
+            .swap_ok = w->tensors[x].bytes >= swap_min && q < fwd_end,
         };
         J->cand_of[x] = J->nc++;
     }

@@ -48,7 +48,8 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
     tsl__ilp_opts o = {.time_limit_s = po->time_limit_s,
                        .threads = po->threads,
                        .max_chain = po->recompute ? 1 : 0,
-                       .swap = swap};
+                       .swap = swap,
+                       .window = po->window > 0 ? po->window : 1};
     tsl__ilp_outcome out = {.status = TSL__MILP_OPTIMAL};
     size_t vanilla = 0;
     for (int j = 0; j < built; j++) vanilla += J[j].vanilla_peak;

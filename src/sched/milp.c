@@ -184,7 +184,7 @@ void tsl__milp_row_terms(const tsl__milp *m, int r, int *n, const int **cols,
 }
 
 tsl__milp_opts tsl__milp_opts_default(void) {
-    tsl__milp_opts o = {INFINITY, 0, 1, 0, 0};
+    tsl__milp_opts o = {INFINITY, 0, 1, 0, 0, NULL};
     return o;
 }
 
@@ -361,6 +361,12 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
         if (o->max_nodes > 0) Cbc_setMaximumNodes(cbc, o->max_nodes);
         snprintf(buf, sizeof buf, "%d", o->threads);
         if (o->threads > 1) Cbc_setParameter(cbc, "threads", buf);
+        int *idx = o->start && !o->relax ? malloc((size_t)m->n_cols * sizeof *idx) : NULL;
+        if (idx) {
+            for (int c = 0; c < (int)m->n_cols; c++) idx[c] = c;
+            Cbc_setMIPStartI(cbc, (int)m->n_cols, idx, o->start);
+            free(idx);
+        }
         Cbc_solve(cbc);
         st = read_back(m, cbc, o->relax, any_int, r);
     }

@@ -96,6 +96,8 @@ typedef struct tsl__milp_opts {
     int threads;         /* CBC's threads, >= 1 (1: deterministic) */
     int relax;           /* 1: solve the linear relaxation (every column continuous) */
     int log;             /* CBC's log level (0: silent) */
+    const double *start; /* n_cols values of a feasible solution to start from (CBC's MIP
+                            start), or NULL; ignored with relax */
 } tsl__milp_opts;
 
 /* No time or node limit, one thread, the integer program, silent. */

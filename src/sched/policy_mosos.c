@@ -42,6 +42,8 @@ static const tsl_policy_option options[] = {
      offsetof(tsl__ilp_popts, threads)},
     {"recompute", "recomputation besides offload and prefetch (0: offload only)", TSL_OPT_BOOL,
      0, 1, 1, offsetof(tsl__ilp_popts, recompute)},
+    {"window", "an offload starts within this many ops of its producer, a prefetch within this "
+     "many before a read", TSL_OPT_INT, 1, 1000000, 16, offsetof(tsl__ilp_popts, window)},
     {"min-swap-bytes", "tensors smaller than this are never offloaded", TSL_OPT_DOUBLE, 0,
      1152921504606846976.0, 0, offsetof(tsl__ilp_popts, min_swap_bytes)},
 };
