@@ -1,13 +1,14 @@
 /*
  * test_policy_runs.c - the baseline policies' plans (vdnn-conv, vdnn-all,
- * autoswap) run by the runtime: DESIGN.md invariant 5 (no policy changes
+ * autoswap, checkmate, str, mosos) run by the runtime: DESIGN.md invariant 5 (no policy changes
  * the results) and the plans' predictions.
  *
  * Per model (small shapes, rt_fixture.h: batch 2, 10 classes, CPU-like
  * test profile): the vanilla executor's 3 iterations give the reference
- * parameter checksum; then each policy's plan (autoswap half way from the
- * persistent bytes to vanilla's peak, every tensor a candidate, 8
- * weightings; vDNN at the profile's memory) runs the same 3 iterations in
+ * parameter checksum; then each policy's plan (autoswap, checkmate, str
+ * and mosos half way from the persistent bytes to vanilla's peak; autoswap
+ * with every tensor a candidate, 8 weightings; vDNN at the profile's
+ * memory) runs the same 3 iterations in
  * a fresh session with the runtime attached:
  *  - in the virtual clock (latencies exact): the parameters are vanilla's
  *    bit for bit, and every iteration holds exactly the plan's predicted
@@ -32,7 +33,10 @@ static void run_policy(rtf_case *c, const char *policy, int realtime) {
     ao.size_threshold = 0;
     ao.evaluations = 8;
     int as = !strcmp(policy, "autoswap");
-    size_t budget = as ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
+    /* the budgeted policies half way from the persistent bytes to vanilla's peak */
+    int budgeted = as || !strcmp(policy, "checkmate") || !strcmp(policy, "str") ||
+                   !strcmp(policy, "mosos");
+    size_t budget = budgeted ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
     tsl_plan *p = rtf_policy_plan(c, policy, as ? &ao : NULL, budget);
     tsl_peak_info pi;
     cr_assert_eq(tsl_peak_analysis(c->w, p, &c->dev, &pi), TSL_OK, "%s", tsl_last_error());
@@ -82,6 +86,11 @@ static void check_model(const char *model, int adam, int realtime) {
     run_policy(&c, "vdnn-conv", realtime);
     run_policy(&c, "vdnn-all", realtime);
     run_policy(&c, "autoswap", realtime);
+    run_policy(&c, "checkmate", realtime);
+    run_policy(&c, "str", realtime);
+    /* mosos's program on the larger graphs runs to its time limit (10 s a solve) */
+    if (!strcmp(model, "mlp") || !strcmp(model, "cnn") || !strcmp(model, "resnet18"))
+        run_policy(&c, "mosos", realtime);
     rtf_free(&c);
 }
 

@@ -322,6 +322,46 @@ static void vanilla_start(const tsl__ilp_job *J, int n_jobs, const jcols *c, con
     x[ex] = fmax(0, sum - (double)budget / KIB);
 }
 
+/* The schedules st as a solution x of the program (zeroed): 1 if every
+ * decision has its column and, unless relaxed, the peaks fit the budget. */
+static int schedule_start(const tsl__ilp_job *J, int n_jobs, const jcols *c,
+                          const tsl__ilp_opts *o, const tsl__ilp_sched *st, size_t budget,
+                          int ex, int relaxed, double *x) {
+    double sum = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        const tsl__ilp_job *Jj = &J[j];
+        const tsl__ilp_algos *al = o->algos ? o->algos[j] : NULL;
+        size_t cells = (size_t)Jj->n * (size_t)Jj->nc;
+        for (size_t i = 0; i < cells; i++) {
+            const uint8_t v[4] = {st[j].S[i], st[j].R[i], st[j].O[i], st[j].P[i]};
+            const int col[4] = {c[j].S[i], c[j].R[i], c[j].O[i], c[j].P[i]};
+            for (int q = 0; q < 4; q++) {
+                if (col[q] >= 0) x[col[q]] = v[q];
+                else if (v[q] && q > 0) return 0;
+            }
+        }
+        for (int32_t k = 0; k < Jj->nc; k++) /* a candidate without columns stays resident */
+            if (c[j].S[AT(Jj, Jj->c[k].q + 1, k)] < 0)
+                for (int32_t t = Jj->c[k].q + 1; t <= Jj->c[k].last; t++)
+                    if (!st[j].S[AT(Jj, t, k)]) return 0;
+        double pk = 0;
+        for (int32_t t = 0; t < Jj->n; t++) {
+            double l = tsl__ilp_stage_load(Jj, &st[j], t);
+            if (c[j].A[t] >= 0) {
+                x[c[j].A[t]] = 1;
+                l += (double)al->ws[t][0] - (double)Jj->w->ops[t].workspace;
+            }
+            pk = fmax(pk, l / KIB);
+        }
+        x[c[j].pk] = pk;
+        sum += pk;
+    }
+    double over = sum - (double)budget / KIB;
+    if (!relaxed && over > 0) return 0;
+    x[ex] = relaxed ? fmax(0, over) : 0;
+    return 1;
+}
+
 /* The solution x into job J's schedule s. */
 static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, tsl__ilp_sched *s) {
     size_t cells = (size_t)J->n * (size_t)J->nc;
@@ -347,12 +387,19 @@ static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__
 
 tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl__ilp_opts *o,
                           tsl__ilp_sched *s, tsl__ilp_outcome *out) {
+    return tsl__ilp_solve_from(J, n_jobs, budget, o, NULL, s, out);
+}
+
+tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
+                               const tsl__ilp_opts *o, const tsl__ilp_sched *start,
+                               tsl__ilp_sched *s, tsl__ilp_outcome *out) {
     memset(out, 0, sizeof *out);
     out->status = TSL__MILP_NO_SOLUTION;
     out->objective = out->bound = out->gap = NAN;
     tsl__milp *m = tsl__milp_new();
     jcols *c = calloc((size_t)n_jobs, sizeof *c);
     rowb r = {0};
+    double *x0 = NULL; /* a start for CBC */
     tsl_status st = TSL_OK;
     if (!m || !c) {
         st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory");
@@ -378,7 +425,11 @@ tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl_
     mo.time_limit_s = o->time_limit_s;
     mo.threads = o->threads;
     tsl__milp_result res = {0};
+    x0 = st == TSL_OK ? calloc((size_t)tsl__milp_n_cols(m) + 1, sizeof *x0) : NULL;
+    if (x0 && start && schedule_start(J, n_jobs, c, o, start, budget, excess, 0, x0))
+        mo.start = x0;
     if (st == TSL_OK) st = tsl__milp_solve(m, &mo, &res);
+    mo.start = NULL;
     if (st == TSL_OK) take(out, &res, m);
     if (st == TSL_OK &&
         (res.status == TSL__MILP_INFEASIBLE || res.status == TSL__MILP_NO_SOLUTION)) {
@@ -389,17 +440,24 @@ tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl_
         for (int col = 0; col < tsl__milp_n_cols(m); col++)
             if (col != excess) tsl__milp_set_obj(m, col, 1e-6 * tsl__milp_obj(m, col));
         tsl__milp_result_free(&res);
-        double *x0 = calloc((size_t)tsl__milp_n_cols(m), sizeof *x0);
-        if (x0) vanilla_start(J, n_jobs, c, o, budget, excess, x0);
-        mo.start = x0;
+        if (x0) {
+            memset(x0, 0, (size_t)tsl__milp_n_cols(m) * sizeof *x0);
+            if (start && schedule_start(J, n_jobs, c, o, start, budget, excess, 1, x0))
+                mo.start = x0;
+            else {
+                memset(x0, 0, (size_t)tsl__milp_n_cols(m) * sizeof *x0);
+                vanilla_start(J, n_jobs, c, o, budget, excess, x0);
+                mo.start = x0;
+            }
+        }
         st = tsl__milp_solve(m, &mo, &res);
-        free(x0);
         if (st == TSL_OK) take(out, &res, m);
         out->budget_relaxed = 1;
     }
     if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
         for (int j = 0; j < n_jobs; j++) read_back(&J[j], &c[j], res.x, &s[j]);
     tsl__milp_result_free(&res);
+    free(x0);
 out:
     for (int j = 0; c && j < n_jobs; j++) jcols_free(&c[j]);
     free(c);

@@ -120,6 +120,13 @@ typedef struct tsl__ilp_outcome {
                              memory the solver found */
 } tsl__ilp_outcome;
 
+/* STR's greedy (policy_str.c) over the n jobs J, their schedules s
+ * (vanilla on entry) taken until the summed peaks of the stage model fit
+ * budget or nothing frees a peak stage; *steps: decisions taken.
+ * TSL_ERR_OOM. */
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
+                           int *steps);
+
 /* Builds the program over the n_jobs jobs for a budget of `budget` bytes
  * of summed peak loads, solves it and writes its decisions into s[j]
  * (initialised by the caller). With no solution in the limits the
@@ -127,6 +134,12 @@ typedef struct tsl__ilp_outcome {
  * TSL_ERR_OOM, the solver's errors. */
 tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl__ilp_opts *o,
                           tsl__ilp_sched *s, tsl__ilp_outcome *out);
+/* ... with start (n_jobs schedules, or NULL) offered to CBC as a first
+ * solution where the program has its every decision (the vanilla schedule
+ * otherwise, for the least-memory solve). */
+tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
+                               const tsl__ilp_opts *o, const tsl__ilp_sched *start,
+                               tsl__ilp_sched *s, tsl__ilp_outcome *out);
 
 /* Turns job J's schedule into events of plan p (empty). TSL_ERR_OOM, or
  * TSL_ERR_INTERNAL naming the candidate and stage where s is not

@@ -54,7 +54,16 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
     size_t vanilla = 0;
     for (int j = 0; j < built; j++) vanilla += J[j].vanilla_peak;
     /* the vanilla loads fit: nothing to decide (the empty plan, optimal) */
-    if (st == TSL_OK && vanilla > rq->budget) st = tsl__ilp_solve(J, n, rq->budget, &o, s, &out);
+    /* mosos starts CBC from STR's greedy on the same model (never worse than it) */
+    tsl__ilp_sched *g = swap && st == TSL_OK && vanilla > rq->budget ? calloc((size_t)n, sizeof *g)
+                                                                      : NULL;
+    int n_g = 0, steps;
+    for (; g && n_g < n && st == TSL_OK; n_g++) st = tsl__ilp_sched_init(&g[n_g], &J[n_g]);
+    if (g && st == TSL_OK) st = tsl__str_greedy(J, g, n, rq->budget, &steps);
+    if (st == TSL_OK && vanilla > rq->budget)
+        st = tsl__ilp_solve_from(J, n, rq->budget, &o, g, s, &out);
+    for (int j = 0; j < n_g; j++) tsl__ilp_sched_free(&g[j]);
+    free(g);
     if (st == TSL_OK) report(rq, &out);
     for (int j = 0; j < n && st == TSL_OK; j++) st = tsl__ilp_emit(&J[j], &s[j], plans[j]);
     for (int j = 0; j < built; j++) {

@@ -43,8 +43,8 @@
 
 /* The greedy's state of one job. */
 typedef struct sjob {
-    tsl__ilp_job J;
-    tsl__ilp_sched s;
+    tsl__ilp_job *J_;      /* the job and its schedule (the caller's) */
+    tsl__ilp_sched *s_;
     double *load;      /* per stage, the model's */
     uint8_t *busy_out, *busy_in; /* per stage: a copy holds the channel (one array if not
                                     duplex) */
@@ -53,10 +53,6 @@ typedef struct sjob {
 } sjob;
 
 static void sjob_free(sjob *x) {
-    if (x->J.w) {
-        tsl__ilp_sched_free(&x->s);
-        tsl__ilp_job_free(&x->J);
-    }
     free(x->load);
     if (x->busy_in != x->busy_out) free(x->busy_in);
     free(x->busy_out);
@@ -64,28 +60,23 @@ static void sjob_free(sjob *x) {
     free(x->host);
 }
 
-static tsl_status sjob_init(sjob *x, const tsl_workload *w, const tsl_device_profile *dev) {
+static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s) {
     memset(x, 0, sizeof *x);
-    tsl_status st = tsl__ilp_job_init(&x->J, w, dev, 0);
-    if (st != TSL_OK) return st;
-    st = tsl__ilp_sched_init(&x->s, &x->J);
-    if (st != TSL_OK) {
-        tsl__ilp_job_free(&x->J);
-        return st;
-    }
-    size_t n = (size_t)x->J.n + 1, cells = n * ((size_t)x->J.nc + 1);
+    x->J_ = J;
+    x->s_ = s;
+    size_t n = (size_t)J->n + 1, cells = n * ((size_t)J->nc + 1);
     x->load = malloc(n * sizeof *x->load);
     x->busy_out = calloc(n, 1);
-    x->busy_in = dev->duplex ? calloc(n, 1) : x->busy_out;
+    x->busy_in = J->dev->duplex ? calloc(n, 1) : x->busy_out;
     x->use = malloc(cells);
-    x->host = malloc(((size_t)x->J.nc + 1) * sizeof *x->host);
+    x->host = malloc(((size_t)J->nc + 1) * sizeof *x->host);
     if (!x->load || !x->busy_out || !x->busy_in || !x->use || !x->host) {
         sjob_free(x);
-        return tsl_fail(TSL_ERR_OOM, "str: out of host memory for job '%s'", w->job);
+        return tsl_fail(TSL_ERR_OOM, "str: out of host memory for job '%s'", J->w->job);
     }
-    for (int32_t t = 0; t < x->J.n; t++) x->load[t] = tsl__ilp_stage_load(&x->J, &x->s, t);
-    memcpy(x->use, x->J.reads, (size_t)x->J.n * (size_t)x->J.nc);
-    for (int32_t k = 0; k < x->J.nc; k++) x->host[k] = -1;
+    for (int32_t t = 0; t < J->n; t++) x->load[t] = tsl__ilp_stage_load(J, s, t);
+    memcpy(x->use, J->reads, (size_t)J->n * (size_t)J->nc);
+    for (int32_t k = 0; k < J->nc; k++) x->host[k] = -1;
     return TSL_OK;
 }
 
@@ -106,7 +97,7 @@ typedef struct option {
 /* The gap of k around stage tp: the last use (or the producer) before it,
  * the next use after it; 0 if k is used at tp or the gap was touched. */
 static int gap_of(const sjob *x, int32_t k, int32_t tp, int32_t *a, int32_t *b) {
-    const tsl__ilp_job *J = &x->J;
+    const tsl__ilp_job *J = x->J_;
     const tsl__ilp_cand *c = &J->c[k];
     if (tp <= c->q || tp > c->last || x->use[AT(J, tp, k)]) return 0;
     int32_t lo = tp - 1, hi = tp + 1;
@@ -115,7 +106,7 @@ static int gap_of(const sjob *x, int32_t k, int32_t tp, int32_t *a, int32_t *b) 
     if (hi > c->last) return 0;
     for (int32_t u = lo + 1; u <= hi; u++) {
         size_t i = AT(J, u, k);
-        if (!x->s.S[i] || x->s.R[i] || x->s.O[i] || x->s.P[i]) return 0;
+        if (!x->s_->S[i] || x->s_->R[i] || x->s_->O[i] || x->s_->P[i]) return 0;
     }
     *a = lo;
     *b = hi;
@@ -124,7 +115,7 @@ static int gap_of(const sjob *x, int32_t k, int32_t tp, int32_t *a, int32_t *b) 
 
 /* The swap of k's gap (a, b) freeing stage tp, if the channels allow. */
 static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t tp, option *op) {
-    const tsl__ilp_job *J = &x->J;
+    const tsl__ilp_job *J = x->J_;
     if (!J->c[k].swap_ok) return 0;
     int32_t o = -1, d = a + 1;
     if (x->host[k] < 0) {
@@ -147,12 +138,12 @@ static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t t
 
 /* The recomputation of k before b, if its inputs are resident there. */
 static int rc_option(const sjob *x, int32_t k, int32_t a, int32_t b, option *op) {
-    const tsl__ilp_job *J = &x->J;
+    const tsl__ilp_job *J = x->J_;
     if (!J->rc_at[AT(J, b, k)]) return 0;
     const tsl_wl_op *o = &J->w->ops[J->c[k].q];
     for (int i = 0; i < o->n_in; i++) {
         int32_t y = J->cand_of[o->in[i]];
-        if (y >= 0 && !x->s.S[AT(J, b, y)]) return 0;
+        if (y >= 0 && !x->s_->S[AT(J, b, y)]) return 0;
     }
     *op = (option){2, k, a, b, -1, -1, (double)J->c[k].bytes / J->c[k].rc_us};
     return 1;
@@ -160,12 +151,12 @@ static int rc_option(const sjob *x, int32_t k, int32_t a, int32_t b, option *op)
 
 /* Applies op to x. */
 static void apply(sjob *x, const option *op) {
-    tsl__ilp_job *J = &x->J;
+    tsl__ilp_job *J = x->J_;
     int32_t k = op->k;
     double by = (double)J->c[k].bytes;
     if (op->kind == 2) {
-        for (int32_t u = op->a + 1; u <= op->b; u++) x->s.S[AT(J, u, k)] = 0;
-        x->s.R[AT(J, op->b, k)] = 1;
+        for (int32_t u = op->a + 1; u <= op->b; u++) x->s_->S[AT(J, u, k)] = 0;
+        x->s_->R[AT(J, op->b, k)] = 1;
         for (int32_t u = op->a + 1; u < op->b; u++) x->load[u] -= by;
         const tsl_wl_op *o = &J->w->ops[J->c[k].q];
         for (int i = 0; i < o->n_in; i++) {
@@ -177,21 +168,21 @@ static void apply(sjob *x, const option *op) {
     int32_t d = op->a + 1;
     if (op->o >= 0) {
         int32_t e = J->sf_out[AT(J, op->o, k)];
-        x->s.O[AT(J, op->o, k)] = 1;
+        x->s_->O[AT(J, op->o, k)] = 1;
         memset(x->busy_out + op->o, 1, (size_t)(e - op->o));
         x->host[k] = e;
         d = e;
     }
     int32_t land = J->sf_in[AT(J, op->p, k)];
-    x->s.P[AT(J, op->p, k)] = 1;
+    x->s_->P[AT(J, op->p, k)] = 1;
     memset(x->busy_in + op->p, 1, (size_t)(land - op->p));
-    for (int32_t u = d; u < land; u++) x->s.S[AT(J, u, k)] = 0;
+    for (int32_t u = d; u < land; u++) x->s_->S[AT(J, u, k)] = 0;
     for (int32_t u = d; u < op->p; u++) x->load[u] -= by;
 }
 
 /* One greedy step on job x at its peak stage: 1 if something was applied. */
 static int step(sjob *x) {
-    const tsl__ilp_job *J = &x->J;
+    const tsl__ilp_job *J = x->J_;
     int32_t tp = 0;
     for (int32_t t = 1; t < J->n; t++)
         if (x->load[t] > x->load[tp]) tp = t;
@@ -211,26 +202,21 @@ static int step(sjob *x) {
 
 static double peak(const sjob *x) {
     double p = 0;
-    for (int32_t t = 0; t < x->J.n; t++) p = fmax(p, x->load[t]);
+    for (int32_t t = 0; t < x->J_->n; t++) p = fmax(p, x->load[t]);
     return p;
 }
 
-static tsl_status plan_str(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
-    int n = rq->n_jobs;
-    if (n > 1 && rq->shared_channels)
-        return tsl_fail(TSL_ERR_INVALID,
-                        "str: %d jobs on the shared channels: plan them on channel shares "
-                        "(--channel-share equal), the stages of different jobs do not line up",
-                        n);
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
+                           int *steps) {
     sjob *x = calloc((size_t)n, sizeof *x);
     uint8_t *stuck = calloc((size_t)n, 1);
     tsl_status st = x && stuck ? TSL_OK : tsl_fail(TSL_ERR_OOM, "str: out of host memory");
     int built = 0;
     for (; built < n && st == TSL_OK; built++) {
-        st = sjob_init(&x[built], rq->w[built], rq->job_dev[built]);
+        st = sjob_init(&x[built], &J[built], &s[built]);
         if (st != TSL_OK) break;
     }
-    int steps = 0;
+    *steps = 0;
     while (st == TSL_OK) {
         double sum = 0, worst = -1;
         int jw = -1;
@@ -242,15 +228,43 @@ static tsl_status plan_str(const tsl_plan_request *rq, tsl_plan **plans, int *it
                 jw = j;
             }
         }
-        if (sum <= (double)rq->budget || jw < 0) break;
-        if (step(&x[jw])) steps++;
+        if (sum <= (double)budget || jw < 0) break;
+        if (step(&x[jw])) (*steps)++;
         else stuck[jw] = 1;
     }
-    for (int j = 0; j < n && st == TSL_OK; j++) st = tsl__ilp_emit(&x[j].J, &x[j].s, plans[j]);
-    *iterations = steps;
     for (int j = 0; j < built; j++) sjob_free(&x[j]);
     free(x);
     free(stuck);
+    return st;
+}
+
+static tsl_status plan_str(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    int n = rq->n_jobs;
+    if (n > 1 && rq->shared_channels)
+        return tsl_fail(TSL_ERR_INVALID,
+                        "str: %d jobs on the shared channels: plan them on channel shares "
+                        "(--channel-share equal), the stages of different jobs do not line up",
+                        n);
+    tsl__ilp_job *J = calloc((size_t)n, sizeof *J);
+    tsl__ilp_sched *s = calloc((size_t)n, sizeof *s);
+    tsl_status st = J && s ? TSL_OK : tsl_fail(TSL_ERR_OOM, "str: out of host memory");
+    int built = 0;
+    for (; built < n && st == TSL_OK; built++) {
+        st = tsl__ilp_job_init(&J[built], rq->w[built], rq->job_dev[built], 0);
+        if (st == TSL_OK) st = tsl__ilp_sched_init(&s[built], &J[built]);
+        if (st != TSL_OK) {
+            if (J[built].w) tsl__ilp_job_free(&J[built]);
+            break;
+        }
+    }
+    if (st == TSL_OK) st = tsl__str_greedy(J, s, n, rq->budget, iterations);
+    for (int j = 0; j < n && st == TSL_OK; j++) st = tsl__ilp_emit(&J[j], &s[j], plans[j]);
+    for (int j = 0; j < built; j++) {
+        tsl__ilp_sched_free(&s[j]);
+        tsl__ilp_job_free(&J[j]);
+    }
+    free(J);
+    free(s);
     return st;
 }
 
