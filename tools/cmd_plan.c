@@ -298,7 +298,9 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
         const tsl_solver_report *sv = &rep->solver;
         printf("integer program: CBC %s after %d solve%s, %.2f s (%d columns, %d rows)", sv->status,
                sv->solves, sv->solves == 1 ? "" : "s", sv->seconds, sv->n_cols, sv->n_rows);
-        if (sv->hit_limit)
+        if (sv->hit_limit && isnan(sv->gap))
+            printf("; stopped at the time limit, no bound proven (gap unknown)");
+        else if (sv->hit_limit)
             printf("; stopped at the time limit, gap %.2f %%", 100 * sv->gap);
         if (sv->budget_relaxed) printf("; no schedule meets the budget: least memory solved for");
         printf("\n");

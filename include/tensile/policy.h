@@ -286,8 +286,9 @@ void tsl_plan_report_free(tsl_plan_report *r);
  * from tsl_peak_analysis and gives it its layout (tsl_plan_layout: the
  * blocks and predicted_footprint). The budget holds the footprints: when
  * the plans' footprints sum above it, the policy plans again for a budget
- * lowered by the layouts' overhead (at most a few rounds), so that a
- * policy that plans to a budget of load meets it in footprint.
+ * lowered by the layouts' overhead (at most a few rounds; none after an
+ * integer program reported its budget relaxed: it gave its least memory),
+ * so that a policy that plans to a budget of load meets it in footprint.
  * plans[j] is allocated for every job (free each with tsl_plan_free);
  * rep, if non-NULL, is filled (free it with tsl_plan_report_free).
  * Returns TSL_OK when the footprints fit the budget; TSL_ERR_BUDGET when

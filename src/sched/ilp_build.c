@@ -114,9 +114,10 @@ static void chain_closure(const tsl__ilp_job *J, int max_chain, uint8_t *mark) {
     }
 }
 
-/* The columns of job J. Returns 0 if out of host memory. */
+/* The columns of job J (st: a start schedule, or NULL: its copies get
+ * columns outside the window too). Returns 0 if out of host memory. */
 static int add_columns(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_opts *o,
-                       const tsl__ilp_algos *al, jcols *c) {
+                       const tsl__ilp_algos *al, const tsl__ilp_sched *st, jcols *c) {
     size_t cells = (size_t)J->n * (size_t)J->nc + 1;
     c->S = malloc(cells * sizeof *c->S);
     c->R = malloc(cells * sizeof *c->R);
@@ -143,14 +144,14 @@ static int add_columns(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_opts 
             size_t i = AT(J, t, k);
             c->S[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, 0.0);
             if (mark[i]) c->R[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, cd->rc_us);
-            if (swaps && J->sf_out[i] >= 0 && t <= cd->q + o->window) {
+            if (swaps && J->sf_out[i] >= 0 && (t <= cd->q + o->window || (st && st->O[i]))) {
                 c->O[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, COPY_TIE * cd->out_us);
                 if (J->sf_out[i] < first_landed) first_landed = J->sf_out[i];
             }
             int near = 0; /* a read within the window after t */
             for (int32_t u = t + 1; u <= cd->last && u <= t + o->window && !near; u++)
                 near = J->reads[AT(J, u, k)];
-            if (swaps && near && J->sf_in[i] >= 0 && t >= first_landed)
+            if (swaps && (near || (st && st->P[i])) && J->sf_in[i] >= 0 && t >= first_landed)
                 c->P[i] = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, COPY_TIE * cd->in_us);
             ok = tsl__milp_n_cols(m) > 0 && c->S[i] >= 0; /* a failed column marks m */
         }
@@ -373,6 +374,17 @@ static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, ts
     }
 }
 
+/* The start x0 taken as the solution (CBC stopped at its limit before
+ * taking it): feasible, its objective, no bound. Returns x0. */
+static const double *use_start(tsl__ilp_outcome *out, const tsl__milp *m, const double *x0) {
+    double obj = 0;
+    for (int col = 0; col < tsl__milp_n_cols(m); col++) obj += tsl__milp_obj(m, col) * x0[col];
+    out->status = TSL__MILP_FEASIBLE;
+    out->objective = obj;
+    out->bound = out->gap = NAN;
+    return x0;
+}
+
 static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__milp *m) {
     out->status = res->status;
     out->objective = res->objective;
@@ -406,7 +418,8 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
         goto out;
     }
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
-        if (!add_columns(m, &J[j], o, o->algos ? o->algos[j] : NULL, &c[j]))
+        if (!add_columns(m, &J[j], o, o->algos ? o->algos[j] : NULL, start ? &start[j] : NULL,
+                         &c[j]))
             st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's columns");
     int excess = st == TSL_OK ? tsl__milp_col(m, TSL__MILP_CONTINUOUS, 0, 0, 0.0) : -1;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++) {
@@ -426,36 +439,45 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
     mo.threads = o->threads;
     tsl__milp_result res = {0};
     x0 = st == TSL_OK ? calloc((size_t)tsl__milp_n_cols(m) + 1, sizeof *x0) : NULL;
-    if (x0 && start && schedule_start(J, n_jobs, c, o, start, budget, excess, 0, x0))
+    if (x0 && start && schedule_start(J, n_jobs, c, o, start, budget, excess, 0, x0) &&
+        tsl__milp_violation(m, x0, 0) <= 1e-6)
         mo.start = x0;
     if (st == TSL_OK) st = tsl__milp_solve(m, &mo, &res);
-    mo.start = NULL;
     if (st == TSL_OK) take(out, &res, m);
-    if (st == TSL_OK &&
-        (res.status == TSL__MILP_INFEASIBLE || res.status == TSL__MILP_NO_SOLUTION)) {
+    const double *sol = NULL; /* the solution taken */
+    if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
+        sol = res.x;
+    else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+        sol = use_start(out, m, x0); /* CBC stopped before taking the start */
+    if (st == TSL_OK && !sol) {
         /* no schedule within the budget (or none found in the limit): the least
-         * memory, the excess priced above every second saved, from vanilla */
+         * memory, the excess priced above every second saved, from the start
+         * given (its budget relaxed) or from vanilla */
         tsl__milp_set_bounds(m, excess, 0, INFINITY);
         tsl__milp_set_obj(m, excess, 1.0);
         for (int col = 0; col < tsl__milp_n_cols(m); col++)
             if (col != excess) tsl__milp_set_obj(m, col, 1e-6 * tsl__milp_obj(m, col));
         tsl__milp_result_free(&res);
+        mo.start = NULL;
         if (x0) {
             memset(x0, 0, (size_t)tsl__milp_n_cols(m) * sizeof *x0);
-            if (start && schedule_start(J, n_jobs, c, o, start, budget, excess, 1, x0))
-                mo.start = x0;
-            else {
+            if (!start || !schedule_start(J, n_jobs, c, o, start, budget, excess, 1, x0) ||
+                tsl__milp_violation(m, x0, 0) > 1e-6) {
                 memset(x0, 0, (size_t)tsl__milp_n_cols(m) * sizeof *x0);
                 vanilla_start(J, n_jobs, c, o, budget, excess, x0);
-                mo.start = x0;
             }
+            mo.start = x0;
         }
         st = tsl__milp_solve(m, &mo, &res);
         if (st == TSL_OK) take(out, &res, m);
         out->budget_relaxed = 1;
+        if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
+            sol = res.x;
+        else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+            sol = use_start(out, m, x0);
     }
-    if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
-        for (int j = 0; j < n_jobs; j++) read_back(&J[j], &c[j], res.x, &s[j]);
+    if (sol)
+        for (int j = 0; j < n_jobs; j++) read_back(&J[j], &c[j], sol, &s[j]);
     tsl__milp_result_free(&res);
     free(x0);
 out:

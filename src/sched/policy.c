@@ -195,6 +195,9 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
         size_t fp = sum_footprints(plans, n_jobs), load = 0;
         if (fp <= r->budget) break;
+        /* an integer program that found no schedule within the budget gave its least
+         * memory already: a lower budget gives the same */
+        if (r->solver.used && r->solver.budget_relaxed) break;
         for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
         size_t over = fp - load; /* what the layouts add to the load */
         size_t nb = b > over + 1 ? b - over : 1;
