@@ -198,6 +198,7 @@ static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, 
                 int32_t x = J->cand_of[o->in[a]];
                 if (x < 0) continue;
                 size_t ix = AT(J, t, x);
+                if (c->S[ix] < 0) continue; /* a candidate without columns: resident */
                 rb_add(r, c->R[i], 1);
                 rb_add(r, c->S[ix], -1);
                 if (J->c[x].tensor < cd->tensor) rb_add(r, c->R[ix], -1);
