@@ -103,3 +103,13 @@ Test(baseline_runs, vgg11, .timeout = 600) {
 Test(baseline_runs, densenet121, .timeout = 600) {
     if (!th_quick()) check_model("densenet121", 0, 0);
 }
+
+/* checkmate's recomputations run for real: unet's pool outputs, recomputed
+ * from the ReLU outputs the backward keeps */
+Test(baseline_runs, unet_checkmate, .timeout = 600) {
+    rtf_case c;
+    rtf_zoo_case(&c, "unet", 0);
+    run_policy(&c, "checkmate", 0);
+    run_policy(&c, "mosos", 0);
+    rtf_free(&c);
+}
