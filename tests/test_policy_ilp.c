@@ -107,6 +107,49 @@ static tsl_workload *skip(void) {
     return w;
 }
 
+/* A pool behind a ReLU that cannot be recomputed (it holds a workspace):
+ * the pool's output p can, from the ReLU's output r, which the backward
+ * keeps (the program's candidate without columns must count as resident);
+ * y, alive inside p's gap, makes the peak.
+ *   op0 conv [in, w] -> c    op5 loss [y] -> L            op10 relu.dx [gr, r] -> gc
+ *   op1 relu [c] -> r (ws)   op6 loss.dlogits [L] -> gy   op11 conv.dw [gc, in] -> dw
+ *   op2 pool [r] -> p        op7 fc.dx [gy, w2] -> gp     op12, op13 the updates
+ *   op3 fc [p, w2] -> y1     op8 fc.dw [gy, p] -> dw2
+ *   op4 big [y1] -> y        op9 pool.bwd [gp, r] -> gr */
+static tsl_workload *pool_behind_relu(void) {
+    rw_builder *b = rw_build_begin("chain");
+    struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
+        {"in", 1000, TSL_KIND_INPUT},      {"w", 100, TSL_KIND_PARAM},
+        {"w2", 100, TSL_KIND_PARAM},       {"c", 10000, TSL_KIND_ACTIVATION},
+        {"r", 20000, TSL_KIND_ACTIVATION}, {"p", 8000, TSL_KIND_ACTIVATION},
+        {"y1", 500, TSL_KIND_ACTIVATION},  {"y", 6000, TSL_KIND_ACTIVATION},
+        {"L", 10, TSL_KIND_ACTIVATION},    {"gy", 500, TSL_KIND_GRADIENT},
+        {"gp", 500, TSL_KIND_GRADIENT},    {"dw2", 100, TSL_KIND_GRADIENT},
+        {"gr", 2000, TSL_KIND_GRADIENT},   {"gc", 2000, TSL_KIND_GRADIENT},
+        {"dw", 100, TSL_KIND_GRADIENT},
+    };
+    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
+        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
+    PC_OP(b, "conv", PC_L2(0, 1), PC_L1(3));
+    rw_build_op(b, "relu", 10.0, 64, (const int32_t[]){3}, 1, (const int32_t[]){4}, 1);
+    PC_OP(b, "pool", PC_L1(4), PC_L1(5));
+    PC_OP(b, "fc", PC_L2(5, 2), PC_L1(6));
+    PC_OP(b, "big", PC_L1(6), PC_L1(7));
+    PC_OP(b, "loss", PC_L1(7), PC_L1(8));
+    PC_OP(b, "loss.dlogits", PC_L1(8), PC_L1(9));
+    PC_OP(b, "fc.dx", PC_L2(9, 2), PC_L1(10));
+    PC_OP(b, "fc.dw", PC_L2(9, 5), PC_L1(11));
+    PC_OP(b, "pool.bwd", PC_L2(10, 4), PC_L1(12));
+    PC_OP(b, "relu.dx", PC_L2(12, 4), PC_L1(13));
+    PC_OP(b, "conv.dw", PC_L2(13, 0), PC_L1(14));
+    rw_build_mark_optimizer(b);
+    PC_OP(b, "w.sgd", PC_L2(1, 14), PC_L1(1));
+    PC_OP(b, "w2.sgd", PC_L2(2, 11), PC_L1(2));
+    tsl_workload *w = rw_build_end(b);
+    cr_assert_not_null(w);
+    return w;
+}
+
 /* The policy's options with the settings name=value (NULL-terminated
  * pairs); free with tsl_policy_opts_free. */
 static tsl_policy_opts *opts_of(const char *policy, const char *const *kv) {
@@ -163,6 +206,7 @@ static int judge(tsl_workload *w, tsl_plan *p, const tsl_device_profile *dev, si
 typedef struct gap {
     int32_t t, a, b;
     int n_choice;      /* 0 keep, 1 recompute, then swaps (o, p) */
+    int no_rc;         /* choice 1 is not available */
     int32_t o[64], p[64];
 } gap;
 
@@ -186,7 +230,11 @@ static int gaps_of(const tsl_workload *w, size_t swap_min, gap *g) {
             if (!reads) continue;
             if (i > prev + 1) {
                 gap *x = &g[n++];
-                *x = (gap){.t = t, .a = prev, .b = i, .n_choice = 2};
+                /* recomputation needs a producer that can be re-run exactly: one
+                 * output, no workspace (the kit's rule, rc_check.c) */
+                const tsl_wl_op *pq = &w->ops[q];
+                int rc = pq->n_out == 1 && pq->workspace == 0;
+                *x = (gap){.t = t, .a = prev, .b = i, .n_choice = 2, .no_rc = !rc};
                 /* an offload may start from the producer's end on (reads may
                  * overlap it); the release after the last use before the gap */
                 for (int32_t so = q + 1;
@@ -241,9 +289,11 @@ static judged *enumerate(tsl_workload *w, const tsl_device_profile *dev, const g
     judged *out = malloc(cap * sizeof *out);
     *n = 0;
     for (;;) {
+        int skip_it = 0;
+        for (int i = 0; i < ng; i++) skip_it |= c[i] == 1 && g[i].no_rc;
         tsl_plan *p = plan_of(g, ng, c);
         judged j;
-        if (judge(w, p, dev, &j.peak, &j.period)) {
+        if (!skip_it && judge(w, p, dev, &j.peak, &j.period)) {
             if ((size_t)*n == cap) out = realloc(out, (cap *= 2) * sizeof *out);
             out[(*n)++] = j;
         }
@@ -328,6 +378,22 @@ Test(ilp_brute, checkmate_is_optimal_on_a_skip) {
 Test(ilp_brute, mosos_is_optimal_on_a_skip, .timeout = 300) {
     const char *kv[] = {"min-swap-bytes", "4000", NULL};
     against_enumeration(skip(), "mosos", kv, 4000);
+}
+
+Test(ilp_brute, checkmate_recomputes_a_pool_behind_a_relu) {
+    against_enumeration(pool_behind_relu(), "checkmate", NULL, 0);
+    /* and it does recompute p under pressure */
+    tsl_workload *w = pool_behind_relu();
+    tsl_device_profile dev = pc_exact_profile();
+    tsl_policy_opts *o = opts_of("checkmate", NULL);
+    tsl_solver_report sv;
+    tsl_plan *p = plan_direct("checkmate", o, w, &dev, 1000, &sv);
+    int rc = 0;
+    for (int i = 0; i < p->n_events; i++) rc += p->events[i].type == TSL_EV_RECOMPUTE;
+    cr_assert_gt(rc, 0, "no recomputation at the least memory");
+    tsl_plan_free(p);
+    tsl_policy_opts_free(o);
+    rw_free(w);
 }
 
 Test(ilp_brute, mosos_without_recomputation_only_swaps) {
