@@ -61,11 +61,19 @@ def shape(model):
              f"{', '.join(m[0] for m in MODELS)})")
 
 
-def vanilla_footprint(tensile, model):
-    _, b, s = shape(model)
-    p = subprocess.run([tensile, "info", "--model", model, "--batch", str(b), "--image-size",
-                        str(s), "--json"], capture_output=True, text=True, check=True)
-    return json.loads(p.stdout)["vanilla_peak_footprint_bytes"]
+def vanilla_footprint(a, model):
+    """The footprint a vanilla job of `model` needs under the daemon: one
+    iteration alone on a 4 GiB device, its region (the plan's
+    predicted footprint, which counts its kernels' workspaces at the
+    threads a daemon's job runs with) or its measured peak, the larger.
+    (`tensile info` counts the graph's tensors only, no workspaces.)"""
+    b = argparse.Namespace(**vars(a))
+    b.iterations = 1
+    st = scenario(b, "vanilla", 4 << 30, [(0, model)])
+    j = st["jobs"][0]
+    if j["state"] != "done":
+        sys.exit(f"daemon_runs: a vanilla {model} alone did not finish: {j.get('reason', '')}")
+    return max(j["region_bytes"], j["peak_footprint_bytes"])
 
 
 class Daemon:
@@ -122,7 +130,10 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.p.kill()
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("DAEMON_RUNS_KEEP"):
+            print(f"daemon_runs: kept {self.dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def scenario(a, policy, capacity, submissions, admission="queue"):
@@ -163,6 +174,11 @@ def compare(a, capacity, submissions):
         replans += [j.get("replans", 0) for j in t["jobs"]]
         queued += [j.get("queued_ms", 0) / 1e3 for j in t["jobs"]]
         ends.append(sum(j["state"] == "done" for j in t["jobs"]))
+        for name, st in (("tensile", t), ("vanilla", v)):
+            for j in st["jobs"]:
+                if j["state"] != "done":
+                    print(f"daemon_runs: under {name}, job {j['id']} ({j['model']}) ended "
+                          f"{j['state']}: {j.get('reason', '')}", file=sys.stderr)
     return dict(msr=spread(msr), eor=spread(eor), cbr=spread(cbr),
                 peak_t=spread(peak_t, "{:.1f}"), peak_v=spread(peak_v, "{:.1f}"),
                 replans=spread(replans, "{:.0f}"), queued=spread(queued, "{:.1f}"),
@@ -253,7 +269,7 @@ def main():
           f"{platform.platform()}; {ver}; channels at {a.gbps} GB/s shared by every job; "
           f"each job {a.iterations} iterations with the default threads; {a.reps} repeats; "
           f"shapes: " + ", ".join(f"{m} b{b} {s}px" for m, b, s in MODELS if m in a.models))
-    fp = {m: vanilla_footprint(a.tensile, m) for m in a.models}
+    fp = {m: vanilla_footprint(a, m) for m in a.models}
     t0 = time.time()
     for e in a.experiments.split(","):
         {"scale": scale, "mixed": mixed, "tight": tight}[e](a, fp)

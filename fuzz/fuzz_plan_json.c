@@ -5,7 +5,8 @@
  *
  * Each input is parsed as the plans of two fixed jobs: "A" (a training-like
  * chain: in, w, x, y, z, gy, gx, gw; ops f1 f2 f3 b3 b2 bw upd) and "B" (in,
- * w, a, b, c, d, e; ops p q r s t). A failure must be TSL_ERR_FORMAT (or
+ * w, a, b, c, d, e; ops p q r s t); A's f3 has two other algorithms, so
+ * that plans may choose them ("algos"). A failure must be TSL_ERR_FORMAT (or
  * TSL_ERR_OOM) with a message naming the input, and must leave the output
  * untouched. A success must give plans whose events are in range and of the
  * documented shape; the verifier must then return TSL_OK with no violation
@@ -102,6 +103,9 @@ static tsl_workload *job_a(void) {
     };
     tsl_workload *w = make("A", tn, tb, tk, 8, od, 7);
     w->optimizer_begin = 6;
+    /* f3 has two other algorithms (docs/SCHEDULING.md, "Algorithms") */
+    static const tsl_wl_algo alts[2] = {{"im2col", 50, 9000}, {"direct", 300, 0}};
+    CHECK(tsl_workload_set_alts(w, 2, alts, 2) == TSL_OK);
     return w;
 }
 
@@ -136,12 +140,21 @@ static void check_plan(const tsl_workload *w, const tsl_plan *p) {
         if (e->type == TSL_EV_RECOMPUTE) CHECK(e->trigger == -1 && e->delay_us == 0);
         if (e->type == TSL_EV_RELEASE) CHECK(e->delay_us == 0);
     }
+    CHECK(p->n_algos >= 0 && (p->n_algos == 0) == (p->algos == NULL));
+    for (int32_t x = 0; x < p->n_algos; x++) { /* sorted, distinct, algorithms the op has */
+        CHECK(p->algos[x].op >= 0 && p->algos[x].op < w->n_ops);
+        CHECK(x == 0 || p->algos[x].op > p->algos[x - 1].op);
+        CHECK(p->algos[x].algo >= 1 && p->algos[x].algo < tsl_workload_op_n_algos(w, p->algos[x].op));
+    }
 }
 
 static void check_same(const tsl_plan *a, const tsl_plan *b) {
     CHECK(strcmp(a->job, b->job) == 0 && a->n_events == b->n_events);
     CHECK(a->predicted_peak == b->predicted_peak);
     CHECK(memcmp(&a->predicted_period_us, &b->predicted_period_us, sizeof(double)) == 0);
+    CHECK(a->n_algos == b->n_algos);
+    for (int32_t x = 0; x < a->n_algos; x++)
+        CHECK(a->algos[x].op == b->algos[x].op && a->algos[x].algo == b->algos[x].algo);
     for (int32_t k = 0; k < a->n_events; k++) {
         const tsl_event *x = &a->events[k], *y = &b->events[k];
         CHECK(x->type == y->type && x->tensor == y->tensor && x->trigger == y->trigger &&

@@ -16,6 +16,7 @@
  * fuzz/corpus/fuzz_workload_json (CMakeLists.txt reads the same line).
  * fuzz-link: tsl_io
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,16 @@ static void check_valid(const tsl_workload *w) {
         }
     }
     CHECK(w->period_us == end);
+    for (int32_t i = 0; i < w->n_ops; i++) { /* other algorithms: named, unique, timed */
+        const tsl_wl_op *op = &w->ops[i];
+        CHECK(op->n_alts >= 0 && op->n_alts < TSL_ALGO_MAX && (op->n_alts == 0) == !op->alts);
+        for (int32_t k = 0; k < op->n_alts; k++) {
+            size_t len = strnlen(op->alts[k].name, TSL_ALGO_NAME_MAX);
+            CHECK(len > 0 && len < TSL_ALGO_NAME_MAX && strcmp(op->alts[k].name, "default"));
+            CHECK(isfinite(op->alts[k].us) && op->alts[k].us >= 0);
+            for (int32_t q = 0; q < k; q++) CHECK(strcmp(op->alts[q].name, op->alts[k].name));
+        }
+    }
 }
 
 static void check_same(const tsl_workload *a, const tsl_workload *b) {
@@ -95,6 +106,12 @@ static void check_same(const tsl_workload *a, const tsl_workload *b) {
         CHECK(x->n_in == y->n_in && x->n_out == y->n_out);
         CHECK(x->n_in == 0 || memcmp(x->in, y->in, sizeof(int32_t) * (size_t)x->n_in) == 0);
         CHECK(memcmp(x->out, y->out, sizeof(int32_t) * (size_t)x->n_out) == 0);
+        CHECK(x->n_alts == y->n_alts);
+        for (int32_t k = 0; k < x->n_alts; k++) {
+            CHECK(strcmp(x->alts[k].name, y->alts[k].name) == 0);
+            CHECK(memcmp(&x->alts[k].us, &y->alts[k].us, sizeof(double)) == 0);
+            CHECK(x->alts[k].workspace == y->alts[k].workspace);
+        }
     }
 }
 

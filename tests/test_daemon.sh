@@ -12,7 +12,8 @@
 #     socket recovers them from their reconnections (RESUME), and they finish
 #     with their solo parameters;
 #   - a job that stops reporting is timed out and reclaimed;
-#   - a malformed message gets an ERROR and the daemon goes on serving.
+#   - a malformed message gets an ERROR and the daemon goes on serving;
+#   - a daemon that reads nothing for a while (busy planning) loses no job.
 set -uo pipefail
 bin=${1:?usage: test_daemon.sh TENSILE}
 bin=$(readlink -f "$bin")
@@ -122,6 +123,23 @@ ypid=$(grep -o "job $jy cnn:32 (cnn, batch 32, 500 iterations, pid [0-9]*" "$tmp
 kill -STOP "$ypid"
 wait_for 20 state_is "$jy" failed
 check "a job silent past the timeout is reclaimed: $(jobfield "$jy" reason)" "$(state_is "$jy" failed && [ "$(jobfield "$jy" region_bytes)" = 0 ] && echo 1 || echo 0)"
+# ---- 6. a daemon that reads nothing for 15 s (as while it plans on a
+# loaded machine) loses no job: its reports wait, coalesced, and the job
+# trains on (it once blocked 10 s on a full socket, then took the daemon
+# for dead and was killed as a job whose connection had closed)
+kill "$dpid"; wait "$dpid" 2>/dev/null
+start_daemon
+D=(--model densenet121 --batch 2 --image-size 32)  # 2,409 latencies a report
+jz=$(submit "${D[@]}" --iterations 60)
+wait_for 120 iterations_reach "$jz" 2
+zpid=$(grep -o "job $jz densenet121:2 (densenet121, batch 2, 60 iterations, pid [0-9]*" "$tmp/daemon.log" | tail -1 | grep -o "[0-9]*$")
+kill -STOP "$dpid"
+sleep 15
+kill -CONT "$dpid"
+wait_for 180 state_is "$jz" done
+check "a job goes on while its daemon reads nothing for 15 s: $(jobfield "$jz" state) $(jobfield "$jz" reason)" "$(state_is "$jz" done && echo 1 || echo 0)"
+zlog=$(ls "$tmp"/tensile/job-"$zpid".log 2>/dev/null)
+check "it never took the daemon for gone (log ${zlog:-missing})" "$([ -n "$zlog" ] && ! grep -q "the daemon is gone" "$zlog" && echo 1 || echo 0)"
 expect_exit 0 "tensile serve --stop" "$bin" serve --stop --socket "$sock"
 wait "$dpid" 2>/dev/null
 check "the daemon ended" "$(kill -0 "$dpid" 2>/dev/null && echo 0 || echo 1)"

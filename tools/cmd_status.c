@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "tensile/daemon.h"
 #include "tensile/ipc.h"
 
 static const char status_help[] =
@@ -57,7 +58,7 @@ static int client_connect(const char *cmd, const char *socket) {
         st = tsl_msg_sendf(fd, 2000, TSL_MSG_HELLO, "{s:s, s:I, s:s}", "role", "client", "pid",
                            (json_int_t)getpid(), "client", "tensile 0.1.0");
     tsl_msg m = {0};
-    if (st == TSL_OK) st = tsl_msg_recv(fd, 5000, &m, NULL);
+    if (st == TSL_OK) st = tsl_msg_recv(fd, TSL_DCLIENT_REPLY_MS, &m, NULL);
     tsl_msg_free(&m);
     if (st != TSL_OK) {
         fprintf(stderr, "tensile %s: %s\n", cmd, tsl_last_error());
@@ -73,7 +74,7 @@ static int request(const char *cmd, int fd, tsl_msg_type type, json_t *body, tsl
     tsl_status st = tsl_msg_validate(type, body);
     if (st == TSL_OK) st = tsl_msg_send(fd, &m, 2000);
     tsl_msg_free(&m);
-    if (st == TSL_OK) st = tsl_msg_recv(fd, 10000, out, NULL);
+    if (st == TSL_OK) st = tsl_msg_recv(fd, TSL_DCLIENT_REPLY_MS, out, NULL);
     if (st != TSL_OK) {
         fprintf(stderr, "tensile %s: %s\n", cmd, tsl_last_error());
         return 0;

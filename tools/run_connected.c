@@ -280,7 +280,7 @@ int cmd_run_connected(int argc, char **argv) {
     }
     if (t.epochs) t.iterations = (int64_t)t.epochs * tsl_batcher_batches_per_epoch(bt);
     /* the daemon, the workload, the registration */
-    if (tsl_dclient_connect(t.socket, 5000, &u.c, &u.dev) != TSL_OK) {
+    if (tsl_dclient_connect(t.socket, TSL_DCLIENT_REPLY_MS, &u.c, &u.dev) != TSL_OK) {
         fprintf(stderr, "tensile run: %s\n", tsl_last_error());
         rc = 1;
         goto out;
@@ -376,6 +376,13 @@ int cmd_run_connected(int argc, char **argv) {
     tsl_runtime_stats rs;
     tsl_session_runtime_stats(s, &rs);
     int64_t job_id = u.cur.job_id;
+    /* a job that lost its daemon tells the next one, if there is one, how it
+     * ended: unheard, the daemon would count it failed ("its process ended") */
+    if (!tsl_dclient_connected(u.c) && u.next.seq == 0) {
+        tsl_dplan p = in_force(&u);
+        if (tsl_dclient_resume(u.c, TSL_DCLIENT_REPLY_MS, &p, it, NULL) == TSL_OK && !t.quiet)
+            fprintf(stderr, "tensile run: reconnected to the daemon to report the end\n");
+    }
     /* the device's memory goes back before the daemon hears of the end */
     tsl_job_free(u.job);
     u.job = NULL;

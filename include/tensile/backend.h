@@ -98,6 +98,9 @@ typedef struct tsl_dev_event tsl_dev_event;
 typedef struct tsl_run_ctx {
     int64_t step;     /* 1-based training step: Adam's t, the dropout stream */
     int training;     /* 0 in evaluation */
+    int algo;         /* the op's algorithm (tensile/ops.h, "algorithms"): 0 the
+                         default; k >= 1 only on a backend with op_algo_workspace,
+                         whose workspace the caller then passes */
 } tsl_run_ctx;
 
 typedef struct tsl_backend_caps {
@@ -147,10 +150,18 @@ struct tsl_backend_i {
      * op. May prepare the kernel (kept for launch_op); an error if it cannot
      * be prepared. */
     tsl_status (*op_workspace)(tsl_backend *b, const tsl_graph *g, const tsl_op *op, size_t *bytes);
+    /* Optional (NULL: every op runs its default algorithm only): the
+     * scratch bytes op needs when run with algorithm `algo` (tensile/ops.h,
+     * "algorithms"; 0 is op_workspace's figure), what launch_op with
+     * ctx->algo = algo then expects. TSL_ERR_INVALID naming the op when it
+     * has no such algorithm here. */
+    tsl_status (*op_algo_workspace)(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                                    int algo, size_t *bytes);
     /* Enqueues op's kernel on the compute stream, reading in[] and writing
      * out[] (device pointers, op->n_in and op->n_out of them; the arrays
      * themselves are copied) with `workspace` (op_workspace bytes, NULL
-     * when 0). Returns when enqueued; the kernel may not have run yet. */
+     * when 0), with algorithm ctx->algo (op_algo_workspace's bytes then).
+     * Returns when enqueued; the kernel may not have run yet. */
     tsl_status (*launch_op)(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
                             void *const *in, void *const *out, void *workspace,
                             const tsl_run_ctx *ctx);
@@ -198,7 +209,9 @@ void tsl_backend_free(tsl_backend *b); /* NULL is fine */
 
 /* ---- synchronous helpers on the contract (backend/backend_sync.c) -------- */
 
-/* Runs op to completion: allocates its workspace in the arena, launches it
+/* Runs op to completion with algorithm ctx->algo: allocates its workspace
+ * (op_workspace, or op_algo_workspace for an algorithm k >= 1:
+ * TSL_ERR_INVALID on a backend without) in the arena, launches it
  * between two events, waits, frees the workspace. *ms (may be NULL) is the
  * kernel's time between the events. TSL_ERR_OOM if the workspace does not
  * fit (message names the op), or the kernel's error. */

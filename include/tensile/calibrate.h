@@ -30,6 +30,8 @@
 #define TENSILE_CALIBRATE_H
 
 #include <stddef.h>
+#include "tensile/backend.h"
+#include "tensile/graph.h"
 #include "tensile/profile.h"
 
 #ifdef __cplusplus
@@ -65,6 +67,23 @@ typedef struct tsl_calib_result {
  * options (named), TSL_ERR_OOM, or a kernel's error. Takes a few seconds
  * (well under a second with quick). */
 tsl_status tsl_calibrate_cpu(const tsl_calib_opts *o, tsl_calib_result *r);
+
+/* Measures every algorithm (tensile/ops.h, "algorithms") of every op of
+ * finalized graph g that has several, on backend b: the median µs of
+ * `repeats` (1..1000) timed runs after one warm-up (tsl_backend_run_op),
+ * each op on arena blocks of its own, inputs filled with a fixed pattern
+ * of small values, freed after it. us holds tsl_graph_n_ops(g) *
+ * TSL_ALGO_MAX entries: op i's algorithm k at [i * TSL_ALGO_MAX + k], -1
+ * where not measured (ops with one algorithm, unused slots) - the table
+ * tsl_workload_add_algos reads. TSL_ERR_INVALID (g not finalized, repeats
+ * out of range, a backend without op_algo_workspace), TSL_ERR_OOM (an op's
+ * blocks do not fit in the arena: named), or a kernel's error. Example:
+ *
+ *   double *us = malloc(sizeof *us * n_ops * TSL_ALGO_MAX);
+ *   tsl_calibrate_algos(g, b, 3, us);
+ *   tsl_workload_add_algos(w, g, us, NULL);   // tensile/workload.h
+ */
+tsl_status tsl_calibrate_algos(const tsl_graph *g, tsl_backend *b, int repeats, double *us);
 
 #ifdef __cplusplus
 }

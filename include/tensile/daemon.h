@@ -109,6 +109,14 @@ void tsl_dplan_free(tsl_dplan *p);
 typedef void (*tsl_dclient_queued_fn)(void *user, int64_t job_id, const char *reason,
                                       size_t needed, size_t available, int position);
 
+/* How long a client waits for the daemon's reply to a request (the
+ * WELCOME, a STATUS). The daemon is one thread and answers between the
+ * events it handles; planning every job anew on an arrival takes it
+ * seconds on a loaded machine (5 s was once too short for five models on
+ * two busy cores), so a slow reply is waited for, not taken for a dead
+ * daemon: a dead one closes the socket, which ends the wait at once. */
+#define TSL_DCLIENT_REPLY_MS 60000
+
 /* Connects to the daemon at `socket_path` (NULL: the default path) within
  * timeout_ms, says HELLO as a job and reads the WELCOME into *dev (may be
  * NULL). TSL_ERR_IO "no daemon at PATH; start one with 'tensile serve'",

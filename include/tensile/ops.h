@@ -73,6 +73,41 @@ double tsl_op_flops(const tsl_graph *g, const tsl_op *op);
 size_t tsl_op_workspace(const tsl_graph *g, const tsl_op *op);
 const char *tsl_op_type_name(tsl_op_type t);
 
+/* ---- algorithms (docs/SCHEDULING.md, "Algorithms") -----------------------
+ * Some ops can run with one of several algorithms, which give the same
+ * result up to floating-point rounding and differ in time and workspace:
+ * a planning decision (a plan's per-op choice, tensile/plan.h). The menu is
+ * the op vocabulary's, so that the planner can list it without a backend;
+ * a backend implements it (the CPU backend: src/backend/cpu/conv_algos.c)
+ * and says what each really needs (tsl_backend_i.op_algo_workspace).
+ *
+ *   CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_FILTER:
+ *     0 TSL_ALGO_DEFAULT  what the backend runs when nothing is chosen
+ *                         (CPU: oneDNN's convolution, the reference kernel
+ *                         where oneDNN has none); workspace tsl_op_workspace
+ *                         here, the backend's own figure once matched
+ *     1 TSL_ALGO_IM2COL   im2col (col2im) + one GEMM per image and group;
+ *                         workspace: the column buffer of one image and group,
+ *                         (Cin/g * KH * KW) x (Ho * Wo) elements (BWD_FILTER:
+ *                         and a double accumulator of the weight's size)
+ *     2 TSL_ALGO_DIRECT   direct loops over the output (the reference
+ *                         kernel): no workspace
+ *   every other op: 0 only. */
+#define TSL_ALGO_DEFAULT 0
+#define TSL_ALGO_IM2COL 1
+#define TSL_ALGO_DIRECT 2
+#define TSL_ALGO_MAX 8          /* no op has more algorithms than this */
+#define TSL_ALGO_NAME_MAX 24    /* bytes of an algorithm's name, NUL included */
+
+/* The number of algorithms of op (>= 1, <= TSL_ALGO_MAX). */
+int tsl_op_n_algos(const tsl_op *op);
+/* The name of algorithm k of op ("default", "im2col", "direct"); NULL if
+ * k is not in [0, tsl_op_n_algos(op)). */
+const char *tsl_op_algo_name(const tsl_op *op, int k);
+/* The workspace bytes algorithm k of op needs (k in range: TSL_ASSERT);
+ * k = 0 is tsl_op_workspace. */
+size_t tsl_op_algo_workspace(const tsl_graph *g, const tsl_op *op, int k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,6 +52,15 @@ typedef struct tsl_plan_block {
     size_t offset;         /* in the device arena; a multiple of the layout's alignment */
 } tsl_plan_block;
 
+/* A plan's choice of algorithm for one op (docs/SCHEDULING.md,
+ * "Algorithms"): op runs with algorithm `algo` (>= 1) of the workload
+ * (tsl_workload_op_algo), every time it runs in the iteration, its
+ * recomputations included. */
+typedef struct tsl_plan_algo {
+    int32_t op;
+    int32_t algo;
+} tsl_plan_algo;
+
 typedef struct tsl_plan {
     char job[64];
     int32_t n_events, cap_events;
@@ -65,12 +74,39 @@ typedef struct tsl_plan {
     tsl_plan_block *blocks;
     size_t layout_align;        /* the alignment the layout was made for */
     size_t predicted_footprint; /* bytes: the layout's extent, what the device must hold */
+    /* The algorithm choices: ops run with another algorithm than their
+     * default, sorted by op, each op at most once, algo >= 1 (an op not
+     * listed runs its default). n_algos 0: every op its default, as in a
+     * plan made before algorithms existed. Set with tsl_plan_set_algo. */
+    int32_t n_algos;
+    tsl_plan_algo *algos;
 } tsl_plan;
 
 tsl_plan *tsl_plan_new(const char *job);
 void tsl_plan_free(tsl_plan *p);
 tsl_status tsl_plan_add(tsl_plan *p, tsl_event e);
 void tsl_plan_sort(tsl_plan *p);
+
+/* ---- algorithm choices ------------------------------------------------------ */
+/* Makes op run with algorithm `algo` under p (0: its default, which removes
+ * the op from p->algos). Whether the workload has that algorithm is the
+ * verifier's to judge (tsl_workload_for_plan). TSL_ERR_INVALID for op < 0
+ * or algo outside [0, TSL_ALGO_MAX); TSL_ERR_OOM (p unchanged). */
+tsl_status tsl_plan_set_algo(tsl_plan *p, int32_t op, int32_t algo);
+/* The algorithm p runs op with: 0 unless p->algos lists it (p NULL: 0). */
+int32_t tsl_plan_op_algo(const tsl_plan *p, int32_t op);
+/* Copies src's algorithm choices into dst (replacing dst's). TSL_ERR_OOM
+ * (dst unchanged). */
+tsl_status tsl_plan_copy_algos(tsl_plan *dst, const tsl_plan *src);
+/* The workload p's events are timed against: a copy of w in which every op
+ * that p runs with algorithm k >= 1 takes that algorithm's latency and
+ * workspace (tsl_workload_op_algo), the ops after it shifted by the
+ * difference (gaps kept), the period with them; no op has other
+ * algorithms left (n_alts 0: the choice is made). With no choice in p the
+ * copy equals w but for that. *out is the caller's (tsl_workload_free).
+ * TSL_ERR_INVALID naming the job, the op and the algorithm when p chooses
+ * an op out of range or an algorithm the op does not have; TSL_ERR_OOM. */
+tsl_status tsl_workload_for_plan(const tsl_workload *w, const tsl_plan *p, tsl_workload **out);
 
 /* ---- the layout ------------------------------------------------------------ */
 /* Lays out one iteration of w under p (docs/SCHEDULING.md, "Layout"):

@@ -40,7 +40,13 @@ tsl_status tsl_backend_run_op(tsl_backend *b, const tsl_graph *g, const tsl_op *
                               void *const *in, void *const *out, const tsl_run_ctx *ctx,
                               double *ms) {
     size_t ws = 0;
-    tsl_status st = b->iface->op_workspace(b, g, op, &ws);
+    tsl_status st;
+    if (ctx->algo == 0) st = b->iface->op_workspace(b, g, op, &ws);
+    else if (b->iface->op_algo_workspace)
+        st = b->iface->op_algo_workspace(b, g, op, ctx->algo, &ws);
+    else
+        st = tsl_fail(TSL_ERR_INVALID, "op '%s': algorithm %d on backend '%s', which runs "
+                      "defaults only", op->name, ctx->algo, b->iface->name(b));
     if (st != TSL_OK) return st;
     void *w = NULL;
     if (ws && (st = b->iface->alloc(b, ws, &w)) != TSL_OK) {

@@ -16,17 +16,17 @@
 #include <unistd.h>
 
 #include "core/assert.h"
+#include "daemon/client_out.h"
 #include "tensile/daemon.h"
 #include "tensile/ipc.h"
 #include "tensile/sched_json.h"
-
-#define SEND_MS 10000 /* a send that takes longer: the daemon is stuck */
 
 struct tsl_dclient {
     int fd;                  /* -1 when disconnected */
     char path[108];
     tsl_conv conv;
     tsl_msg_reader *reader;  /* for tsl_dclient_poll */
+    tsl__outq out;           /* what is sent, until the socket takes it (client_out.h) */
     /* the registration, kept for RESUME */
     char name[64], model[64];
     int64_t batch, iterations;
@@ -47,6 +47,7 @@ int tsl_dclient_connected(const tsl_dclient *c) { return c && c->fd >= 0; }
 static void disconnect(tsl_dclient *c) {
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
+    tsl__outq_reset(&c->out);
     tsl_msg_reader_free(c->reader);
     c->reader = NULL;
 }
@@ -57,8 +58,12 @@ void tsl_dclient_free(tsl_dclient *c) {
     free(c);
 }
 
-/* Sends a message built from fmt through the conversation. On a failure
- * the connection is closed (part of a message may have gone). */
+/* Sends a message built from fmt through the conversation: queued
+ * (client_out.h), then written. A REPORT is written as far as the socket
+ * takes it now, and the rest later: a daemon busy planning never holds the
+ * job up. Any other message is waited for until the daemon has it all,
+ * up to TSL_DCLIENT_REPLY_MS. On a failure the connection is closed (part
+ * of a message may have gone). */
 static tsl_status send_msg(tsl_dclient *c, tsl_msg_type type, const char *fmt, ...) {
     if (c->fd < 0) return tsl_fail(TSL_ERR_IO, "not connected to a daemon");
     tsl_msg m;
@@ -71,9 +76,17 @@ static tsl_status send_msg(tsl_dclient *c, tsl_msg_type type, const char *fmt, .
     tsl_status st = tsl_msg_validate(type, body);
     m.type = type;
     m.body = body;
+    uint8_t *buf = NULL;
+    size_t len = 0;
     if (st == TSL_OK) st = tsl_conv_sending(&c->conv, &m);
-    if (st == TSL_OK && (st = tsl_msg_send(c->fd, &m, SEND_MS)) != TSL_OK) disconnect(c);
+    if (st == TSL_OK) st = tsl_msg_encode(&m, &buf, &len);
     tsl_msg_free(&m);
+    if (st != TSL_OK) return st;
+    int report = type == TSL_MSG_REPORT;
+    st = tsl__outq_put(&c->out, buf, len, report);
+    free(buf);
+    if (st == TSL_OK) st = tsl__outq_flush(&c->out, c->fd, report ? 0 : TSL_DCLIENT_REPLY_MS);
+    if (st != TSL_OK) disconnect(c);
     return st;
 }
 
@@ -86,7 +99,8 @@ static tsl_status recv_msg(tsl_dclient *c, int timeout_ms, tsl_msg *m) {
     tsl_status st = tsl_msg_recv(c->fd, timeout_ms, m, &code);
     if (st == TSL_OK) st = tsl_conv_received(&c->conv, m);
     if (st != TSL_OK) {
-        if (code != TSL_MSG_ERR_NONE || st == TSL_ERR_FORMAT)
+        if ((code != TSL_MSG_ERR_NONE || st == TSL_ERR_FORMAT) &&
+            tsl__outq_pending(&c->out) == 0) /* never inside a queued message */
             tsl_msg_send_error(c->fd, code ? code : TSL_MSG_ERR_OUT_OF_ORDER, tsl_last_error(),
                                1000);
         if (st != TSL_ERR_TIMEOUT) disconnect(c);
@@ -152,6 +166,7 @@ tsl_status tsl_dclient_connect(const char *socket_path, int timeout_ms, tsl_dcli
     tsl_dclient *c = calloc(1, sizeof *c);
     if (!c) return tsl_fail(TSL_ERR_OOM, "out of host memory");
     c->fd = -1;
+    tsl__outq_reset(&c->out);
     tsl_status st = TSL_OK;
     if (socket_path) {
         if (strlen(socket_path) >= sizeof c->path)
@@ -269,8 +284,13 @@ tsl_status tsl_dclient_poll(tsl_dclient *c, int *got, tsl_dplan *out, char *reas
                             size_t reason_len) {
     *got = 0;
     if (c->fd < 0) return tsl_fail(TSL_ERR_IO, "not connected to a daemon");
+    tsl_status st = tsl__outq_flush(&c->out, c->fd, 0); /* a queued REPORT, if the daemon reads */
+    if (st != TSL_OK) {
+        disconnect(c);
+        return st;
+    }
     tsl_msg m = {0};
-    tsl_status st = tsl_msg_reader_read(c->reader, c->fd, &m);
+    st = tsl_msg_reader_read(c->reader, c->fd, &m);
     if (st == TSL_OK && m.type == TSL_MSG_NONE) return TSL_OK;
     if (st == TSL_OK) st = tsl_conv_received(&c->conv, &m);
     if (st != TSL_OK) {

@@ -64,6 +64,8 @@ typedef struct tsl__daemon {
     FILE *log;
     int shutdown;            /* a client asked the daemon to end */
     double t0_ms;
+    double drift_hold_ms;    /* no replanning for drift before this (tsl__d_now): planning,
+                                which blocks the loop, takes at most a fifth of its time */
 } tsl__daemon;
 
 /* Milliseconds on the monotonic clock. */

@@ -191,6 +191,8 @@ void tsl__d_reschedule(tsl__daemon *d, const char *why) {
         else
             tsl__d_log(d, "replanning (%s) kept the plans in force: %s", why, tsl_last_error());
     }
+    if (admitted || (why && tsl__ms_active(&d->ms) > 0))
+        d->drift_hold_ms = tsl__d_now() + 4 * d->ms.last_planning_ms;
     tsl__d_dispatch(d);
     tell_queue(d);
 }
@@ -321,6 +323,10 @@ static int on_report(tsl__daemon *d, int c, const tsl_msg *m) {
     int r = j->state == TSL__DJ_RUNNING ? tsl__ms_report(&d->ms, j, us, (int32_t)n) : 0;
     free(us);
     if (r < 0) return refuse(d, c, TSL_MSG_ERR_REFUSED, tsl_last_error());
+    /* drift replans wait while the last planning is recent: on a loaded
+     * machine drift is constant and every replan stops the loop for
+     * seconds; the job's drift run stands, so a later report replans */
+    if (r > 0 && tsl__d_now() < d->drift_hold_ms) r = 0;
     if (r > 0) {
         char why[64];
         snprintf(why, sizeof why, "drift");

@@ -15,6 +15,13 @@
  * "offset": bytes} or {"workspace": op name, "run": k, "offset": bytes}
  * (sizes come from the workload). A job without them has no layout.
  *
+ * A job may carry its algorithm choices (docs/SCHEDULING.md, "Algorithms"):
+ * "algos": [{"op": name, "algo": k}], the ops run with another algorithm
+ * than their default, k numbering the op's algorithms in the workload
+ * (0 the default, then its "algos" in order). Written only when the plan
+ * has some (in op order), so a plan without choices is written as before
+ * they existed; a layout's workspace blocks are the chosen algorithms'.
+ *
  * Fields per event type, all required, no other allowed:
  *   swap_out   type, tensor, trigger, delay_us
  *   swap_in    type, tensor, trigger, delay_us, precede
@@ -301,16 +308,77 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
 
 static tsl_status parse_layout(parser *p, int jj, json_t *o, tsl_plan *pl);
 
+/* Parses jobs[jj].algos (array `arr`) into pl's algorithm choices: objects
+ * {"op": name, "algo": k}, each op at most once, k an algorithm the op has
+ * in the workload (0, its default, is accepted and changes nothing).
+ * TSL_ERR_FORMAT naming jobs[jj].algos[x].FIELD and the value; TSL_ERR_OOM. */
+static tsl_status parse_algos(parser *p, int jj, json_t *arr, tsl_plan *pl) {
+    static const char *const keys[] = {"op", "algo"};
+    char path[96], vb[80];
+    snprintf(path, sizeof path, "jobs[%d].algos", jj);
+    if (!json_is_array(arr))
+        return tsl__json_bad(p->file, path, "expected an array, got %s %s",
+                             tsl__json_type_name(arr), tsl__json_value_str(arr, vb, sizeof vb));
+    if (json_array_size(arr) > (size_t)p->w->n_ops)
+        return tsl__json_bad(p->file, path, "%zu choices for %d ops", json_array_size(arr),
+                             p->w->n_ops);
+    for (size_t x = 0; x < json_array_size(arr); x++) {
+        json_t *c = json_array_get(arr, x);
+        snprintf(path, sizeof path, "jobs[%d].algos[%zu]", jj, x);
+        if (!json_is_object(c))
+            return tsl__json_bad(p->file, path, "expected an object, got %s %s",
+                                 tsl__json_type_name(c), tsl__json_value_str(c, vb, sizeof vb));
+        tsl_status st = check_keys(p->file, path, c, "", keys, 2);
+        if (st != TSL_OK) return st;
+        int32_t op;
+        snprintf(path, sizeof path, "jobs[%d].algos[%zu].op", jj, x);
+        if ((st = get_op(p, path, json_object_get(c, "op"), 0, &op))) return st;
+        for (size_t q = 0; q < x; q++) {
+            const char *prev = json_string_value(json_object_get(json_array_get(arr, q), "op"));
+            if (prev && strcmp(prev, p->w->ops[op].name) == 0)
+                return tsl__json_bad(p->file, path, "op '%s' is chosen twice (also algos[%zu])",
+                                     p->w->ops[op].name, q);
+        }
+        json_t *av = json_object_get(c, "algo");
+        int32_t n = tsl_workload_op_n_algos(p->w, op);
+        snprintf(path, sizeof path, "jobs[%d].algos[%zu].algo", jj, x);
+        if (!json_is_integer(av))
+            return tsl__json_bad(p->file, path, "expected an integer, got %s %s",
+                                 tsl__json_type_name(av), tsl__json_value_str(av, vb, sizeof vb));
+        json_int_t k = json_integer_value(av);
+        if (k < 0 || k >= n) {
+            char list[TSL_ALGO_MAX * (TSL_ALGO_NAME_MAX + 8)];
+            int at = 0;
+            for (int32_t q = 0; q < n && at < (int)sizeof list; q++)
+                at += snprintf(list + at, sizeof list - (size_t)at, "%s%d %s", q ? ", " : "",
+                               q, tsl_workload_op_algo(p->w, op, q).name);
+            return tsl__json_bad(p->file, path,
+                                 "%lld is not an algorithm of op '%s' in job '%s' (it has %d: "
+                                 "%s)",
+                                 (long long)k, p->w->ops[op].name, p->w->job, n, list);
+        }
+        if ((st = tsl_plan_set_algo(pl, op, (int32_t)k))) return st;
+    }
+    return TSL_OK;
+}
+
 /* Parses jobs[jj] (object o) for workload w into a new plan *out. */
 static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
-    static const char *const keys[] = {"job", "predicted_peak_bytes", "predicted_period_us",
-                                       "events", "predicted_footprint_bytes",
-                                       "layout_alignment", "layout"};
+    static const char *const base[] = {"job", "predicted_peak_bytes", "predicted_period_us",
+                                       "events"};
+    static const char *const lay[] = {"predicted_footprint_bytes", "layout_alignment",
+                                      "layout"};
     char path[64], vb[80];
     int with_layout = json_object_get(o, "predicted_footprint_bytes") ||
                       json_object_get(o, "layout_alignment") || json_object_get(o, "layout");
+    json_t *algos = json_object_get(o, "algos"); /* optional */
+    const char *keys[8];
+    int nk = 0;
+    for (int k = 0; k < 4; k++) keys[nk++] = base[k];
+    for (int k = 0; k < 3 && with_layout; k++) keys[nk++] = lay[k];
+    if (algos) keys[nk++] = "algos";
     tsl_status st = check_keys(p->file, (snprintf(path, sizeof path, "jobs[%d]", jj), path), o,
-                               "", keys, with_layout ? 7 : 4);
+                               "", keys, nk);
     if (st != TSL_OK) return st;
     const tsl_workload *w = p->w;
     int32_t dup;
@@ -346,6 +414,10 @@ static tsl_status parse_job(parser *p, int jj, json_t *o, tsl_plan **out) {
     if (!pl) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
     pl->predicted_peak = (size_t)peak;
     pl->predicted_period_us = period;
+    if (algos && (st = parse_algos(p, jj, algos, pl)) != TSL_OK) { /* before the layout's sizes */
+        tsl_plan_free(pl);
+        return st;
+    }
     for (size_t k = 0; k < json_array_size(ev); k++) {
         tsl_event e;
         st = parse_event(p, jj, (int32_t)k, json_array_get(ev, k), &e);
@@ -385,7 +457,8 @@ static int cmp_block(const void *x, const void *y) {
 }
 
 /* Parses one block of the layout (object x at layout[k]) into *b. */
-static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_block *b) {
+static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_block *b,
+                              const tsl_plan *pl) {
     static const char *const tkeys[] = {"tensor", "residency", "offset"};
     static const char *const wkeys[] = {"workspace", "run", "offset"};
     char path[96], vb[80];
@@ -404,7 +477,8 @@ static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_b
     if (i < 0)
         return tsl__json_bad(p->file, path, "'%s' is no %s of job '%s'", name,
                              ws ? "op" : "tensor", p->w->job);
-    size_t bytes = ws ? p->w->ops[i].workspace : p->w->tensors[i].bytes;
+    size_t bytes = ws ? tsl_workload_op_algo(p->w, i, tsl_plan_op_algo(pl, i)).workspace
+                      : p->w->tensors[i].bytes;
     if (ws && !bytes)
         return tsl__json_bad(p->file, path, "op '%s' has no workspace", name);
     json_int_t seq, off;
@@ -446,7 +520,7 @@ static tsl_status parse_layout(parser *p, int jj, json_t *o, tsl_plan *pl) {
     tsl_plan_block *b = malloc((n ? n : 1) * sizeof *b);
     if (!b) return tsl_fail(TSL_ERR_OOM, "%s: out of host memory", p->file);
     for (size_t k = 0; k < n; k++)
-        if ((st = parse_block(p, jj, k, json_array_get(lay, k), &b[k])) != TSL_OK) {
+        if ((st = parse_block(p, jj, k, json_array_get(lay, k), &b[k], pl)) != TSL_OK) {
             free(b);
             return st;
         }
@@ -644,12 +718,26 @@ static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
                         "plan JSON: job '%s': a layout of %d blocks, alignment %zu, "
                         "footprint %zu bytes",
                         p->job, (int)p->n_blocks, p->layout_align, p->predicted_footprint);
+    if (p->n_algos < 0 || (p->n_algos > 0 && !p->algos) || p->n_algos > w->n_ops)
+        return tsl_fail(TSL_ERR_INVALID, "plan JSON: job '%s': %d algorithm choices", p->job,
+                        (int)p->n_algos);
+    for (int32_t x = 0; x < p->n_algos; x++) {
+        const tsl_plan_algo *c = &p->algos[x];
+        if (c->op < 0 || c->op >= w->n_ops || (x > 0 && c->op <= p->algos[x - 1].op) ||
+            c->algo < 1 || c->algo >= tsl_workload_op_n_algos(w, c->op))
+            return tsl_fail(TSL_ERR_INVALID,
+                            "plan JSON: job '%s': algorithm choice %d (op %d, algorithm %d) names "
+                            "no algorithm of the workload, or is out of order",
+                            p->job, (int)x, c->op, c->algo);
+    }
     for (int32_t k = 0; k < p->n_blocks; k++) {
         const tsl_plan_block *b = &p->blocks[k];
+        size_t wsb = b->op >= 0 && b->op < w->n_ops
+                         ? tsl_workload_op_algo(w, b->op, tsl_plan_op_algo(p, b->op)).workspace
+                         : 0;
         int ok = b->tensor >= 0 ? b->tensor < w->n_tensors && b->op == -1 &&
                                       b->bytes == w->tensors[b->tensor].bytes
-                                : b->op >= 0 && b->op < w->n_ops && w->ops[b->op].workspace &&
-                                      b->bytes == w->ops[b->op].workspace;
+                                : b->op >= 0 && b->op < w->n_ops && wsb && b->bytes == wsb;
         if (!ok || b->seq < 0 || b->offset > (size_t)TSL__PLAN_MAX_BYTES ||
             (k > 0 && cmp_block(&p->blocks[k - 1], b) >= 0))
             return tsl_fail(TSL_ERR_INVALID,
@@ -712,6 +800,15 @@ static void put_plans(FILE *f, const void *ctx) {
         if (p->n_blocks > 0)
             fprintf(f, ", \"predicted_footprint_bytes\": %zu, \"layout_alignment\": %zu",
                     p->predicted_footprint, p->layout_align);
+        if (p->n_algos > 0) { /* only then: a plan without choices is written as before */
+            fputs(",\n  \"algos\": [", f);
+            for (int32_t x = 0; x < p->n_algos; x++) {
+                fputs(x ? ", {\"op\": " : "{\"op\": ", f);
+                tsl__json_put_str(f, w[i]->ops[p->algos[x].op].name);
+                fprintf(f, ", \"algo\": %d}", (int)p->algos[x].algo);
+            }
+            fputc(']', f);
+        }
         fputs(",\n  \"events\": [", f);
         for (int32_t k = 0; k < p->n_events; k++) {
             fputs(k ? ",\n   " : "\n   ", f);

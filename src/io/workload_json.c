@@ -4,7 +4,15 @@
  *   {"job": "name", "period_us": 1234.5, "optimizer_begin": 40,
  *    "tensors": [{"name": "conv1.weight", "bytes": 37632, "kind": "parameter"}],
  *    "ops": [{"name": "conv1", "start_us": 0, "end_us": 12.5, "workspace": 0,
- *             "inputs": ["input", "conv1.weight"], "outputs": ["conv1"]}]}
+ *             "inputs": ["input", "conv1.weight"], "outputs": ["conv1"],
+ *             "algos": [{"name": "im2col", "us": 11.0, "workspace": 602112},
+ *                       {"name": "direct", "us": 48.0, "workspace": 0}]}]}
+ *
+ * "algos" is optional: an op's algorithms other than its default, numbered
+ * from 1 in this order (algorithm 0 is the op itself: start_us, end_us,
+ * workspace); each with its latency "us" and "workspace" bytes. It is
+ * written only for an op that has them, so a workload without algorithms
+ * is written byte for byte as before they existed.
  *
  * Reading is strict: every field required, no unknown field, no duplicate
  * key, and every error is TSL_ERR_FORMAT with a message naming the file, the
@@ -254,13 +262,64 @@ static tsl_status check_accesses(parser *p, int32_t i) {
     return TSL_OK;
 }
 
+/* Parses ops[i].algos (array `arr`): the op's other algorithms, numbered
+ * from 1 in this order (algorithm 0 is the op itself), each {"name", "us",
+ * "workspace"}, names unique and not "default", 1 to TSL_ALGO_MAX - 1 of
+ * them; set on op i. TSL_ERR_FORMAT naming ops[i].algos[k].FIELD and the
+ * value; TSL_ERR_OOM. */
+static tsl_status parse_algos(parser *p, int32_t i, json_t *arr) {
+    static const char *const keys[] = {"name", "us", "workspace"};
+    char path[96], vb[80];
+    snprintf(path, sizeof path, "ops[%d].algos", i);
+    tsl_status st = get_array(p->file, path, arr, TSL_ALGO_MAX - 1);
+    if (st != TSL_OK) return st;
+    size_t n = json_array_size(arr);
+    if (n == 0)
+        return tsl__json_bad(p->file, path, "empty (an op with one algorithm has no 'algos')");
+    tsl_wl_algo a[TSL_ALGO_MAX];
+    memset(a, 0, sizeof a);
+    for (size_t k = 0; k < n; k++) {
+        json_t *o = json_array_get(arr, k);
+        snprintf(path, sizeof path, "ops[%d].algos[%zu]", i, k);
+        if (!json_is_object(o))
+            return tsl__json_bad(p->file, path, "expected an object, got %s %s",
+                                 tsl__json_type_name(o), tsl__json_value_str(o, vb, sizeof vb));
+        if ((st = check_keys(p->file, path, o, keys, 3))) return st;
+        const char *name;
+        snprintf(path, sizeof path, "ops[%d].algos[%zu].name", i, k);
+        if ((st = tsl__json_get_name(p->file, path, json_object_get(o, "name"), TSL_ALGO_NAME_MAX,
+                                     &name)))
+            return st;
+        if (strcmp(name, "default") == 0)
+            return tsl__json_bad(p->file, path,
+                                 "'default' names algorithm 0, the op itself (start_us, end_us, "
+                                 "workspace)");
+        for (size_t q = 0; q < k; q++)
+            if (strcmp(a[q].name, name) == 0)
+                return tsl__json_bad(p->file, path, "duplicate algorithm name '%s' (also "
+                                     "algos[%zu])", name, q);
+        snprintf(a[k].name, sizeof a[k].name, "%s", name);
+        snprintf(path, sizeof path, "ops[%d].algos[%zu].us", i, k);
+        if ((st = tsl__json_get_time(p->file, path, json_object_get(o, "us"), TSL__WL_MAX_US,
+                                     &a[k].us)))
+            return st;
+        json_int_t ws;
+        snprintf(path, sizeof path, "ops[%d].algos[%zu].workspace", i, k);
+        if ((st = get_int(p->file, path, json_object_get(o, "workspace"), 0, TSL__WL_MAX_BYTES,
+                          &ws)))
+            return st;
+        a[k].workspace = (size_t)ws;
+    }
+    return tsl_workload_set_alts(p->w, i, a, (int32_t)n);
+}
+
 /* Fills p->w->ops from `arr` (size stored in n_ops) after the tensors:
  * unique names other than "start", contiguous non-decreasing times from 0,
  * workspace, resolved inputs and outputs, accesses checked in order.
  * TSL_ERR_FORMAT naming ops[i].FIELD and the value; TSL_ERR_OOM. */
 static tsl_status parse_ops(parser *p, json_t *arr) {
     static const char *const keys[] = {"name", "start_us", "end_us", "workspace", "inputs",
-                                       "outputs"};
+                                       "outputs", "algos"};
     tsl_workload *w = p->w;
     char path[64], vb[80], b1[32], b2[32];
     double prev_end = 0.0;
@@ -270,7 +329,8 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
         if (!json_is_object(o))
             return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(o),
                        tsl__json_value_str(o, vb, sizeof vb));
-        tsl_status st = check_keys(p->file, path, o, keys, 6);
+        json_t *algos = json_object_get(o, "algos"); /* optional */
+        tsl_status st = check_keys(p->file, path, o, keys, algos ? 7 : 6);
         if (st != TSL_OK) return st;
         tsl_wl_op *op = &w->ops[i];
         const char *name;
@@ -321,6 +381,7 @@ static tsl_status parse_ops(parser *p, json_t *arr) {
             return tsl__json_bad(p->file, path, "empty (every op generates at least one tensor)");
         }
         if ((st = check_accesses(p, i))) return st;
+        if (algos && (st = parse_algos(p, i, algos))) return st;
     }
     return TSL_OK;
 }
@@ -451,6 +512,17 @@ static void put_workload(FILE *f, const void *ctx) {
         put_names(f, w, op->in, op->n_in);
         fputs(", \"outputs\": ", f);
         put_names(f, w, op->out, op->n_out);
+        if (op->n_alts > 0) { /* only then: a workload without them is written as before */
+            fputs(", \"algos\": [", f);
+            for (int32_t k = 0; k < op->n_alts; k++) {
+                fputs(k ? ", {\"name\": " : "{\"name\": ", f);
+                tsl__json_put_str(f, op->alts[k].name);
+                fputs(", \"us\": ", f);
+                tsl__json_put_real(f, op->alts[k].us);
+                fprintf(f, ", \"workspace\": %zu}", op->alts[k].workspace);
+            }
+            fputc(']', f);
+        }
         fputc('}', f);
     }
     fputs(w->n_ops ? "\n ]}\n" : "]}\n", f);

@@ -383,7 +383,8 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
                 in[k] = l->scratch[j];
             }
     }
-    tsl_run_ctx ctx = {.step = S->s->steps + 1, .training = 1};
+    tsl_run_ctx ctx = {.step = S->s->steps + 1, .training = 1,
+                       .algo = tsl_plan_op_algo(rt->cur->p, it->op)}; /* recomputations too */
     if (rc != TSL_OK) return rc;
     /* the lock is released while enqueueing: on a synchronous backend the
      * kernel runs right here, and the Swap Executor's threads must go on

@@ -65,6 +65,10 @@ static tsl_plan *plan_copy(const tsl_plan *p) {
         c->layout_align = p->layout_align;
         c->predicted_footprint = p->predicted_footprint;
     }
+    if (tsl_plan_copy_algos(c, p) != TSL_OK) {
+        tsl_plan_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -103,7 +107,14 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
     int32_t ne = p->n_events, nt = w->n_tensors, no = w->n_ops, n_rc = 0;
     for (int32_t e = 0; e < ne; e++) n_rc += p->events[e].type == TSL_EV_RECOMPUTE;
     pl->p = plan_copy(p);
-    pl->w = tsl_workload_copy(w, NULL);
+    if (p->n_algos > 0) { /* the workload as run: the chosen algorithms' times, workspaces */
+        tsl_status sa = tsl_workload_for_plan(w, p, &pl->w);
+        if (sa != TSL_OK) {
+            tsl__rt_plan_free(pl);
+            return sa;
+        }
+    } else
+        pl->w = tsl_workload_copy(w, NULL);
     pl->profile = *dev;
     pl->n_items = no + n_rc;
     pl->n_timed = ne - n_rc;
@@ -347,6 +358,39 @@ void tsl__rt_free(tsl__runtime *rt) {
 
 /* ---- plans ------------------------------------------------------------------------ */
 
+
+/* The backend can run each algorithm p chooses (op_algo_workspace), in no
+ * more workspace than w gives that algorithm (else the plan's peak and the
+ * strict limit would not hold). Choices naming ops or algorithms w has not
+ * are left to the verifier. TSL_ERR_INVALID naming the op. */
+static tsl_status check_backend_algos(const tsl__runtime *rt, const tsl_plan *p,
+                                      const tsl_workload *w) {
+    if (p->n_algos == 0) return TSL_OK;
+    const struct tsl_backend_i *bi = rt->b->iface;
+    if (!bi->op_algo_workspace)
+        return tsl_fail(TSL_ERR_INVALID, "set plan: plan '%s' chooses algorithms, but backend "
+                        "'%s' runs every op with its default", p->job, bi->name(rt->b));
+    for (int32_t x = 0; x < p->n_algos; x++) {
+        const tsl_plan_algo *c = &p->algos[x];
+        if (c->op < 0 || c->op >= w->n_ops || c->op >= rt->no || c->algo < 1 ||
+            c->algo >= tsl_workload_op_n_algos(w, c->op))
+            continue;
+        size_t need;
+        tsl_status st = bi->op_algo_workspace(rt->b, rt->g, tsl_graph_op(rt->g, c->op), c->algo,
+                                              &need);
+        if (st != TSL_OK) return st;
+        tsl_wl_algo a = tsl_workload_op_algo(w, c->op, c->algo);
+        if (a.workspace < need)
+            return tsl_fail(TSL_ERR_INVALID,
+                            "set plan: plan '%s': op %d ('%s') with algorithm %d ('%s'): the "
+                            "workload gives it %zu bytes of workspace, the backend's kernel "
+                            "needs %zu",
+                            p->job, c->op, w->ops[c->op].name, c->algo, a.name, a.workspace,
+                            need);
+    }
+    return TSL_OK;
+}
+
 /* Makes `pl` (may be NULL: vanilla) the plan installed at the next boundary. */
 static void set_pending(tsl__runtime *rt, tsl__rt_plan *pl) {
     pthread_mutex_lock(&rt->mu);
@@ -385,6 +429,7 @@ tsl_status tsl_session_set_plan_on(tsl_session *s, const tsl_plan *p, const tsl_
         chk.profile = prof;
         if ((st = check_opts(&chk)) != TSL_OK) return st;
     }
+    if ((st = check_backend_algos(rt, p, w)) != TSL_OK) return st;
     tsl_violation *v = NULL;
     int nv = 0;
     st = tsl_plan_verify(w, p, &prof, &v, &nv);
@@ -432,7 +477,8 @@ tsl_status tsl__session_set_plan_unverified(tsl_session *s, const tsl_plan *p) {
                         s->rt->w0->tensors[ev->tensor].producer >= ev->precede)))
                 return tsl_fail(TSL_ERR_INVALID, "set plan: event %d has indices out of range", e);
         }
-        st = tsl__rt_plan_new(p, s->rt->w0, &s->rt->o.profile, &pl);
+        st = check_backend_algos(s->rt, p, s->rt->w0);
+        if (st == TSL_OK) st = tsl__rt_plan_new(p, s->rt->w0, &s->rt->o.profile, &pl);
         if (st != TSL_OK) return st;
     }
     set_pending(s->rt, pl);

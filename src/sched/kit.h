@@ -4,6 +4,8 @@
  * One concept per file:
  *
  *   plan.c         plans and the total order of events
+ *   plan_algos.c   a plan's algorithm choices, the workload they make
+ *   workload_algos.c  an op's algorithms, the ratio model
  *   activity.c     per-tensor access ops and implicit releases
  *   layers.c       the layers of a workload (forward ops, their backward
  *                  ops, convolutions) from the names autodiff gives
@@ -63,6 +65,11 @@ static inline double tsl__margin(double x) { return 1e-9 * fabs(x) + 1e-9; }
 /* ---- plan.c ------------------------------------------------------------------ */
 /* Total order of events: (trigger, delay, type, tensor, precede). */
 int tsl__event_cmp(const tsl_event *a, const tsl_event *b);
+/* The workload p is analysed on: w itself (*owned NULL) when p chooses no
+ * algorithm (p NULL too), else tsl_workload_for_plan's copy in *owned
+ * (the caller frees it). Errors as tsl_workload_for_plan. */
+tsl_status tsl__workload_as_run(const tsl_workload *w, const tsl_plan *p,
+                                const tsl_workload **use, tsl_workload **owned);
 
 /* ---- activity.c: per-tensor access ops and implicit releases ------------------ */
 typedef struct tsl__acc {

@@ -11,7 +11,8 @@
  *    latest swap-out issued by then); plans release nothing implicitly
  *    needed: non-persistent tensors die at the end of their last read
  *    (activity.c);
- *  - op workspaces are part of the load while their op runs;
+ *  - op workspaces are part of the load while their op runs (the workspace
+ *    of the algorithm the plan runs the op with, as its latency);
  *  - persistent tensors released after their last access with no swap-in
  *    after that are absent at time 0 (the across-iteration case);
  *  - at one time point things happen in the doc's order ("Order at one
@@ -420,17 +421,13 @@ static tsl_status check_inputs(const tsl_workload *w, const tsl_plan *p,
     return TSL_OK;
 }
 
-/* See tensile/plan.h: the timeline (planned waits included), the
- * effects, one sweep for the peak and one to the peak for the tensors
- * resident there. */
-tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
-                             const tsl_device_profile *dev, tsl_peak_info *out) {
-    if (!w || !out) return tsl_fail(TSL_ERR_INVALID, "peak analysis: workload or output is NULL");
-    memset(out, 0, sizeof *out);
-    out->peak_op = -1;
-    out->last_input_op = -1;
-    tsl_status st = check_inputs(w, p, dev);
-    if (st != TSL_OK) return st;
+/* The analysis of w (the workload as run under p: its ops' latencies and
+ * workspaces those of p's algorithms) and p, inputs checked: the timeline
+ * (planned waits included), the effects, one sweep for the peak and one
+ * to the peak for the tensors resident there. */
+static tsl_status analyse(const tsl_workload *w, const tsl_plan *p,
+                          const tsl_device_profile *dev, tsl_peak_info *out) {
+    tsl_status st;
     tsl__activity a;
     tsl__timeline tl;
     st = tsl__activity_build(w, &a);
@@ -478,6 +475,24 @@ tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
     free(absent0);
     tsl__timeline_free(&tl);
     tsl__activity_free(&a);
+    return st;
+}
+
+/* See tensile/plan.h. A plan that chooses algorithms is analysed on the
+ * workload as run (tsl__workload_as_run): the chosen algorithms' latencies
+ * time the ops and their workspaces are held while they run. */
+tsl_status tsl_peak_analysis(const tsl_workload *w, const tsl_plan *p,
+                             const tsl_device_profile *dev, tsl_peak_info *out) {
+    if (!w || !out) return tsl_fail(TSL_ERR_INVALID, "peak analysis: workload or output is NULL");
+    memset(out, 0, sizeof *out);
+    out->peak_op = -1;
+    out->last_input_op = -1;
+    tsl_status st = check_inputs(w, p, dev);
+    const tsl_workload *use;
+    tsl_workload *owned = NULL;
+    if (st == TSL_OK) st = tsl__workload_as_run(w, p, &use, &owned);
+    if (st == TSL_OK) st = analyse(use, p, dev, out);
+    tsl_workload_free(owned);
     return st;
 }
 

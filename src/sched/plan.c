@@ -21,6 +21,7 @@ void tsl_plan_free(tsl_plan *p) {
     if (!p) return;
     free(p->events);
     free(p->blocks);
+    free(p->algos);
     free(p);
 }
 

@@ -142,8 +142,13 @@ tsl_status tsl_plan_layout(const tsl_workload *w, tsl_plan *p, const tsl_device_
                            size_t alignment) {
     if (!w || !p) return tsl_fail(TSL_ERR_INVALID, "layout: workload or plan is NULL");
     if (!alignment) alignment = TSL_ALLOC_ALIGN;
+    const tsl_workload *use; /* the workload as run: the chosen algorithms' workspaces */
+    tsl_workload *owned;
+    tsl_status st = tsl__workload_as_run(w, p, &use, &owned);
+    if (st != TSL_OK) return st;
     tsl__laid L;
-    tsl_status st = tsl__laid_build(w, p, dev, &L);
+    st = tsl__laid_build(use, p, dev, &L);
+    tsl_workload_free(owned);
     if (st != TSL_OK) return st;
     size_t *off = malloc(((size_t)L.n + 1) * sizeof *off);
     size_t extent = 0;

@@ -119,6 +119,8 @@ static tsl_status run(const tsl_workload *const *w, const tsl_plan *const *p, in
         if (!r->peak || !r->period_us || !r->stall_us)
             st = tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
     }
+    tsl_workload **as_run = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *as_run);
+    if (!as_run) st = tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
     for (int jj = 0; jj < n_jobs && st == TSL_OK; jj++) {
         tsl__vf_job *j = &jobs[jj];
         j->w = w[jj];
@@ -126,7 +128,9 @@ static tsl_status run(const tsl_workload *const *w, const tsl_plan *const *p, in
         j->dev = dev;
         j->job = jj;
         if (n_jobs > 1) snprintf(j->prefix, sizeof j->prefix, "job '%s': ", w[jj]->job);
-        st = tsl__vf_build(j, l);
+        st = tsl__vf_as_run(w[jj], p[jj], j->prefix, l, &as_run[jj]);
+        if (st == TSL_OK && as_run[jj]) j->w = as_run[jj]; /* its chosen algorithms */
+        if (st == TSL_OK) st = tsl__vf_build(j, l);
         if (st == TSL_OK) st = tsl__vf_tensors(j, l);
         if (st == TSL_OK) st = tsl__vf_memory(j, l);
         if (st == TSL_OK) st = tsl__vf_layout(j, l);
@@ -135,6 +139,8 @@ static tsl_status run(const tsl_workload *const *w, const tsl_plan *const *p, in
     }
     if (st == TSL_OK) st = tsl__vf_channels(jobs, n_jobs, l);
     for (int jj = 0; jj < n_jobs; jj++) tsl__vf_free(&jobs[jj]);
+    for (int jj = 0; as_run && jj < n_jobs; jj++) tsl_workload_free(as_run[jj]);
+    free(as_run);
     free(jobs);
     if (st == TSL_OK && l->oom) st = tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
     if (st == TSL_OK && l->dropped) {

@@ -16,6 +16,7 @@
  *   verify_memory.c    the load curve and its peak, period
  *   verify_layout.c    the plan's layout: a block per stay, no overlap, extent
  *   verify_channels.c  one transfer at a time per channel, across jobs
+ *   verify_algos.c     the plan's algorithm choices: the workload as run
  *   verify.c           the public entry points, the violation list and the
  *                      report of planned waits
  *
@@ -203,6 +204,15 @@ tsl_status tsl__vf_memory(tsl__vf_job *j, tsl__vf_list *l);
  * nothing, two blocks alive at once that overlap in memory, and a
  * predicted_footprint that is not the layout's extent. TSL_ERR_OOM. */
 tsl_status tsl__vf_layout(tsl__vf_job *j, tsl__vf_list *l);
+
+/* verify_algos.c */
+/* The workload job p is verified on: NULL (*out) when p chooses no
+ * algorithm (w itself), else a copy of w with each validly chosen op's
+ * latency and workspace those of its algorithm, times shifted after it.
+ * Invalid choices (op out of range, out of order, an algorithm the op does
+ * not have) are reported into l and ignored. TSL_ERR_OOM. */
+tsl_status tsl__vf_as_run(const tsl_workload *w, const tsl_plan *p, const char *prefix,
+                          tsl__vf_list *l, tsl_workload **out);
 
 /* verify_channels.c */
 /* After tsl__vf_build of every job: reports each pair of transfers that

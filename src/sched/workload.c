@@ -4,8 +4,8 @@
  *
  * Layout of a workload (also how a hand-built one must be allocated so that
  * tsl_workload_free can release it): the struct, `tensors` and `ops` are
- * separate malloc blocks, and every op's `in` and `out` arrays are their own
- * malloc blocks (NULL when empty).
+ * separate malloc blocks, and every op's `in`, `out` and `alts` arrays are
+ * their own malloc blocks (NULL when empty).
  *
  * Indices: workload tensor i is graph tensor id i, workload op i is graph op
  * i, so a plan made on the workload applies to the graph unchanged.
@@ -49,6 +49,7 @@ void tsl_workload_free(tsl_workload *w) {
         for (int32_t i = 0; i < w->n_ops; i++) {
             free(w->ops[i].in);
             free(w->ops[i].out);
+            free(w->ops[i].alts);
         }
     free(w->ops);
     free(w->tensors);

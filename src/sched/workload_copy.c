@@ -1,7 +1,7 @@
 /*
- * workload_copy.c - a deep copy of a workload, optionally with new op
- * latencies (tensile/workload.h): how measured or predicted latencies
- * become the workload a policy replans from.
+ * workload_copy.c - a deep copy of a workload (its ops' other algorithms
+ * too), optionally with new op latencies (tensile/workload.h): how measured
+ * or predicted latencies become the workload a policy replans from.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +28,12 @@ tsl_workload *tsl_workload_copy(const tsl_workload *w, const double *us) {
         *o = w->ops[i];
         o->in = o->n_in ? malloc(sizeof *o->in * (size_t)o->n_in) : NULL;
         o->out = o->n_out ? malloc(sizeof *o->out * (size_t)o->n_out) : NULL;
-        if ((o->n_in && !o->in) || (o->n_out && !o->out)) ok = 0;
+        o->alts = o->n_alts > 0 ? malloc(sizeof *o->alts * (size_t)o->n_alts) : NULL;
+        if ((o->n_in && !o->in) || (o->n_out && !o->out) || (o->n_alts > 0 && !o->alts)) ok = 0;
         if (o->in) memcpy(o->in, w->ops[i].in, sizeof *o->in * (size_t)o->n_in);
         if (o->out) memcpy(o->out, w->ops[i].out, sizeof *o->out * (size_t)o->n_out);
+        if (o->alts) memcpy(o->alts, w->ops[i].alts, sizeof *o->alts * (size_t)o->n_alts);
+        if (o->n_alts < 0) o->n_alts = 0;
         if (us) {
             o->start_us = at;
             o->end_us = at = at + us[i];

@@ -8,6 +8,9 @@
  * by all jobs (FIFO or fair: tensile/sim.h), events triggered at the
  * end of their trigger op as actually simulated plus their delay, and
  * actual op latencies that may differ from the workload's (drift). A job
+ * whose plan chooses algorithms (tensile/plan.h) runs its ops with the
+ * chosen algorithms' latencies and workspaces (tsl_workload_for_plan); its
+ * actual latencies, if given, are of the ops so run. A job
  * that finishes its iterations before the others keeps running uncounted
  * iterations until the last job finishes, so that the device stays shared
  * as it would be in a real run.
@@ -208,11 +211,23 @@ tsl_status tsl_simulate(tsl_workload *const *w, tsl_plan *const *plans, int n_jo
     }
     if (st == TSL_OK && opts) st = check_sharing(opts, w, n_jobs);
     if (st != TSL_OK) return st;
+    /* each job on its workload as run: the algorithms its plan chose */
+    tsl_workload **owned = calloc((size_t)n_jobs, sizeof *owned);
+    tsl_workload **run = calloc((size_t)n_jobs, sizeof *run);
+    if (!owned || !run) st = tsl_fail(TSL_ERR_OOM, "simulate: out of host memory");
+    for (int jx = 0; jx < n_jobs && st == TSL_OK; jx++) {
+        const tsl_plan *p = plans ? plans[jx] : NULL;
+        if (p && p->n_algos != 0) st = tsl_workload_for_plan(w[jx], p, &owned[jx]);
+        run[jx] = owned[jx] ? owned[jx] : w[jx];
+    }
     const char *trace = opts ? opts->trace_path : NULL;
     tsl__sim_log log = {0};
     tsl_sim_result r = {0};
-    st = tsl__sim_run(w, plans, n_jobs, dev, opts, trace ? &log : NULL, &r);
-    if (st == TSL_OK && trace) st = tsl__sim_write_trace(trace, &log, w, plans, n_jobs, dev);
+    if (st == TSL_OK) st = tsl__sim_run(run, plans, n_jobs, dev, opts, trace ? &log : NULL, &r);
+    if (st == TSL_OK && trace) st = tsl__sim_write_trace(trace, &log, run, plans, n_jobs, dev);
+    for (int jx = 0; owned && jx < n_jobs; jx++) tsl_workload_free(owned[jx]);
+    free(owned);
+    free(run);
     tsl__sim_log_free(&log);
     if (st == TSL_OK) *out = r;
     else tsl_sim_result_free(&r);

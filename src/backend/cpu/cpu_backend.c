@@ -198,14 +198,35 @@ static tsl_status cpu_op_workspace(tsl_backend *b, const tsl_graph *g, const tsl
     return pick_kernel(b->context, g, op, &fn, &state, bytes);
 }
 
+/* Algorithm algo (>= 1) of op: its kernel and workspace
+ * (conv_algos.c); TSL_ERR_INVALID when op has no such algorithm. */
+static tsl_status pick_algo(const tsl_graph *g, const tsl_op *op, int algo, tsl_kernel_fn *fn,
+                            size_t *ws) {
+    if (algo < 0 || algo >= tsl_op_n_algos(op))
+        return tsl_fail(TSL_ERR_INVALID, "cpu backend: op '%s' (%s) has no algorithm %d (it has "
+                        "%d)", op->name, tsl_op_type_name(op->type), algo, tsl_op_n_algos(op));
+    *fn = tsl_cpu_algo_kernel(op->type, algo, TSL_F32);
+    *ws = tsl_op_algo_workspace(g, op, algo);
+    return TSL_OK;
+}
+
+static tsl_status cpu_op_algo_workspace(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
+                                        int algo, size_t *bytes) {
+    *bytes = 0;
+    if (algo == TSL_ALGO_DEFAULT) return cpu_op_workspace(b, g, op, bytes);
+    tsl_kernel_fn fn;
+    return pick_algo(g, op, algo, &fn, bytes);
+}
+
 static tsl_status cpu_launch_op(tsl_backend *b, const tsl_graph *g, const tsl_op *op,
                                 void *const *in, void *const *out, void *workspace,
                                 const tsl_run_ctx *ctx) {
     cpu_ctx *c = b->context;
     tsl_kernel_fn fn;
-    void **state;
+    void **state = NULL;
     size_t ws;
-    tsl_status st = pick_kernel(c, g, op, &fn, &state, &ws);
+    tsl_status st = ctx->algo == TSL_ALGO_DEFAULT ? pick_kernel(c, g, op, &fn, &state, &ws)
+                                                 : pick_algo(g, op, ctx->algo, &fn, &ws);
     if (st != TSL_OK) return st;
     if (ws && !workspace)
         return tsl_fail(TSL_ERR_INVALID, "cpu backend: op '%s' needs a workspace of %zu bytes, "
@@ -318,6 +339,7 @@ static const struct tsl_backend_i cpu_iface = {
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
     .op_workspace = cpu_op_workspace,
+    .op_algo_workspace = cpu_op_algo_workspace,
     .launch_op = cpu_launch_op,
     .memcpy_async = cpu_memcpy_async,
     .event_record = cpu_event_record,

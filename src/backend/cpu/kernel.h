@@ -74,6 +74,15 @@ const tsl_fast_kernel *tsl_cpu_fast_kernel(tsl_op_type t);
 void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]);
 void tsl__fast_register_blas(tsl_fast_kernel table[TSL_OP_COUNT]);
 
+/* ---- algorithm kernels (src/backend/cpu/conv_algos.c) ---------------------
+ * The kernel of algorithm `algo` (tensile/ops.h, "algorithms") of an op of
+ * type t with a menu, for element type dt: NULL for TSL_ALGO_DEFAULT (the
+ * backend's usual fast or reference kernel), the reference kernel for
+ * TSL_ALGO_DIRECT (and for TSL_ALGO_IM2COL in double precision), the
+ * im2col kernel otherwise, whose workspace is tsl_op_algo_workspace(g, op,
+ * TSL_ALGO_IM2COL) bytes. algo must be an algorithm of t (TSL_ASSERT). */
+tsl_kernel_fn tsl_cpu_algo_kernel(tsl_op_type t, int algo, tsl_dtype dt);
+
 /* Sets the threads used by OpenMP (oneDNN, reference loops) and OpenBLAS. */
 void tsl_cpu_set_threads(int nthreads);
 /* The kernel threads the backend can really have when `nthreads` are asked

@@ -27,48 +27,7 @@
 #include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
-typedef struct conv_geom {
-    int64_t n;
-    int64_t cx, h, w;   /* x side (N,Cx,H,W)    */
-    int64_t cy, ho, wo; /* y side (N,Cy,Ho,Wo)  */
-    int64_t kh, kw;
-    int64_t cxg, cyg;   /* channels per group on each side */
-    int64_t sh, sw, ph, pw, dh, dw;
-} conv_geom;
-
-/* Geometry from the descriptors of the x-side, y-side and weight tensors.
- * Inconsistent shapes are bugs of the builder (TSL_ASSERT). */
-static conv_geom geom(const tsl_graph *g, tsl_tid xs, tsl_tid ys, tsl_tid wt,
-                      const tsl_conv_attr *a) {
-    const tsl_shape *x = &tsl_graph_tensor(g, xs)->shape;
-    const tsl_shape *y = &tsl_graph_tensor(g, ys)->shape;
-    const tsl_shape *w = &tsl_graph_tensor(g, wt)->shape;
-    TSL_ASSERT(x->ndim == 4 && y->ndim == 4 && w->ndim == 4);
-    TSL_ASSERT(a->groups >= 1 && a->stride_h >= 1 && a->stride_w >= 1);
-    conv_geom G;
-    G.n = x->d[0];
-    G.cx = x->d[1], G.h = x->d[2], G.w = x->d[3];
-    G.cy = y->d[1], G.ho = y->d[2], G.wo = y->d[3];
-    G.kh = w->d[2], G.kw = w->d[3];
-    G.cxg = G.cx / a->groups, G.cyg = G.cy / a->groups;
-    G.sh = a->stride_h, G.sw = a->stride_w, G.ph = a->pad_h, G.pw = a->pad_w;
-    G.dh = a->dil_h, G.dw = a->dil_w;
-    TSL_ASSERT(y->d[0] == G.n && w->d[0] == G.cy && w->d[1] == G.cxg);
-    TSL_ASSERT(G.cxg * a->groups == G.cx && G.cyg * a->groups == G.cy);
-    return G;
-}
-
-/* Output positions o in [0, out_len) whose input position o*s + off lies in
- * [0, in_len): writes the range [*lo, *hi) (empty when *lo == *hi). */
-static void valid_range(int64_t off, int64_t s, int64_t in_len, int64_t out_len, int64_t *lo,
-                        int64_t *hi) {
-    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t h = in_len - off <= 0 ? 0 : (in_len - off - 1) / s + 1;
-    if (h > out_len) h = out_len;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
-}
+#include "backend/cpu/conv_geom.h"
 
 static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
 
