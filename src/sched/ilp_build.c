@@ -303,7 +303,7 @@ static void vanilla_start(const tsl__ilp_job *J, int n_jobs, const jcols *c, con
     double sum = 0;
     for (int j = 0; j < n_jobs; j++) {
         const tsl__ilp_job *Jj = &J[j];
-        const tsl__ilp_algos *al = o->algos ? o->algos[j] : NULL;
+        const tsl__ilp_algos *al = o->choose_algos ? &Jj->alg : NULL;
         size_t cells = (size_t)Jj->n * (size_t)Jj->nc;
         for (size_t i = 0; i < cells; i++)
             if (c[j].S[i] >= 0) x[c[j].S[i]] = 1;
@@ -332,7 +332,7 @@ static int schedule_start(const tsl__ilp_job *J, int n_jobs, const jcols *c,
     double sum = 0;
     for (int j = 0; j < n_jobs; j++) {
         const tsl__ilp_job *Jj = &J[j];
-        const tsl__ilp_algos *al = o->algos ? o->algos[j] : NULL;
+        const tsl__ilp_algos *al = o->choose_algos ? &Jj->alg : NULL;
         size_t cells = (size_t)Jj->n * (size_t)Jj->nc;
         for (size_t i = 0; i < cells; i++) {
             const uint8_t v[4] = {st[j].S[i], st[j].R[i], st[j].O[i], st[j].P[i]};
@@ -372,6 +372,11 @@ static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, ts
         s->R[i] = (uint8_t)(c->R[i] >= 0 && x[c->R[i]] > 0.5);
         s->O[i] = (uint8_t)(c->O[i] >= 0 && x[c->O[i]] > 0.5);
         s->P[i] = (uint8_t)(c->P[i] >= 0 && x[c->P[i]] > 0.5);
+    }
+    for (int32_t t = 0; t < J->n; t++) {
+        s->algo[t] = 0;
+        for (int v = 1; c->A[t] >= 0 && v < J->alg.n[t]; v++)
+            if (x[c->A[t] + v] > 0.5) s->algo[t] = v;
     }
 }
 
@@ -419,14 +424,14 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
         goto out;
     }
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
-        if (!add_columns(m, &J[j], o, o->algos ? o->algos[j] : NULL, start ? &start[j] : NULL,
-                         &c[j]))
+        if (!add_columns(m, &J[j], o, o->choose_algos ? &J[j].alg : NULL,
+                         start ? &start[j] : NULL, &c[j]))
             st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's columns");
     int excess = st == TSL_OK ? tsl__milp_col(m, TSL__MILP_CONTINUOUS, 0, 0, 0.0) : -1;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++) {
         for (int32_t k = 0; k < J[j].nc; k++) candidate_rows(m, &J[j], &c[j], k, &r);
         channel_rows(m, &J[j], &c[j], &r);
-        memory_rows(m, &J[j], o->algos ? o->algos[j] : NULL, &c[j], &r);
+        memory_rows(m, &J[j], o->choose_algos ? &J[j].alg : NULL, &c[j], &r);
     }
     if (st == TSL_OK) { /* the budget */
         for (int j = 0; j < n_jobs; j++) rb_add(&r, c[j].pk, 1);

@@ -15,7 +15,9 @@
  *   - R[t] and not resident: RECOMPUTE preceding op t (several before one
  *     op run in tensor order, which the chain rows respect);
  *   - a use finding the tensor absent is an inconsistent schedule.
- * Implicit frees (activity analysis) end the last residency.
+ * Implicit frees (activity analysis) end the last residency. An op's chosen
+ * algorithm other than its default becomes the plan's choice
+ * (tsl_plan_set_algo).
  */
 #include <stdlib.h>
 
@@ -56,6 +58,8 @@ static tsl_status add(tsl_plan *p, tsl_event_type ty, int32_t x, int32_t trig, i
 
 tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_plan *p) {
     tsl_status st = TSL_OK;
+    for (int32_t t = 0; t < J->n && st == TSL_OK; t++) /* the algorithms chosen */
+        if (s->algo[t]) st = tsl_plan_set_algo(p, t, s->algo[t]);
     for (int32_t k = 0; k < J->nc && st == TSL_OK; k++) {
         const tsl__ilp_cand *c = &J->c[k];
         int32_t x = c->tensor, land = -1;

@@ -33,9 +33,8 @@
 #include "sched/milp.h"
 
 /* Per-op alternatives a planner may choose between (MO-SOS's convolution
- * algorithms): n[t] alternatives of op t, each with its latency and
- * workspace (alternative 0: the workload's own). The hook for the
- * convolution-algorithm decision; a job without alternatives has NULL. */
+ * algorithms, tsl_workload_op_algo): n[t] alternatives of op t, each with
+ * its latency and workspace (alternative 0: the workload's default). */
 typedef struct tsl__ilp_algos {
     const int *n;            /* per op: alternatives (0 or 1: none to choose) */
     const double *const *us; /* per op: n[t] latencies */
@@ -74,6 +73,17 @@ typedef struct tsl__ilp_job {
     uint8_t *rc_at;         /* n x nc: k may be recomputed before op t (its producer's
                                non-candidate inputs alive then and not written since q) */
     size_t vanilla_peak;    /* max over stages of the vanilla load */
+    double *fast_s;         /* per stage (n + 1): its start with every op at its fastest
+                               algorithm; copy spans (sf_out, sf_in) are taken on these
+                               times (MO-SOS's ss/sf on the fastest algorithms), so they
+                               hold whatever the choices */
+    tsl__ilp_algos alg;     /* the ops' algorithms (tensile/workload.h): n[t] = their count,
+                               us[t][k], ws[t][k] (k = 0 the default) */
+    int *alg_n;             /* storage of alg */
+    const double **alg_usp;
+    const size_t **alg_wsp;
+    double *alg_us;
+    size_t *alg_ws;
 } tsl__ilp_job;
 
 /* Analyses job w on profile dev; swap_min: candidates below this many
@@ -88,6 +98,7 @@ typedef struct tsl__ilp_sched {
     uint8_t *R;  /* k recomputed before op t */
     uint8_t *O;  /* an offload of k starts at stage t */
     uint8_t *P;  /* a prefetch of k starts at stage t */
+    int32_t *algo; /* per op: its algorithm (0: the default) */
 } tsl__ilp_sched;
 
 /* All-resident (vanilla) decisions for J. TSL_ERR_OOM. */
@@ -108,7 +119,7 @@ typedef struct tsl__ilp_opts {
     int swap;             /* offload and prefetch (MO-SOS) */
     int window;           /* an offload starts within this many stages of the producer, a
                              prefetch within this many stages before a read (>= 1) */
-    const tsl__ilp_algos *const *algos; /* per job, or NULL: none */
+    int choose_algos;     /* choose each op's algorithm (MO-SOS; the jobs' alg tables) */
 } tsl__ilp_opts;
 
 /* The solver's outcome, for the plan report. */

@@ -26,17 +26,62 @@ void tsl__ilp_job_free(tsl__ilp_job *J) {
     free(J->sf_out);
     free(J->sf_in);
     free(J->rc_at);
+    free(J->fast_s);
+    free(J->alg_n);
+    free(J->alg_usp);
+    free(J->alg_wsp);
+    free(J->alg_us);
+    free(J->alg_ws);
     memset(J, 0, sizeof *J);
 }
 
 /* The first stage u > t whose start s_u comes at or after the start of
- * stage t plus d (a copy issued at s_t has ended by then), u <= last; -1
- * if none. */
-static int32_t span_end(const tsl_workload *w, int32_t t, double d, int32_t last) {
-    double end = w->ops[t].start_us + d;
+ * stage t plus d (a copy issued at s_t has ended by then), u <= last, on
+ * the fastest algorithms' times; -1 if none. */
+static int32_t span_end(const tsl__ilp_job *J, int32_t t, double d, int32_t last) {
+    double end = J->fast_s[t] + d;
     for (int32_t u = t + 1; u <= last; u++)
-        if (w->ops[u].start_us + tsl__margin(w->ops[u].start_us) >= end) return u;
+        if (J->fast_s[u] + tsl__margin(J->fast_s[u]) >= end) return u;
     return -1;
+}
+
+/* The ops' algorithms into J->alg, and the stages' starts on the fastest.
+ * Returns 0 if out of host memory. */
+static int algorithms(tsl__ilp_job *J) {
+    const tsl_workload *w = J->w;
+    size_t n = (size_t)w->n_ops, total = 0;
+    J->alg_n = malloc((n + 1) * sizeof *J->alg_n);
+    J->alg_usp = malloc((n + 1) * sizeof *J->alg_usp);
+    J->alg_wsp = malloc((n + 1) * sizeof *J->alg_wsp);
+    J->fast_s = malloc((n + 1) * sizeof *J->fast_s);
+    if (!J->alg_n || !J->alg_usp || !J->alg_wsp || !J->fast_s) return 0;
+    for (int32_t t = 0; t < w->n_ops; t++) total += (size_t)tsl_workload_op_n_algos(w, t);
+    J->alg_us = malloc((total + 1) * sizeof *J->alg_us);
+    J->alg_ws = malloc((total + 1) * sizeof *J->alg_ws);
+    if (!J->alg_us || !J->alg_ws) return 0;
+    size_t at = 0;
+    double s = w->n_ops ? w->ops[0].start_us : 0;
+    for (int32_t t = 0; t < w->n_ops; t++) {
+        int32_t na = tsl_workload_op_n_algos(w, t);
+        J->alg_n[t] = na;
+        J->alg_usp[t] = J->alg_us + at;
+        J->alg_wsp[t] = J->alg_ws + at;
+        double fast = INFINITY;
+        for (int32_t k = 0; k < na; k++) {
+            tsl_wl_algo a = tsl_workload_op_algo(w, t, k);
+            J->alg_us[at + (size_t)k] = a.us;
+            J->alg_ws[at + (size_t)k] = a.workspace;
+            fast = fmin(fast, a.us);
+        }
+        at += (size_t)na;
+        /* a gap between ops (none in a workload from a graph) is kept */
+        if (t > 0) s += w->ops[t].start_us - w->ops[t - 1].end_us;
+        J->fast_s[t] = s;
+        s += fast;
+    }
+    J->fast_s[w->n_ops] = s;
+    J->alg = (tsl__ilp_algos){J->alg_n, J->alg_usp, J->alg_wsp};
+    return 1;
 }
 
 /* 1 if the producer q of candidate k can be re-run right before op t:
@@ -93,7 +138,10 @@ static void find_candidates(tsl__ilp_job *J, size_t swap_min) {
             .rc_us = lat,
             .out_us = tsl_copy_us(J->dev, w->tensors[x].bytes, 0),
             .in_us = tsl_copy_us(J->dev, w->tensors[x].bytes, 1),
-            .rc_ok = o->n_out == 1 && o->out[0] == x && o->workspace == 0 && lat > 0,
+            /* an op with several algorithms is not re-run: its workspace and time
+             * would follow the choice */
+            .rc_ok = o->n_out == 1 && o->out[0] == x && o->workspace == 0 && lat > 0 &&
+                     tsl_workload_op_n_algos(w, q) == 1,
             .swap_ok = w->tensors[x].bytes >= swap_min && q < fwd_end,
         };
         J->cand_of[x] = J->nc++;
@@ -144,7 +192,7 @@ tsl_status tsl__ilp_job_init(tsl__ilp_job *J, const tsl_workload *w,
     J->c = malloc(nt * sizeof *J->c);
     J->cand_of = malloc(nt * sizeof *J->cand_of);
     J->fixed = malloc((n + 1) * sizeof *J->fixed);
-    if (!J->c || !J->cand_of || !J->fixed) goto oom;
+    if (!J->c || !J->cand_of || !J->fixed || !algorithms(J)) goto oom;
     find_candidates(J, swap_min);
     if (!fixed_memory(J)) goto oom;
     size_t nc = (size_t)J->nc, cells = n * nc + 1;
@@ -166,8 +214,8 @@ tsl_status tsl__ilp_job_init(tsl__ilp_job *J, const tsl_workload *w,
             size_t i = (size_t)t * nc + (size_t)k;
             J->sf_out[i] = J->sf_in[i] = -1;
             if (t <= c->q || t > c->last) continue;
-            J->sf_out[i] = span_end(w, t, c->out_us, c->last);
-            J->sf_in[i] = span_end(w, t, c->in_us, c->last);
+            J->sf_out[i] = span_end(J, t, c->out_us, c->last);
+            J->sf_in[i] = span_end(J, t, c->in_us, c->last);
             J->rc_at[i] = (uint8_t)(c->rc_ok && rc_possible(J, c->q, t));
         }
     }
@@ -191,7 +239,8 @@ tsl_status tsl__ilp_sched_init(tsl__ilp_sched *s, const tsl__ilp_job *J) {
     s->R = calloc(cells, 1);
     s->O = calloc(cells, 1);
     s->P = calloc(cells, 1);
-    if (!s->S || !s->R || !s->O || !s->P) {
+    s->algo = calloc((size_t)J->n + 1, sizeof *s->algo);
+    if (!s->S || !s->R || !s->O || !s->P || !s->algo) {
         tsl__ilp_sched_free(s);
         return tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for a schedule");
     }
@@ -206,6 +255,7 @@ void tsl__ilp_sched_free(tsl__ilp_sched *s) {
     free(s->R);
     free(s->O);
     free(s->P);
+    free(s->algo);
     memset(s, 0, sizeof *s);
 }
 

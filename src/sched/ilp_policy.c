@@ -49,6 +49,7 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
                        .threads = po->threads,
                        .max_chain = po->recompute ? 1 : 0,
                        .swap = swap,
+                       .choose_algos = swap, /* mosos chooses the algorithms */
                        .window = po->window > 0 ? po->window : 1};
     tsl__ilp_outcome out = {.status = TSL__MILP_OPTIMAL};
     size_t vanilla = 0;
