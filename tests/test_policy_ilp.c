@@ -599,3 +599,37 @@ Test(ilp_limits, the_time_limit_is_reported_with_its_gap, .timeout = 600) {
     tsl_policy_opts_free(o);
     tsl_workload_free(w);
 }
+
+/* ---- the algorithm choice (MO-SOS) ------------------------------------------------------ */
+
+Test(ilp_algos, mosos_chooses_a_faster_algorithm_where_its_workspace_fits) {
+    /* conv2 of the chain gets a second algorithm: 4 us faster, 20000 bytes of
+     * workspace. With room mosos takes it (the period falls by 4 us); at the
+     * chain's least memory it cannot; the plans verify either way */
+    tsl_workload *w = chain();
+    const tsl_wl_algo fast = {"fast", 6.0, 20000};
+    cr_assert_eq(tsl_workload_set_alts(w, 1, &fast, 1), TSL_OK, "%s", tsl_last_error());
+    tsl_device_profile dev = pc_exact_profile();
+    tsl_policy_opts *o = opts_of("mosos", NULL);
+    tsl_solver_report sv;
+    tsl_plan *p = plan_direct("mosos", o, w, &dev, 200000, &sv);
+    size_t peak;
+    double period;
+    cr_assert_eq(tsl_plan_op_algo(p, 1), 1, "room to spare: the faster algorithm");
+    cr_assert(judge(w, p, &dev, &peak, &period));
+    cr_assert(fabs(period - (w->period_us - 4)) < 1e-9, "period %g", period);
+    tsl_plan_free(p);
+    p = plan_direct("mosos", o, w, &dev, 54400, &sv);
+    cr_assert_eq(tsl_plan_op_algo(p, 1), 0, "no room: the default");
+    cr_assert(judge(w, p, &dev, &peak, &period));
+    cr_assert_leq(peak, 54400);
+    tsl_plan_free(p);
+    /* checkmate and str keep every default */
+    tsl_policy_opts *oc = opts_of("checkmate", NULL);
+    p = plan_direct("checkmate", oc, w, &dev, 200000, &sv);
+    cr_assert_eq(p->n_algos, 0);
+    tsl_plan_free(p);
+    tsl_policy_opts_free(oc);
+    tsl_policy_opts_free(o);
+    rw_free(w);
+}

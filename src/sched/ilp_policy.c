@@ -53,16 +53,20 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
                        .window = po->window > 0 ? po->window : 1};
     tsl__ilp_outcome out = {.status = TSL__MILP_OPTIMAL};
     size_t vanilla = 0;
-    for (int j = 0; j < built; j++) vanilla += J[j].vanilla_peak;
-    /* the vanilla loads fit: nothing to decide (the empty plan, optimal) */
+    int alts = 0; /* algorithms to choose: the program runs even without pressure */
+    for (int j = 0; j < built; j++) {
+        vanilla += J[j].vanilla_peak;
+        for (int32_t t = 0; t < J[j].n && o.choose_algos; t++) alts |= J[j].alg.n[t] > 1;
+    }
+    int solve = vanilla > rq->budget || alts;
+    /* the vanilla loads fit and no algorithm to choose: nothing to decide (the
+     * empty plan, optimal) */
     /* mosos starts CBC from STR's greedy on the same model (never worse than it) */
-    tsl__ilp_sched *g = swap && st == TSL_OK && vanilla > rq->budget ? calloc((size_t)n, sizeof *g)
-                                                                      : NULL;
+    tsl__ilp_sched *g = swap && st == TSL_OK && solve ? calloc((size_t)n, sizeof *g) : NULL;
     int n_g = 0, steps;
     for (; g && n_g < n && st == TSL_OK; n_g++) st = tsl__ilp_sched_init(&g[n_g], &J[n_g]);
     if (g && st == TSL_OK) st = tsl__str_greedy(J, g, n, rq->budget, &steps);
-    if (st == TSL_OK && vanilla > rq->budget)
-        st = tsl__ilp_solve_from(J, n, rq->budget, &o, g, s, &out);
+    if (st == TSL_OK && solve) st = tsl__ilp_solve_from(J, n, rq->budget, &o, g, s, &out);
     for (int j = 0; j < n_g; j++) tsl__ilp_sched_free(&g[j]);
     free(g);
     if (st == TSL_OK) report(rq, &out);
