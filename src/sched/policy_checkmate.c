@@ -2,8 +2,9 @@
  * policy_checkmate.c - the "checkmate" policy: Checkmate (Jain et al.,
  * "Checkmate: Breaking the Memory Wall with Optimal Tensor
  * Rematerialization", MLSys 2020), the recomputation-only integer program
- * the MO-SOS paper compares against as "Checkmate-Auto" (with the
- * automatic algorithm choice, which Tensile's ops do not have yet).
+ * the MO-SOS paper compares against as "Checkmate-Auto" (its "Auto"
+ * half, cuDNN's per-call pick of the fastest algorithm that fits, is not
+ * built: every op runs its default algorithm).
  *
  * The program (ilp_build.c, docs/SCHEDULING.md "Integer programs") is
  * Checkmate's: a stage per op, S (kept) and R (recomputed) per candidate

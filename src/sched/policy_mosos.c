@@ -13,11 +13,17 @@
  * start, and per op the alternatives' columns A (one chosen, its time in
  * the objective, its workspace in the stage's memory). Departures, and
  * why:
- *  - the convolution algorithm: the program takes per-op alternatives
- *    (tsl__ilp_algos) but Tensile's workloads carry one latency and one
- *    workspace per op, and plans have no field for a chosen algorithm
- *    yet: until both exist every op has its one alternative and MO-SOS
- *    plans offload, prefetch and recomputation only;
+ *  - the convolution algorithm: per op with several algorithms (the
+ *    workload's alternatives, tsl_workload_op_algo) the program picks one
+ *    (its workspace in the stage's memory, its extra time in the
+ *    objective), the copy spans taken on the fastest algorithms; the
+ *    choice goes into the plan (tsl_plan_set_algo). An op with several
+ *    algorithms is not recomputed;
+ *  - offloads of forward tensors only (the paper's "output tensors of the
+ *    forward pass"), O and P only within `window` stages (default 16) of
+ *    the producer and before a read (the paper has them at every stage:
+ *    too many columns for CBC on the zoo's graphs); CBC starts from STR's
+ *    greedy (policy_str.c) on the same model, so mosos is never worse;
  *  - the paper limits each stage to one copy starting per direction; here
  *    a channel carries one copy at a time over the stages it spans, so
  *    copies never overlap and no op waits for one (the plans have no

@@ -2,8 +2,9 @@
  * policy_str.c - the "str" policy: STR (Wen et al., "A Swap Dominated
  * Tensor Re-generation Strategy for Training Deep Learning Models", IPDPS
  * 2022), the swap-plus-recomputation heuristic the MO-SOS paper compares
- * against as "STR-Auto" (with the automatic algorithm choice, which
- * Tensile's ops do not have yet). No solver: a greedy over the integer
+ * against as "STR-Auto" (its "Auto" half, cuDNN's per-call
+ * pick of the fastest algorithm that fits, is not built: every op runs its
+ * default algorithm). No solver: a greedy over the integer
  * programs' stages and decisions (ilp_internal.h), turned into events by
  * the same code (ilp_emit.c).
  *
