@@ -86,11 +86,13 @@ static void check_model(const char *model, int adam, int realtime) {
     run_policy(&c, "vdnn-conv", realtime);
     run_policy(&c, "vdnn-all", realtime);
     run_policy(&c, "autoswap", realtime);
-    run_policy(&c, "checkmate", realtime);
-    run_policy(&c, "str", realtime);
-    /* mosos's program on the larger graphs runs to its time limit (10 s a solve) */
-    if (!strcmp(model, "mlp") || !strcmp(model, "cnn") || !strcmp(model, "resnet18"))
+    /* the stage-model policies on the smaller graphs (densenet121's 2400 ops
+     * took the test past its 600 s; unet has a test of its own below) */
+    if (!strcmp(model, "mlp") || !strcmp(model, "cnn") || !strcmp(model, "resnet18")) {
+        run_policy(&c, "checkmate", realtime);
+        run_policy(&c, "str", realtime);
         run_policy(&c, "mosos", realtime);
+    }
     rtf_free(&c);
 }
 
