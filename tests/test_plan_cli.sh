@@ -114,6 +114,23 @@ check "the message names the value: $out" "$(has "slow")"
 expect_exit 2 "a bad share" "$bin" plan --model mlp --channel-share half
 check "the message names the value: $out" "$(has "half")"
 
+# the integer programs and STR's greedy (unet at batch 8 under a budget: swaps)
+expect_exit 3 "checkmate reports its solver" "$bin" plan --model cnn --batch 8 --policy checkmate --budget 1MiB --json
+check "checkmate: the solver in the JSON, budget unmet, least memory: ${out:0:200}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1][sys.argv[1].index('{'):]); s=d['solver']
+print(1 if d['policy']=='checkmate' and s['status']=='optimal' and s['budget_relaxed'] and not d['global']['budget_met'] else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 3 "the same in words" "$bin" plan --model cnn --batch 8 --policy checkmate --budget 1MiB
+check "the report names CBC and the least memory: $out" "$(has "integer program: CBC optimal")"
+expect_exit 0 "str under a budget" "$bin" plan --model unet --batch 8 --policy str --budget 1800MiB --json
+check "str swaps, no solver: ${out:0:200}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); print(1 if d['jobs'][0]['swaps']>0 and 'solver' not in d else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "mosos at a time limit" "$bin" plan --model unet --batch 8 --policy mosos --budget 1800MiB --time-limit 0.01
+check "the report says the limit was hit: $out" "$(has "stopped at the time limit")"
+expect_exit 2 "mosos: a bad time limit" "$bin" plan --model cnn --policy mosos --time-limit 0
+check "the message names the option: $out" "$(has "option time-limit")"
+expect_exit 1 "mosos: several jobs on the shared channels" "$bin" plan --jobs mlp:2,mlp:4 --policy mosos --budget 1MiB
+check "the message says to use channel shares: $out" "$(has "channel shares")"
+
 # 40 jobs at once
 jobs=$(python3 -c "print(','.join('mlp:%d' % (2 + i % 3) for i in range(40)))")
 expect_exit 0 "40 jobs" "$bin" plan --jobs "$jobs" --json

@@ -1,12 +1,12 @@
 /*
  * test_policy_runs.c - the baseline policies' plans (vdnn-conv, vdnn-all,
- * autoswap, capuchin, dtr) run by the runtime: DESIGN.md invariant 5 (no
+ * autoswap, capuchin, dtr, checkmate, str, mosos) run by the runtime: DESIGN.md invariant 5 (no
  * policy changes the results) and the plans' predictions.
  *
  * Per model (small shapes, rt_fixture.h: batch 2, 10 classes, CPU-like
  * test profile): the vanilla executor's 3 iterations give the reference
- * parameter checksum; then each policy's plan (autoswap and capuchin half
- * way from the persistent bytes to vanilla's peak with every tensor a
+ * parameter checksum; then each policy's plan (autoswap, capuchin, checkmate, str and
+ * mosos half way from the persistent bytes to vanilla's peak with every tensor a
  * candidate - autoswap with 8 weightings; vDNN at the profile's memory) runs the
  * same 3 iterations in a fresh session with the runtime attached:
  *  - in the virtual clock (latencies exact): the parameters are vanilla's
@@ -38,12 +38,15 @@ static void run_policy(rtf_case *c, const char *policy, int realtime) {
     ao.evaluations = 8;
     tsl_capuchin_opts co = tsl_capuchin_opts_default();
     co.min_bytes = 0; /* small shapes: every size a candidate (the paper) */
-    int as = !strcmp(policy, "autoswap"), cap = !strcmp(policy, "capuchin"), half = as || cap;
+    int as = !strcmp(policy, "autoswap"), cap = !strcmp(policy, "capuchin");
+    /* the budgeted policies half way from the persistent bytes to vanilla's peak */
+    int half = as || cap || !strcmp(policy, "checkmate") || !strcmp(policy, "str") ||
+               !strcmp(policy, "mosos");
     size_t budget = half ? c->persistent + (c->ref_peak - c->persistent) / 2 : 0;
     if (!strcmp(policy, "dtr")) budget = c->ref_peak / 10 * 9;
     tsl_plan *p = rtf_policy_plan(c, policy, as ? (const void *)&ao : cap ? (const void *)&co : NULL,
                                   budget);
-    if (half || !strcmp(policy, "dtr"))
+    if (as || cap || !strcmp(policy, "dtr"))
         cr_assert_gt(p->n_events, 0, "%s %s: an empty plan", c->model, policy);
     tsl_peak_info pi;
     cr_assert_eq(tsl_peak_analysis(c->w, p, &c->dev, &pi), TSL_OK, "%s", tsl_last_error());
@@ -94,6 +97,13 @@ static void check_model(const char *model, int adam, int realtime) {
     run_policy(&c, "vdnn-all", realtime);
     run_policy(&c, "autoswap", realtime);
     run_policy(&c, "capuchin", realtime);
+    /* the stage-model policies on the smaller graphs (densenet121's 2400 ops
+     * took the test past its 600 s; unet has a test of its own below) */
+    if (!strcmp(model, "mlp") || !strcmp(model, "cnn") || !strcmp(model, "resnet18")) {
+        run_policy(&c, "checkmate", realtime);
+        run_policy(&c, "str", realtime);
+        run_policy(&c, "mosos", realtime);
+    }
     rtf_free(&c);
 }
 
@@ -116,4 +126,14 @@ Test(baseline_runs, densenet121, .timeout = 600) {
 Test(baseline_runs, dtr_resnet18, .timeout = 600) { check_dtr("resnet18", 8); }
 Test(baseline_runs, dtr_densenet121, .timeout = 600) {
     if (!th_quick()) check_dtr("densenet121", 4);
+}
+
+/* checkmate's recomputations run for real: unet's pool outputs, recomputed
+ * from the ReLU outputs the backward keeps */
+Test(baseline_runs, unet_checkmate, .timeout = 600) {
+    rtf_case c;
+    rtf_zoo_case(&c, "unet", 0);
+    run_policy(&c, "checkmate", 0);
+    run_policy(&c, "mosos", 0);
+    rtf_free(&c);
 }

@@ -15,6 +15,7 @@
  * whole command line is read, so they may come before or after --policy.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,22 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
         json_object_set_new(root, "global", gl);
         json_object_set_new(root, "planning_ms", json_real(rep->planning_ms));
         json_object_set_new(root, "planner_iterations", json_integer(rep->iterations));
+        if (rep->solver.used) {
+            const tsl_solver_report *sv = &rep->solver;
+            json_t *so = json_object();
+            json_object_set_new(so, "status", json_string(sv->status));
+            json_object_set_new(so, "hit_time_limit", json_boolean(sv->hit_limit));
+            json_object_set_new(so, "gap", isnan(sv->gap) ? json_null() : json_real(sv->gap));
+            json_object_set_new(so, "objective",
+                                isnan(sv->objective) ? json_null() : json_real(sv->objective));
+            json_object_set_new(so, "bound", isnan(sv->bound) ? json_null() : json_real(sv->bound));
+            json_object_set_new(so, "seconds", json_real(sv->seconds));
+            json_object_set_new(so, "solves", json_integer(sv->solves));
+            json_object_set_new(so, "columns", json_integer(sv->n_cols));
+            json_object_set_new(so, "rows", json_integer(sv->n_rows));
+            json_object_set_new(so, "budget_relaxed", json_boolean(sv->budget_relaxed));
+            json_object_set_new(root, "solver", so);
+        }
         char *s = json_dumps(root, JSON_COMPACT);
         puts(s);
         free(s);
@@ -277,6 +294,17 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
            "(%d iterations) on %s\n",
            fmt_bytes(vsim->global_peak, b3, sizeof b3), fmt_bytes(sim->global_peak, b4, sizeof b4),
            policy, rep->planning_ms, rep->iterations, dev->name);
+    if (rep->solver.used) {
+        const tsl_solver_report *sv = &rep->solver;
+        printf("integer program: CBC %s after %d solve%s, %.2f s (%d columns, %d rows)", sv->status,
+               sv->solves, sv->solves == 1 ? "" : "s", sv->seconds, sv->n_cols, sv->n_rows);
+        if (sv->hit_limit && isnan(sv->gap))
+            printf("; stopped at the time limit, no bound proven (gap unknown)");
+        else if (sv->hit_limit)
+            printf("; stopped at the time limit, gap %.2f %%", 100 * sv->gap);
+        if (sv->budget_relaxed) printf("; no schedule meets the budget: least memory solved for");
+        printf("\n");
+    }
     char how[320];
     printf("%s\n", sim_setup_describe(ss, how, sizeof how));
     double stall_total = 0;

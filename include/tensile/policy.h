@@ -111,6 +111,25 @@ typedef struct tsl_policy_option {
 
 /* ---- policies ------------------------------------------------------------------ */
 
+/* What an integer-program policy's solver found (checkmate, mosos): for
+ * the plan report and the command line. Zero (used = 0) for the others. */
+typedef struct tsl_solver_report {
+    int used;             /* 1 if the policy solved an integer program */
+    char status[16];      /* the last solve's: "optimal", "feasible" (stopped at a limit with
+                             a solution), "infeasible", "no solution" */
+    int hit_limit;        /* 1 if a solve stopped at its time limit */
+    double gap;           /* relative gap of the last solve: 0 when optimal, NAN without a
+                             solution */
+    double objective;     /* the last solve's objective (us of extra compute; with
+                             budget_relaxed KiB over the budget) and */
+    double bound;         /* the best bound proven on it */
+    double seconds;       /* the solves' wall clock in all */
+    int solves;           /* solves run */
+    int n_cols, n_rows;   /* the program's size */
+    int budget_relaxed;   /* 1: no schedule meets the budget in the policy's model; the one
+                             of least memory was solved for instead */
+} tsl_solver_report;
+
 /* What a policy plans: checked and completed by tsl_plan_jobs before the
  * policy sees it. */
 typedef struct tsl_plan_request {
@@ -132,6 +151,9 @@ typedef struct tsl_plan_request {
                                        caller gave none), every value in its range and
                                        every per-job value sized n_jobs; NULL if the
                                        policy has no options */
+    tsl_solver_report *solver;      /* out, may be NULL: a policy that solves an integer
+                                       program says here what the solver found (zeroed
+                                       before each planning round) */
 } tsl_plan_request;
 
 /* A policy's planning: adds events to plans[j] (empty plans named after
@@ -263,6 +285,7 @@ typedef struct tsl_plan_report {
     double planning_ms;        /* wall clock */
     size_t budget;             /* the budget planned for (the profile's memory if none given) */
     int budget_met;            /* 1 if the plans' footprints sum to at most the budget */
+    tsl_solver_report solver;  /* the kept round's integer program (used = 0 if none) */
 } tsl_plan_report;
 
 /* Frees the report's arrays (they share one block) and zeroes it; a zeroed
@@ -275,8 +298,9 @@ void tsl_plan_report_free(tsl_plan_report *r);
  * from tsl_peak_analysis and gives it its layout (tsl_plan_layout: the
  * blocks and predicted_footprint). The budget holds the footprints: when
  * the plans' footprints sum above it, the policy plans again for a budget
- * lowered by the layouts' overhead (at most a few rounds), so that a
- * policy that plans to a budget of load meets it in footprint.
+ * lowered by the layouts' overhead (at most a few rounds; none after an
+ * integer program reported its budget relaxed: it gave its least memory),
+ * so that a policy that plans to a budget of load meets it in footprint.
  * plans[j] is allocated for every job (free each with tsl_plan_free);
  * rep, if non-NULL, is filled (free it with tsl_plan_report_free).
  * Returns TSL_OK when the footprints fit the budget; TSL_ERR_BUDGET when

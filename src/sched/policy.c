@@ -163,6 +163,8 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     tsl_plan_request rq = *base;
     rq.budget = b;
+    memset(&r->solver, 0, sizeof r->solver);
+    rq.solver = &r->solver;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
@@ -193,6 +195,9 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
         size_t fp = sum_footprints(plans, n_jobs), load = 0;
         if (fp <= r->budget) break;
+        /* an integer program that found no schedule within the budget gave its least
+         * memory already: a lower budget gives the same */
+        if (r->solver.used && r->solver.budget_relaxed) break;
         for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
         size_t over = fp - load; /* what the layouts add to the load */
         size_t nb = b > over + 1 ? b - over : 1;
@@ -315,7 +320,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget,
-                           pol->opts_size ? values : NULL};
+                           pol->opts_size ? values : NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

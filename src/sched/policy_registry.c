@@ -24,7 +24,10 @@
     X(tsl__policy_vdnn_all) \
     X(tsl__policy_autoswap) \
     X(tsl__policy_capuchin) \
-    X(tsl__policy_dtr)
+    X(tsl__policy_dtr) \
+    X(tsl__policy_checkmate) \
+    X(tsl__policy_str) \
+    X(tsl__policy_mosos)
 
 #define DECLARE(p) extern const tsl_policy p;
 BUILTIN(DECLARE)
