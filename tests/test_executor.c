@@ -44,6 +44,7 @@
 #include "tensile/models.h"
 #include "tensile/runtime.h"
 #include "tensile/policy.h"
+#include "tensile/policy_tensile.h"
 #include "tensile/verify.h"
 
 #define STEPS 3
@@ -89,6 +90,24 @@ static void fx_init(fixture *f, const char *model, int batch, int image, double 
         th_fill_f32(f->x[s], (size_t)nx, 100 + (uint64_t)s, -1, 1);
         for (int64_t i = 0; i < ny; i++) f->y[s][i] = (int32_t)((i * 7 + s) % k);
     }
+}
+
+/* Replans f with TENSILE swapping tensors of any size (the paper's rule):
+ * at the quick shapes every parameter is below the default minimum swap
+ * size (tensile/policy_tensile.h), and a test of parameters swapped across
+ * iterations needs some swapped. */
+static void fx_replan_any_size(fixture *f) {
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.min_swap_bytes = 0;
+    tsl_plan_opts po = tsl_plan_opts_default();
+    po.budget = f->dev.mem_bytes;
+    po.opts = &to;
+    tsl_plan_free(f->plan);
+    f->plan = NULL;
+    tsl_plan_report rep;
+    cr_assert(TH_PLANNED(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep)), "%s",
+              tsl_last_error());
+    tsl_plan_report_free(&rep);
 }
 
 static void fx_free(fixture *f) {
@@ -645,6 +664,7 @@ Test(executor, injected_allocation_failure_at_every_k, .timeout = 120) {
 Test(executor, parameters_swapped_across_iterations_stay_readable) {
     fixture f;
     fx_init(&f, "cnn", 2, CNN_IMAGE, 0.7);
+    fx_replan_any_size(&f);
     tsl_session *v = open_session(&f, (size_t)1 << 30, TSL_KERNELS_REF, 0.0);
     tsl_runtime_opts ro = rt_opts(&f, 1);
     tsl_session *s = open_rt(&f, (size_t)1 << 30, TSL_KERNELS_REF, 0.0, &ro, f.plan, 1);
