@@ -238,7 +238,11 @@ Test(job, replan_every_iteration_with_threshold_zero_real) {
     tsl_job_get_stats(j, &js);
     printf("  reason: %s\n", js.last_replan_reason);
     cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), van);
-    cr_assert_geq(js.replans, 2, "%lld replans", (long long)js.replans);
+    /* every boundary replans; under slow real kernels (a sanitizer build) a
+     * new plan may not fit the budget and is refused, the plan in force
+     * staying (replan_keeps_a_plan_within_the_budget) */
+    cr_assert_geq(js.replans + js.replans_refused, 2, "%lld replans, %lld refused",
+                  (long long)js.replans, (long long)js.replans_refused);
     cr_assert(strstr(js.last_replan_reason, "change rate") != NULL, "%s", js.last_replan_reason);
     tsl_job_free(j);
     fx_free(&f);

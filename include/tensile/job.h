@@ -146,6 +146,8 @@ typedef struct tsl_job_stats {
     double predict_ms;          /* predicting the first plan's latencies (cold start; else 0) */
     double utilisation;         /* the utilisation the prediction used (cold start) */
     int64_t replans;            /* plans made because latencies drifted */
+    int64_t replans_refused;    /* drift replans whose plan was refused (it did not fit the
+                                   budget, or planning failed): the plan in force stayed */
     int updated;                /* the replan of replan.update_at was made (1) or failed (-1) */
     int64_t updated_at;         /* the iteration whose boundary made it (0: none) */
     char update_reason[200];    /* what the update did, or why it failed (kept apart from

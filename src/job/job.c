@@ -335,6 +335,7 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st) {
         st->planning_ms = j->first.planning_ms;
     }
     st->replans = j->replans;
+    st->replans_refused = j->replans_refused;
     st->updated = j->updated;
     st->predict_ms = j->predict_ms;
     st->utilisation = j->utilisation;

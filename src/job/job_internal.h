@@ -21,6 +21,7 @@ struct tsl_job {
     int64_t seen_installs;      /* plans installed when the runtime last reported */
     double base_override;       /* > 0: the change rate's base after a failed replan */
     int64_t replans, drift_ignored;
+    int64_t replans_refused; /* drift replans whose new plan was refused: the plan in force stayed */
     int updated;                /* replan.update_at's replan: 1 made, -1 failed, 0 not yet */
     int64_t updated_at;
     char update_reason[200];

@@ -117,6 +117,7 @@ void tsl__job_boundary(void *user, tsl_session *s, const tsl_latency_report *r) 
         snprintf(j->last_reason, sizeof j->last_reason,
                  "iteration %lld: change rate %.3f > %.3f but replanning failed: %s",
                  (long long)r->iteration, rate, o->threshold, why);
+        j->replans_refused++;
         j->base_override = sum; /* do not retry every iteration */
     }
 }
