@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "plan_check.h"
+#include "random_workload.h"
 #include "tensile/models.h"
 #include "tensile/ops.h"
 #include "tensile/sched_json.h"
@@ -178,4 +179,41 @@ void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const cha
                     want[i].tensor, want[i].trigger, want[i].delay_us, want[i].precede);
     }
     cr_assert(ok, "%s: the events differ from the expected ones (see stderr)", what);
+}
+
+tsl_workload *pc_conv_chain(void) {
+    rw_builder *b = rw_build_begin("chain");
+    struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
+        {"in", 1000, TSL_KIND_INPUT},      {"w1", 100, TSL_KIND_PARAM},
+        {"w2", 100, TSL_KIND_PARAM},       {"w3", 100, TSL_KIND_PARAM},
+        {"c1", 30000, TSL_KIND_ACTIVATION}, {"c2", 8000, TSL_KIND_ACTIVATION},
+        {"p2", 4000, TSL_KIND_ACTIVATION}, {"c3", 1000, TSL_KIND_ACTIVATION},
+        {"L", 10, TSL_KIND_ACTIVATION},    {"g3", 1000, TSL_KIND_GRADIENT},
+        {"gp2", 40000, TSL_KIND_GRADIENT}, {"dw3", 100, TSL_KIND_GRADIENT},
+        {"g2", 1000, TSL_KIND_GRADIENT},   {"g1", 1000, TSL_KIND_GRADIENT},
+        {"dw2", 100, TSL_KIND_GRADIENT},   {"dw1", 100, TSL_KIND_GRADIENT},
+    };
+    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
+        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
+    PC_OP(b, "conv1", PC_L2(CH_IN, CH_W1), PC_L1(CH_C1));
+    PC_OP(b, "conv2", PC_L2(CH_C1, CH_W2), PC_L1(CH_C2));
+    PC_OP(b, "pool2", PC_L1(CH_C2), PC_L1(CH_P2));
+    PC_OP(b, "conv3", PC_L2(CH_P2, CH_W3), PC_L1(CH_C3));
+    PC_OP(b, "loss", PC_L1(CH_C3), PC_L1(CH_LO));
+    PC_OP(b, "loss.dlogits", PC_L1(CH_LO), PC_L1(CH_G3));
+    PC_OP(b, "conv3.bwd_data", PC_L2(CH_G3, CH_W3), PC_L1(CH_GP2));
+    PC_OP(b, "conv3.bwd_filter", PC_L2(CH_G3, CH_P2), PC_L1(CH_DW3));
+    PC_OP(b, "pool2.bwd", PC_L2(CH_GP2, CH_C2), PC_L1(CH_G2));
+    PC_OP(b, "conv2.bwd_data", PC_L2(CH_G2, CH_W2), PC_L1(CH_G1));
+    PC_OP(b, "conv2.bwd_filter", PC_L2(CH_G2, CH_C1), PC_L1(CH_DW2));
+    PC_OP(b, "conv1.bwd_filter", PC_L2(CH_G1, CH_IN), PC_L1(CH_DW1));
+    rw_build_mark_optimizer(b);
+    PC_OP(b, "w1.sgd", PC_L2(CH_W1, CH_DW1), PC_L1(CH_W1));
+    PC_OP(b, "w2.sgd", PC_L2(CH_W2, CH_DW2), PC_L1(CH_W2));
+    PC_OP(b, "w3.sgd", PC_L2(CH_W3, CH_DW3), PC_L1(CH_W3));
+    tsl_workload *w = rw_build_end(b);
+    cr_assert_not_null(w);
+    char why[256];
+    cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
+    return w;
 }

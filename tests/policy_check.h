@@ -1,6 +1,6 @@
 /*
  * policy_check.h - what the tests of the baseline policies (vDNN,
- * AutoSwap: test_policy_vdnn.c, test_policy_autoswap.c) check on every plan
+ * AutoSwap, Capuchin, DTR, the integer programs: test_policy_*.c) check on every plan
  * they make, and the workloads they make them for: the zoo's models at
  * small shapes, and the random workloads of tests/random_workload.h.
  *
@@ -85,4 +85,12 @@ static inline tsl_event pc_ev(tsl_event_type ty, int32_t t, int32_t trig, double
 /* Fails the calling test (printing both lists) unless p's events are
  * exactly want[0..n), in order, field by field. */
 void pc_expect_events(const tsl_plan *p, const tsl_event *want, int n, const char *what);
+
+/* A hand-made three-layer convolutional chain with a pool (16 tensors
+ * named by enum pc_chain_tensor, SGD updates), built with
+ * tests/random_workload.h and checked (rw_check); the calling test fails
+ * if it cannot be built. Free with tsl_workload_free. */
+enum pc_chain_tensor { CH_IN, CH_W1, CH_W2, CH_W3, CH_C1, CH_C2, CH_P2, CH_C3, CH_LO, CH_G3, CH_GP2, CH_DW3, CH_G2, CH_G1, CH_DW2, CH_DW1 };
+tsl_workload *pc_conv_chain(void);
+
 #endif

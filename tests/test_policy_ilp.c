@@ -35,42 +35,6 @@
 #include "tensile/policy.h"
 #include "tensile/verify.h"
 
-enum { IN, W1, W2, W3, C1, C2, P2, C3, LO, G3, GP2, DW3, G2, G1, DW2, DW1 };
-
-static tsl_workload *chain(void) {
-    rw_builder *b = rw_build_begin("chain");
-    struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
-        {"in", 1000, TSL_KIND_INPUT},      {"w1", 100, TSL_KIND_PARAM},
-        {"w2", 100, TSL_KIND_PARAM},       {"w3", 100, TSL_KIND_PARAM},
-        {"c1", 30000, TSL_KIND_ACTIVATION}, {"c2", 8000, TSL_KIND_ACTIVATION},
-        {"p2", 4000, TSL_KIND_ACTIVATION}, {"c3", 1000, TSL_KIND_ACTIVATION},
-        {"L", 10, TSL_KIND_ACTIVATION},    {"g3", 1000, TSL_KIND_GRADIENT},
-        {"gp2", 40000, TSL_KIND_GRADIENT}, {"dw3", 100, TSL_KIND_GRADIENT},
-        {"g2", 1000, TSL_KIND_GRADIENT},   {"g1", 1000, TSL_KIND_GRADIENT},
-        {"dw2", 100, TSL_KIND_GRADIENT},   {"dw1", 100, TSL_KIND_GRADIENT},
-    };
-    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
-        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
-    PC_OP(b, "conv1", PC_L2(IN, W1), PC_L1(C1));
-    PC_OP(b, "conv2", PC_L2(C1, W2), PC_L1(C2));
-    PC_OP(b, "pool2", PC_L1(C2), PC_L1(P2));
-    PC_OP(b, "conv3", PC_L2(P2, W3), PC_L1(C3));
-    PC_OP(b, "loss", PC_L1(C3), PC_L1(LO));
-    PC_OP(b, "loss.dlogits", PC_L1(LO), PC_L1(G3));
-    PC_OP(b, "conv3.bwd_data", PC_L2(G3, W3), PC_L1(GP2));
-    PC_OP(b, "conv3.bwd_filter", PC_L2(G3, P2), PC_L1(DW3));
-    PC_OP(b, "pool2.bwd", PC_L2(GP2, C2), PC_L1(G2));
-    PC_OP(b, "conv2.bwd_data", PC_L2(G2, W2), PC_L1(G1));
-    PC_OP(b, "conv2.bwd_filter", PC_L2(G2, C1), PC_L1(DW2));
-    PC_OP(b, "conv1.bwd_filter", PC_L2(G1, IN), PC_L1(DW1));
-    rw_build_mark_optimizer(b);
-    PC_OP(b, "w1.sgd", PC_L2(W1, DW1), PC_L1(W1));
-    PC_OP(b, "w2.sgd", PC_L2(W2, DW2), PC_L1(W2));
-    PC_OP(b, "w3.sgd", PC_L2(W3, DW3), PC_L1(W3));
-    tsl_workload *w = rw_build_end(b);
-    cr_assert_not_null(w);
-    return w;
-}
 
 /* A graph with a skip: a is read by g, h.dx and f.dw (two gaps in the
  * backward, a host copy prefetched twice), b by h and g.dx.
@@ -363,12 +327,12 @@ static void against_enumeration(tsl_workload *w, const char *policy, const char 
 }
 
 Test(ilp_brute, checkmate_is_optimal_on_the_chain) {
-    against_enumeration(chain(), "checkmate", NULL, 0);
+    against_enumeration(pc_conv_chain(), "checkmate", NULL, 0);
 }
 
 Test(ilp_brute, mosos_is_optimal_on_the_chain, .timeout = 300) {
     const char *kv[] = {"min-swap-bytes", "4000", NULL};
-    against_enumeration(chain(), "mosos", kv, 4000);
+    against_enumeration(pc_conv_chain(), "mosos", kv, 4000);
 }
 
 Test(ilp_brute, checkmate_is_optimal_on_a_skip) {
@@ -426,7 +390,7 @@ Test(ilp_brute, mosos_without_recomputation_only_swaps) {
 Test(ilp_brute, str_stays_within_what_exists) {
     /* the heuristic: valid, no wait, never below the least enumerated peak,
      * and within the budget when it says so */
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     tsl_device_profile dev = pc_exact_profile();
     tsl_policy_opts *o = opts_of("str", NULL);
     size_t prev = SIZE_MAX;
@@ -606,7 +570,7 @@ Test(ilp_algos, mosos_chooses_a_faster_algorithm_where_its_workspace_fits) {
     /* conv2 of the chain gets a second algorithm: 4 us faster, 20000 bytes of
      * workspace. With room mosos takes it (the period falls by 4 us); at the
      * chain's least memory it cannot; the plans verify either way */
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     const tsl_wl_algo fast = {"fast", 6.0, 20000};
     cr_assert_eq(tsl_workload_set_alts(w, 1, &fast, 1), TSL_OK, "%s", tsl_last_error());
     tsl_device_profile dev = pc_exact_profile();

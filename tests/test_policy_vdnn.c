@@ -68,47 +68,9 @@ static const tsl_plan_opts *PC_OPTS(const char *policy) {
 
 /* ---- the hand-made chain ----------------------------------------------------------- */
 
-enum { IN, W1, W2, W3, C1, C2, P2, C3, LO, G3, GP2, DW3, G2, G1, DW2, DW1 };
-
-static tsl_workload *chain(void) {
-    rw_builder *b = rw_build_begin("chain");
-    struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
-        {"in", 1000, TSL_KIND_INPUT},      {"w1", 100, TSL_KIND_PARAM},
-        {"w2", 100, TSL_KIND_PARAM},       {"w3", 100, TSL_KIND_PARAM},
-        {"c1", 30000, TSL_KIND_ACTIVATION}, {"c2", 8000, TSL_KIND_ACTIVATION},
-        {"p2", 4000, TSL_KIND_ACTIVATION}, {"c3", 1000, TSL_KIND_ACTIVATION},
-        {"L", 10, TSL_KIND_ACTIVATION},    {"g3", 1000, TSL_KIND_GRADIENT},
-        {"gp2", 40000, TSL_KIND_GRADIENT}, {"dw3", 100, TSL_KIND_GRADIENT},
-        {"g2", 1000, TSL_KIND_GRADIENT},   {"g1", 1000, TSL_KIND_GRADIENT},
-        {"dw2", 100, TSL_KIND_GRADIENT},   {"dw1", 100, TSL_KIND_GRADIENT},
-    };
-    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
-        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
-    PC_OP(b, "conv1", PC_L2(IN, W1), PC_L1(C1));
-    PC_OP(b, "conv2", PC_L2(C1, W2), PC_L1(C2));
-    PC_OP(b, "pool2", PC_L1(C2), PC_L1(P2));
-    PC_OP(b, "conv3", PC_L2(P2, W3), PC_L1(C3));
-    PC_OP(b, "loss", PC_L1(C3), PC_L1(LO));
-    PC_OP(b, "loss.dlogits", PC_L1(LO), PC_L1(G3));
-    PC_OP(b, "conv3.bwd_data", PC_L2(G3, W3), PC_L1(GP2));
-    PC_OP(b, "conv3.bwd_filter", PC_L2(G3, P2), PC_L1(DW3));
-    PC_OP(b, "pool2.bwd", PC_L2(GP2, C2), PC_L1(G2));
-    PC_OP(b, "conv2.bwd_data", PC_L2(G2, W2), PC_L1(G1));
-    PC_OP(b, "conv2.bwd_filter", PC_L2(G2, C1), PC_L1(DW2));
-    PC_OP(b, "conv1.bwd_filter", PC_L2(G1, IN), PC_L1(DW1));
-    rw_build_mark_optimizer(b);
-    PC_OP(b, "w1.sgd", PC_L2(W1, DW1), PC_L1(W1));
-    PC_OP(b, "w2.sgd", PC_L2(W2, DW2), PC_L1(W2));
-    PC_OP(b, "w3.sgd", PC_L2(W3, DW3), PC_L1(W3));
-    tsl_workload *w = rw_build_end(b);
-    cr_assert_not_null(w);
-    char why[256];
-    cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
-    return w;
-}
 
 Test(layers, of_the_chain_by_name) {
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     tsl__layers L;
     cr_assert_eq(tsl__layers_build(w, &L), TSL_OK);
     cr_assert_eq(L.bwd_begin, 5, "the backward begins at op %d", L.bwd_begin);
@@ -162,14 +124,14 @@ Test(layers, gradient_sums_join_the_group_before_them) {
 }
 
 Test(vdnn, conv_offloads_the_convolutions_inputs_and_prefetches_a_convolution_ahead) {
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     tsl_device_profile dev = pc_exact_profile();
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-conv"), "vdnn-conv chain", &r);
     const tsl_event want[] = {
-        pc_ev(TSL_EV_SWAP_OUT, C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, C1, 1, 0, -1),
-        pc_ev(TSL_EV_SWAP_OUT, P2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, P2, 3, 0, -1),
-        pc_ev(TSL_EV_SWAP_IN, P2, 4, 0, 7),   pc_ev(TSL_EV_SWAP_IN, C1, 5, 0, 10),
+        pc_ev(TSL_EV_SWAP_OUT, CH_C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, CH_C1, 1, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, CH_P2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, CH_P2, 3, 0, -1),
+        pc_ev(TSL_EV_SWAP_IN, CH_P2, 4, 0, 7),   pc_ev(TSL_EV_SWAP_IN, CH_C1, 5, 0, 10),
     };
     pc_expect_events(r.p[0], want, 6, "vdnn-conv");
     cr_assert_eq(r.waits, 0);
@@ -181,16 +143,16 @@ Test(vdnn, conv_offloads_the_convolutions_inputs_and_prefetches_a_convolution_ah
 }
 
 Test(vdnn, all_offloads_every_layers_input_and_waits_for_a_late_prefetch) {
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     tsl_device_profile dev = pc_exact_profile();
     pc_result r;
     pc_plan_and_check(&w, 1, &dev, PC_OPTS("vdnn-all"), "vdnn-all chain", &r);
     const tsl_event want[] = {
-        pc_ev(TSL_EV_SWAP_OUT, C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, C1, 1, 0, -1),
-        pc_ev(TSL_EV_SWAP_OUT, C2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, C2, 3, 0, -1),
-        pc_ev(TSL_EV_SWAP_OUT, P2, 3, 8, -1), pc_ev(TSL_EV_RELEASE, P2, 4, 0, -1),
-        pc_ev(TSL_EV_SWAP_IN, P2, 4, 2, 7),   pc_ev(TSL_EV_SWAP_IN, C2, 5, 0, 8),
-        pc_ev(TSL_EV_SWAP_IN, C1, 7, 0, 10),
+        pc_ev(TSL_EV_SWAP_OUT, CH_C1, 0, 0, -1), pc_ev(TSL_EV_RELEASE, CH_C1, 1, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, CH_C2, 3, 0, -1), pc_ev(TSL_EV_RELEASE, CH_C2, 3, 0, -1),
+        pc_ev(TSL_EV_SWAP_OUT, CH_P2, 3, 8, -1), pc_ev(TSL_EV_RELEASE, CH_P2, 4, 0, -1),
+        pc_ev(TSL_EV_SWAP_IN, CH_P2, 4, 2, 7),   pc_ev(TSL_EV_SWAP_IN, CH_C2, 5, 0, 8),
+        pc_ev(TSL_EV_SWAP_IN, CH_C1, 7, 0, 10),
     };
     pc_expect_events(r.p[0], want, 9, "vdnn-all");
     cr_assert_eq(r.waits, 1, "%d planned waits", r.waits);
@@ -202,7 +164,7 @@ Test(vdnn, all_offloads_every_layers_input_and_waits_for_a_late_prefetch) {
 }
 
 Test(vdnn, ignores_the_budget_and_has_no_options) {
-    tsl_workload *w = chain();
+    tsl_workload *w = pc_conv_chain();
     tsl_device_profile dev = pc_exact_profile();
     const tsl_policy *p = tsl_policy_find("vdnn-all");
     cr_assert_not_null(p);
