@@ -217,3 +217,28 @@ tsl_workload *pc_conv_chain(void) {
     cr_assert_eq(rw_check(w, why, sizeof why), 0, "%s", why);
     return w;
 }
+
+size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
+    size_t pers = 0, van = 0;
+    for (int j = 0; j < n; j++) {
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w[j], NULL, dev, &pi), TSL_OK);
+        van += pi.peak;
+        pers += pc_persistent_bytes(w[j]);
+        tsl_peak_info_free(&pi);
+    }
+    return pers + (van - pers) / 2;
+}
+
+int pc_chained(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if (e->type != TSL_EV_RECOMPUTE) continue;
+        const tsl_wl_op *o = &w->ops[e->precede];
+        int reads = 0;
+        for (int i = 0; i < o->n_in; i++) reads |= o->in[i] == e->tensor;
+        n += !reads;
+    }
+    return n;
+}

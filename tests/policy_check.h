@@ -63,6 +63,14 @@ tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *de
 /* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
 size_t pc_persistent_bytes(const tsl_workload *w);
 
+/* The budget half way from the persistent bytes to the vanilla peak of
+ * the n workloads w planned together (dev's cost model). */
+size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev);
+
+/* The recomputations of plan p (for w) of a tensor the op they precede
+ * does not read: links of chained recomputations. */
+int pc_chained(const tsl_workload *w, const tsl_plan *p);
+
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */
 tsl_device_profile pc_exact_profile(void);

@@ -273,19 +273,6 @@ Test(autoswap, option_errors_name_the_option_and_the_value) {
 
 /* ---- the zoo ------------------------------------------------------------------------- */
 
-/* The budget of a case: half way from the persistent bytes to the vanilla
- * peak, for n jobs together. */
-static size_t half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
-    size_t pers = 0, van = 0;
-    for (int j = 0; j < n; j++) {
-        tsl_peak_info pi;
-        cr_assert_eq(tsl_peak_analysis(w[j], NULL, dev, &pi), TSL_OK);
-        van += pi.peak;
-        pers += pc_persistent_bytes(w[j]);
-        tsl_peak_info_free(&pi);
-    }
-    return pers + (van - pers) / 2;
-}
 
 static void zoo(const char *model, int adam) {
     tsl_device_profile dev = rtf_cpu_profile();
@@ -293,7 +280,7 @@ static void zoo(const char *model, int adam) {
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0; /* small shapes: the paper's 1 MB would leave little */
     ao.evaluations = th_quick() ? 5 : 10;
-    size_t budget = half_way(&w, 1, &dev);
+    size_t budget = pc_half_way(&w, 1, &dev);
     tsl_plan_opts po = pc_opts("autoswap", &ao, budget);
     pc_result r;
     char what[96];
@@ -330,7 +317,7 @@ Test(autoswap_zoo, several_jobs_and_the_default_options) {
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
     ao.size_threshold = 0;
     ao.evaluations = th_quick() ? 5 : 12;
-    tsl_plan_opts po = pc_opts("autoswap", &ao, half_way(w, 3, &dev));
+    tsl_plan_opts po = pc_opts("autoswap", &ao, pc_half_way(w, 3, &dev));
     pc_result r;
     pc_plan_and_check(w, 3, &dev, &po, "autoswap, 3 jobs", &r);
     int sw = 0;
@@ -338,7 +325,7 @@ Test(autoswap_zoo, several_jobs_and_the_default_options) {
     cr_assert_gt(sw, 0);
     pc_result_free(&r);
     /* the defaults (1 MiB, 30 evaluations) on resnet18 alone */
-    po = pc_opts("autoswap", NULL, half_way(&w[1], 1, &dev));
+    po = pc_opts("autoswap", NULL, pc_half_way(&w[1], 1, &dev));
     pc_plan_and_check(&w[1], 1, &dev, &po, "autoswap resnet18, defaults", &r);
     cr_assert_eq(r.rep.iterations, 30);
     pc_result_free(&r);

@@ -150,32 +150,7 @@ Test(capuchin, options_by_name_and_defaults) {
 
 /* ---- the zoo and random jobs ---------------------------------------------------------- */
 
-/* Half way from the persistent bytes to the vanilla peak, n jobs together. */
-static size_t half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
-    size_t pers = 0, van = 0;
-    for (int j = 0; j < n; j++) {
-        tsl_peak_info pi;
-        cr_assert_eq(tsl_peak_analysis(w[j], NULL, dev, &pi), TSL_OK);
-        van += pi.peak;
-        pers += pc_persistent_bytes(w[j]);
-        tsl_peak_info_free(&pi);
-    }
-    return pers + (van - pers) / 2;
-}
 
-/* Recomputations of a tensor the op they precede does not read: chains. */
-static int chained(const tsl_workload *w, const tsl_plan *p) {
-    int n = 0;
-    for (int32_t k = 0; k < p->n_events; k++) {
-        const tsl_event *e = &p->events[k];
-        if (e->type != TSL_EV_RECOMPUTE) continue;
-        const tsl_wl_op *o = &w->ops[e->precede];
-        int reads = 0;
-        for (int i = 0; i < o->n_in; i++) reads |= o->in[i] == e->tensor;
-        n += !reads;
-    }
-    return n;
-}
 
 /* Capuchin on zoo model `model` half way down, with swaps (and
  * recomputations; pc_zoo_workload's shapes) or recomputations only (batch
@@ -187,12 +162,12 @@ static int zoo(const char *model, int adam, int swap) {
     tsl_capuchin_opts co = tsl_capuchin_opts_default();
     co.swap = swap;
     co.min_bytes = 0; /* small shapes: every size a candidate (the paper) */
-    tsl_plan_opts po = pc_opts("capuchin", &co, half_way(&w, 1, &dev));
+    tsl_plan_opts po = pc_opts("capuchin", &co, pc_half_way(&w, 1, &dev));
     pc_result r;
     char what[96];
     snprintf(what, sizeof what, "capuchin %s%s", model, swap ? "" : " (recompute only)");
     pc_plan_and_check(&w, 1, &dev, &po, what, &r);
-    int ch = chained(w, r.p[0]);
+    int ch = pc_chained(w, r.p[0]);
     printf("%-12s capuchin%s: budget %zu, %3d swaps, %3d recomputations (%d chained), %2d waits, "
            "peak %zu -> %zu (met %d), period %.1f -> %.1f us, %d rounds\n",
            model, swap ? "" : " (rc only)", po.budget, r.rep.swaps[0], r.rep.recomputes[0], ch,
@@ -225,7 +200,7 @@ Test(capuchin_random, random_jobs_verify, .timeout = 600) {
         int nj = 1 + s % 2;
         cr_assert_eq(rw_generate_jobs((uint64_t)s, &o, nj, w), 0);
         tsl_device_profile dev = rw_profile((uint64_t)s);
-        tsl_plan_opts po = pc_opts("capuchin", NULL, half_way(w, nj, &dev));
+        tsl_plan_opts po = pc_opts("capuchin", NULL, pc_half_way(w, nj, &dev));
         pc_result r;
         char what[64];
         snprintf(what, sizeof what, "capuchin random seed %d (%d jobs)", s, nj);

@@ -206,32 +206,7 @@ Test(dtr, out_of_memory_plans_at_the_lowest_budget_it_survives) {
 
 /* ---- the zoo and random jobs ---------------------------------------------------------- */
 
-/* Half way from the persistent bytes to the vanilla peak, n jobs together. */
-static size_t half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
-    size_t pers = 0, van = 0;
-    for (int j = 0; j < n; j++) {
-        tsl_peak_info pi;
-        cr_assert_eq(tsl_peak_analysis(w[j], NULL, dev, &pi), TSL_OK);
-        van += pi.peak;
-        pers += pc_persistent_bytes(w[j]);
-        tsl_peak_info_free(&pi);
-    }
-    return pers + (van - pers) / 2;
-}
 
-/* Recomputations of a tensor the op they precede does not read: chains. */
-static int chained(const tsl_workload *w, const tsl_plan *p) {
-    int n = 0;
-    for (int32_t k = 0; k < p->n_events; k++) {
-        const tsl_event *e = &p->events[k];
-        if (e->type != TSL_EV_RECOMPUTE) continue;
-        const tsl_wl_op *o = &w->ops[e->precede];
-        int reads = 0;
-        for (int i = 0; i < o->n_in; i++) reads |= o->in[i] == e->tensor;
-        n += !reads;
-    }
-    return n;
-}
 
 /* DTR on zoo model `model` at batch 16, 64x64 images, SGD, within budgets
  * k/8 of the way from its vanilla peak down to its persistent bytes (k =
@@ -255,7 +230,7 @@ static int zoo(const char *model) {
         pc_plan_and_check(&w, 1, &dev, &po, what, &r);
         printf("%-12s dtr %d/8 down: budget %zu, %3d recomputations (%d chained), peak %zu -> "
                "%zu, footprint %zu (met %d), period %.1f -> %.1f us\n",
-               model, k, budget, r.rep.recomputes[0], chained(w, r.p[0]), r.rep.vanilla_peak[0],
+               model, k, budget, r.rep.recomputes[0], pc_chained(w, r.p[0]), r.rep.vanilla_peak[0],
                r.rep.planned_peak[0], r.p[0]->predicted_footprint, r.rep.budget_met,
                w->period_us, r.p[0]->predicted_period_us);
         cr_assert_eq(r.rep.swaps[0], 0, "%s: DTR never swaps", what);
@@ -287,7 +262,7 @@ Test(dtr_random, random_jobs_verify, .timeout = 600) {
         int nj = 1 + s % 2;
         cr_assert_eq(rw_generate_jobs((uint64_t)s, &o, nj, w), 0);
         tsl_device_profile dev = rw_profile((uint64_t)s);
-        tsl_plan_opts po = pc_opts("dtr", NULL, half_way(w, nj, &dev));
+        tsl_plan_opts po = pc_opts("dtr", NULL, pc_half_way(w, nj, &dev));
         pc_result r;
         char what[64];
         snprintf(what, sizeof what, "dtr random seed %d (%d jobs)", s, nj);
