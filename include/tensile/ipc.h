@@ -219,6 +219,17 @@ const char *tsl_msg_str(const tsl_msg *m, const char *field, const char *dflt);
 
 /* ---- sending and receiving on a socket --------------------------------------- */
 
+/* Writes b[*off..n) to socket fd, advancing *off, without SIGPIPE,
+ * resuming after EINTR and partial writes: with timeout_ms < 0 what the
+ * socket takes now (TSL_OK with *off possibly < n: the rest goes later);
+ * otherwise all of it within timeout_ms, waiting for room. `what` names
+ * the bytes in errors: TSL_ERR_TIMEOUT "could not send WHAT within N ms
+ * (K of N bytes sent)", TSL_ERR_IO ("the peer closed the connection", the
+ * system's reason); after an error part of a message may have gone, so
+ * the connection must be closed. */
+tsl_status tsl_ipc_write(int fd, const uint8_t *b, size_t n, size_t *off, int timeout_ms,
+                         const char *what);
+
 /* Encodes m (tsl_msg_encode) and writes all of it to socket fd within
  * timeout_ms (>= 0), resuming after EINTR and partial writes, without
  * SIGPIPE (MSG_NOSIGNAL). TSL_OK; TSL_ERR_FORMAT/OOM from the encoding

@@ -41,10 +41,9 @@ void tsl__outq_reset(tsl__outq *q);
 tsl_status tsl__outq_put(tsl__outq *q, const uint8_t *b, size_t n, int replaceable);
 
 /* Writes queued bytes to socket fd: with timeout_ms 0 what the socket
- * takes now; otherwise all of them within timeout_ms, waiting for room.
- * TSL_OK (with timeout 0, bytes may remain); TSL_ERR_TIMEOUT "the daemon
- * has read nothing for N ms"; TSL_ERR_IO (the peer closed, the system's
- * reason). After an error part of a message may have gone: the caller
+ * takes now; otherwise all of them within timeout_ms, waiting for room
+ * (tsl_ipc_write). TSL_OK (with timeout 0, bytes may remain);
+ * TSL_ERR_TIMEOUT, TSL_ERR_IO (the peer closed, the system's reason). After an error part of a message may have gone: the caller
  * must close the connection. */
 tsl_status tsl__outq_flush(tsl__outq *q, int fd, int timeout_ms);
 

@@ -2,9 +2,7 @@
  * conn.c - the daemon's connections (daemon_internal.h): sending through a
  * connection's conversation, closing one.
  */
-#include <errno.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,16 +21,10 @@ static void mute(tsl__daemon *d, int c, const char *what, const char *why) {
 
 void tsl__d_flush(tsl__daemon *d, int c) {
     tsl__conn *k = &d->conns[c];
-    while (k->fd >= 0 && !k->mute && k->out_off < k->out_len) {
-        ssize_t n = send(k->fd, k->out + k->out_off, k->out_len - k->out_off,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n <= 0) {
-            mute(d, c, "its messages", n < 0 ? strerror(errno) : "the peer closed");
-            return;
-        }
-        k->out_off += (size_t)n;
+    if (k->fd < 0 || k->mute || k->out_off == k->out_len) return;
+    if (tsl_ipc_write(k->fd, k->out, k->out_len, &k->out_off, -1, "what was queued") != TSL_OK) {
+        mute(d, c, "its messages", tsl_last_error());
+        return;
     }
     if (k->out_off == k->out_len) {
         free(k->out);

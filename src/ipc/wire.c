@@ -14,29 +14,35 @@
 #include "ipc/ipc_internal.h"
 #include "tensile/ipc.h"
 
-static tsl_status send_all(int fd, const uint8_t *b, size_t n, int timeout_ms, const char *what) {
+tsl_status tsl_ipc_write(int fd, const uint8_t *b, size_t n, size_t *off, int timeout_ms,
+                         const char *what) {
     int64_t deadline = tsl__ipc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-    size_t off = 0;
-    while (off < n) {
-        ssize_t k = send(fd, b + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (*off < n) {
+        ssize_t k = send(fd, b + *off, n - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (k > 0) {
-            off += (size_t)k;
+            *off += (size_t)k;
             continue;
         }
         if (k < 0 && errno == EINTR) continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (timeout_ms < 0) return TSL_OK; /* the rest goes later */
             int w = tsl__ipc_wait(fd, POLLOUT, deadline);
             if (w > 0) continue;
             if (w == 0)
                 return tsl_fail(TSL_ERR_TIMEOUT,
                                 "could not send %s within %d ms (%zu of %zu bytes sent)", what,
-                                timeout_ms, off, n);
+                                timeout_ms, *off, n);
         }
         if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
             return tsl_fail(TSL_ERR_IO, "could not send %s: the peer closed the connection", what);
         return tsl_fail(TSL_ERR_IO, "could not send %s: %s", what, strerror(errno));
     }
     return TSL_OK;
+}
+
+static tsl_status send_all(int fd, const uint8_t *b, size_t n, int timeout_ms, const char *what) {
+    size_t off = 0;
+    return tsl_ipc_write(fd, b, n, &off, timeout_ms > 0 ? timeout_ms : 0, what);
 }
 
 tsl_status tsl_msg_send(int fd, const tsl_msg *m, int timeout_ms) {
