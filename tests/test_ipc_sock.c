@@ -301,6 +301,15 @@ Test(ipc_sock, default_path_without_xdg_runtime_dir, .init = make_dir, .fini = r
 Test(ipc_sock, another_uid_is_refused_at_both_ends, .init = make_dir, .fini = remove_dir,
      .timeout = 30) {
     if (geteuid() != 0) cr_skip_test("needs root to connect as another uid");
+    /* nobody must reach the socket: every folder above it open to others
+     * (a chroot made in a mktemp -d folder has a "/" of mode 0700) */
+    for (const char *up = "/"; up; up = strcmp(up, "/") == 0 ? "/tmp" : NULL) {
+        struct stat st;
+        cr_assert_eq(stat(up, &st), 0, "%s: %s", up, strerror(errno));
+        if (!(st.st_mode & S_IXOTH))
+            cr_skip_test("%s has mode %o: no other uid can reach a socket under it", up,
+                         (unsigned)(st.st_mode & 07777));
+    }
     int lfd;
     cr_assert_eq(tsl_ipc_listen(path, &lfd), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(chmod(dir, 0755), 0); /* let nobody reach the socket, to see the uid check */
