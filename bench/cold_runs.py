@@ -44,6 +44,31 @@ def run(a, model, batch, image):
     return json.loads(p.stdout.strip().splitlines()[-1]), cmd
 
 
+def run_capuchin(a, model, batch, image, device_bytes):
+    """Capuchin in TENSILE's cold-start device (the paper's "Extra Setting":
+    its budget is TENSILE's footprint): its first iteration runs in passive
+    mode (no plan; evict on out-of-memory, record the accesses). Returns its
+    first iteration's ms, vanilla's first iteration's ms (both in fresh
+    sessions), the passive iteration's evictions, and the command; None for
+    the numbers when the run did not report (the reason printed)."""
+    iters = 2  # the passive iteration, then one under Capuchin's plan
+    cmd = [a.tensile, "run", "--model", model, "--batch", str(batch), "--image-size", str(image),
+           "--dataset", "synthetic", "--pcie-gbps", str(a.gbps), "--iterations", str(iters),
+           "--policy", "capuchin", "--device-memory", str(device_bytes), "--json", "--quiet"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = p.stdout.strip().splitlines()
+    if p.returncode not in (0, 4) or not lines:
+        print(f"cold_runs: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-400:]}",
+              file=sys.stderr)
+        return None, None, None, cmd
+    d = json.loads(lines[-1])
+    pa = d["scheduled"].get("passive_iteration")
+    if not pa:
+        print(f"cold_runs: {' '.join(cmd)}: no passive iteration in the report", file=sys.stderr)
+        return None, None, None, cmd
+    return pa["iter_ms"], d["vanilla"]["iteration_ms"][0], pa["evictions"], cmd
+
+
 def spread(xs, fmt="{:.3f}"):
     xs = [x for x in xs if x == x]
     if not xs:
@@ -60,6 +85,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--cs-iters", type=int, default=5)
     ap.add_argument("--models", default=None, help="comma-separated subset of the cases")
+    ap.add_argument("--no-capuchin", action="store_true",
+                    help="leave out Capuchin's passive first iteration (Table II)")
     ap.add_argument("--raw", default=None, help="also write every run's JSON object, one a line")
     a = ap.parse_args()
     cases = [c for c in CASES if not a.models or c[0] in a.models.split(",")]
@@ -73,14 +100,21 @@ def main():
           f"{a.cs_iters}; {a.reps} runs per model")
     rows1, rows2 = [], []
     for model, batch, image in cases:
-        res = []
+        res, cap = [], []
+        ccmd = None
         for _ in range(a.reps):
             d, cmd = run(a, model, batch, image)
             res.append(d)
+            if not a.no_capuchin:
+                pms, vms, ev, ccmd = run_capuchin(a, model, batch, image, d["device_memory_bytes"])
+                if pms is not None:
+                    cap.append((pms / vms, pms, vms, ev))
             if a.raw:
                 with open(a.raw, "a") as f:
                     f.write(json.dumps(d) + "\n")
         print("  " + " ".join(cmd))
+        if ccmd:
+            print("  " + " ".join(ccmd[:-4] + ["--device-memory", "<the run's device_memory_bytes>"] + ccmd[-2:]))
         # a run whose update was refused (the measured latencies' plan does not
         # fit the first plan's budget) has no updated phase: left out of its column
         ph = lambda k, f: [d["phases"][k][f] for d in res if d["phases"][k]["iterations"] > 0] or [float("nan")]
@@ -94,7 +128,8 @@ def main():
         rows2.append((model, batch, image, [d["first_iteration_eor"] for d in res],
                       [d["predict_ms"] for d in res],
                       [d["first_iteration_eor_with_prediction"] - d["first_iteration_eor"] for d in res],
-                      [d["first_iteration_ms"] for d in res], [d["vanilla_first_iteration_ms"] for d in res]))
+                      [d["first_iteration_ms"] for d in res], [d["vanilla_first_iteration_ms"] for d in res],
+                      cap, a.no_capuchin))
     print()
     print("Table I (each phase; median (min..max) of the runs)")
     print()
@@ -122,7 +157,15 @@ def main():
         name = f"{r[0]} b{r[1]} {r[2]}px"
         print(f"| {name} | TENSILE | {spread(r[3])} | {spread(r[4], '{:.3f}')} | {spread(r[5], '{:.5f}')} "
               f"| {spread(r[6], '{:.1f}')} | {spread(r[7], '{:.1f}')} |")
-        print(f"| | Capuchin (passive mode) | later: needs Capuchin (issue 11, branch wt-dyn) | - | - | - | - |")
+        cap = r[8]
+        if r[9]:
+            print("| | Capuchin (passive mode) | not run (--no-capuchin) | | | | |")
+        elif not cap:
+            print("| | Capuchin (passive mode) | no run reported (see the messages above) | | | | |")
+        else:
+            print(f"| | Capuchin (passive mode; evictions {spread([c[3] for c in cap], '{:.0f}')}) "
+                  f"| {spread([c[0] for c in cap])} | none | 0 | {spread([c[1] for c in cap], '{:.1f}')} "
+                  f"| {spread([c[2] for c in cap], '{:.1f}')} |")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 expect_exit 0 "bench --help" "$bin" bench --help
 check "bench --help names paper: $out" "$(has "tensile bench paper")"
 expect_exit 0 "bench paper --help" "$bin" bench paper --help
-for w in "--backend B" "--profile P" "--out DIR" "--quick" "--tables LIST" "--no-figures"; do
+for w in "--backend B" "--profile P" "--out DIR" "--quick" "--tables LIST" "--no-figures" "--predictor F"; do
   check "bench paper --help lists '$w'" "$(has "$w")"
 done
 expect_exit 2 "no benchmark" "$bin" bench
@@ -35,8 +35,14 @@ check "the message names the folder: $out" "$(has "cannot make folder")"
 expect_exit 2 "a positional argument" "$bin" bench paper quick
 expect_exit 2 "an unknown option" "$bin" bench paper --fast
 
+expect_exit 2 "a predictor file that cannot be read" "$bin" bench paper --predictor "$tmp/none.tsp" --out "$tmp/x"
+check "the message names --predictor and the file: $out" "$(has "--predictor: cannot read '$tmp/none.tsp'")"
+
+# a tiny predictor for Tables I and II (seconds: test_cold_cli.sh's)
+"$bin" profile --small --minutes 0.02 --repeats 1 --max-load 1 --epochs 20 --out "$tmp/pred" --quiet >/dev/null 2>&1
+check "a tiny predictor made" "$([ -s "$tmp/pred/predictor.tsp" ] && echo 1 || echo 0)"
 out_dir=$tmp/paper
-expect_exit 0 "bench paper --quick" "$bin" bench paper --quick --out "$out_dir"
+expect_exit 0 "bench paper --quick" "$bin" bench paper --quick --out "$out_dir" --predictor "$tmp/pred/predictor.tsp"
 run_out=$out
 check "progress on stderr names the tables: $run_out" "$(has "Table III")"
 tables="tensile_table1 tensile_table2 tensile_table3 tensile_fig6 tensile_table4 tensile_fig7
@@ -106,7 +112,25 @@ need(len(v) == 1 and v[0]["paper CBR"] == "0.1729", "Table III: the paper's resn
 t4 = rows("tensile_table4")
 need(any(r["policy"] == "tensile" and r["paper MSR"] == "0.1565" for r in t4), "Table IV: paper's TENSILE MSR")
 t1 = rows("tensile_table1")
-need("issue 13" in t1[0]["status"], "Table I's place names issue 13")
+cs = [r for r in t1 if r["phase"] == "TENSILE_cs"]
+up = [r for r in t1 if r["phase"] == "TENSILE_up"]
+need(len(cs) == 1 and len(up) == 1, "Table I: a cold-start and an updated row: %s" % t1)
+for r in cs + up:
+    m, e, b = num(r["MSR"]), num(r["EOR"]), num(r["CBR"])
+    need(m is not None and e is not None and b is not None, "Table I %s: numbers: %s" % (r["phase"], r))
+    if m is None or e is None or b is None: continue
+    need(0 <= m < 1 and e >= 0.999 and abs(b - m / e) < 1e-3, "Table I %s: MSR %s EOR %s CBR %s" % (r["phase"], m, e, b))
+    need(r["status"] == "ok", "Table I %s: status %s" % (r["phase"], r["status"]))
+if up and num(up[0]["EOR"]) is not None:
+    # the updated plan is made from the latencies it runs under: no copy is late
+    need(num(up[0]["EOR"]) <= 1.0005, "Table I: TENSILE_up with overhead (EOR %s)" % up[0]["EOR"])
+t2 = rows("tensile_table2")
+tt = [r for r in t2 if r["method"] == "TENSILE"]
+need(len(tt) == 1 and cs and tt[0]["first-iteration EOR"] == cs[0]["EOR"],
+     "Table II: TENSILE's first iteration is the cold-start plan's: %s" % t2)
+need(len(tt) == 1 and (num(tt[0]["prediction ms"]) or -1) >= 0, "Table II: the prediction's time")
+cap = [r for r in t2 if r["method"].startswith("Capuchin")]
+need(len(cap) == 1 and "real runs only" in cap[0]["status"], "Table II: Capuchin's passive mode is real-only: %s" % cap)
 for r in rows("smartpool_table1"):
     need(num(r["paper SmartPool ratio"]) is not None and num(r["paper CnMem ratio"]) is not None,
          "SmartPool: paper ratios of " + r["model"])
@@ -130,6 +154,10 @@ print("\n".join(fails))
 PY
 )
 check "numbers sane: $bad" "$([ -z "$bad" ] && echo 1 || echo 0)"
+
+# without a predictor Tables I and II say how to make one (the default file is not there)
+expect_exit 0 "--tables cold without a predictor" env TSL_PROFILE_DIR="$tmp/noprofiles" "$bin" bench paper --quick --tables cold --no-figures --out "$tmp/cold"
+check "Table I says how to make a predictor: $(cat "$tmp/cold/tensile_table1.csv" 2>/dev/null)" "$(grep -q "tensile profile" "$tmp/cold/tensile_table1.csv" 2>/dev/null && echo 1 || echo 0)"
 
 # one group alone: the others' files are not written
 expect_exit 0 "--tables smartpool" "$bin" bench paper --quick --tables smartpool --no-figures --out "$tmp/sp"

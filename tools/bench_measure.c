@@ -132,7 +132,14 @@ static void figures(const bm_jobs *J, const tsl_plan_report *rep, const tsl_sim_
 
 bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
                     bm_result *r) {
+    return bm_measure_from(J, NULL, policy, budget, trace_path, r);
+}
+
+bm_state bm_measure_from(bm_jobs *J, const bm_jobs *P, const char *policy, size_t budget,
+                         const char *trace_path, bm_result *r) {
     memset(r, 0, sizeof *r);
+    if (!P) P = J;
+    if (P->n != J->n) return set_state(r, BM_FAILED, "failed: the planning jobs are not the jobs");
     const tsl_policy *p = tsl_policy_find(policy);
     if (!p) return set_state(r, BM_UNAVAILABLE, "not available in this build");
     if (vanilla(J, r)) return r->state;
@@ -142,7 +149,7 @@ bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *t
     po.policy = p;
     po.budget = budget;
     tsl_plan_report rep = {0};
-    tsl_status st = tsl_plan_jobs(J->w, J->n, J->dev, &po, plans, &rep);
+    tsl_status st = tsl_plan_jobs(P->w, P->n, P->dev, &po, plans, &rep);
     if (st != TSL_OK && st != TSL_ERR_BUDGET) {
         char why[320];
         snprintf(why, sizeof why, "failed: planning: %.280s", tsl_last_error());
@@ -150,7 +157,7 @@ bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *t
         return set_state(r, BM_FAILED, why);
     }
     tsl_sim_result sim = {0};
-    if (verify(J, plans, r) == 0) {
+    if (verify(P, plans, r) == 0) {
         tsl_sim_opts so = sim_opts(J, trace_path);
         if (tsl_simulate(J->w, plans, J->n, J->dev, &so, &sim) != TSL_OK) {
             char why[320];

@@ -88,6 +88,15 @@ typedef struct bm_result {
 bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
                     bm_result *r);
 
+/* bm_measure with the plans made from P's workloads (the same jobs' graphs
+ * with other latencies, e.g. predicted; P's device), verified against P
+ * (a plan is judged on the timeline it was made for) and simulated on J's
+ * (e.g. measured latencies): the plans run where the latencies they were
+ * made from are wrong. P NULL: J (bm_measure). The footprints are the
+ * plans' (their layouts do not depend on the latencies they meet). */
+bm_state bm_measure_from(bm_jobs *J, const bm_jobs *P, const char *policy, size_t budget,
+                         const char *trace_path, bm_result *r);
+
 /* "ok", "budget not met", "not available in this build" or "failed: ..."
  * (r->why). */
 const char *bm_state_text(const bm_result *r);

@@ -6,8 +6,8 @@
  * CSV and Markdown into the output folder and into the index.
  *
  * Table groups, one file each:
- *   bench_tensile.c    TENSILE's Table III, Fig. 6, Table IV, Fig. 7 (and
- *                      the places of its Tables I and II, issue 13's);
+ *   bench_tensile.c    TENSILE's Table III, Fig. 6, Table IV, Fig. 7;
+ *   bench_cold.c       TENSILE's Tables I and II (cold start);
  *   bench_smartpool.c  SmartPool's Table I and AutoSwap's Table II;
  *   bench_mosos.c      MO-SOS's Fig. 4;
  *   bench_curves.c     the overhead-against-budget curve of every policy
@@ -17,6 +17,7 @@
  */
 #ifndef TSL_TOOLS_BENCH_PAPER_H
 #define TSL_TOOLS_BENCH_PAPER_H
+#include <jansson.h>
 #include <stdio.h>
 
 #include "bench_measure.h"
@@ -26,6 +27,7 @@
 typedef struct bp_ctx {
     int quick;                      /* --quick: the reduced set */
     int cpu;                        /* --backend cpu: Table III and Fig. 7 run for real */
+    const char *predictor;          /* --predictor (Tables I and II); NULL: the default file */
     const char *out;                /* the output folder (exists) */
     const tsl_device_profile *dev;  /* --profile: TENSILE's tables and the curves */
     FILE *index;                    /* the index Markdown (every table appended) */
@@ -66,6 +68,12 @@ double bp_mib(size_t bytes);
 bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_memory,
                          bm_result *r);
 
+/* Runs this program (/proc/self/exe) with argv, stderr dropped, and parses
+ * the last line of its stdout as JSON (`tensile run --json`'s report):
+ * the object (the caller's), or NULL when there is none; *rc its exit
+ * status (-1: could not run). */
+json_t *bp_run_json(char *const *argv, int *rc);
+
 /* A sweep's table: "model", "method", "policy", one column per budget
  * ratio ("0.80"), "status". */
 bt_table *bp_sweep_table(const char *name, const char *title, const double *ratio, int nr);
@@ -76,6 +84,7 @@ void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char 
               const char *const *label, int np, const double *ratio, int nr, int time_ms);
 
 void bp_tensile_tables(bp_ctx *c);
+void bp_cold_tables(bp_ctx *c);
 void bp_smartpool_tables(bp_ctx *c);
 void bp_mosos_figure(bp_ctx *c);
 void bp_budget_curves(bp_ctx *c);

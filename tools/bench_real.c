@@ -72,6 +72,21 @@ static int capture(char *const *argv, char **out) {
 
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
+json_t *bp_run_json(char *const *argv, int *rc) {
+    char *text;
+    *rc = capture(argv, &text);
+    json_error_t e;
+    json_t *j = NULL;
+    if (text && *text) { /* the report is the last line */
+        char *last = text + strlen(text);
+        while (last > text && last[-1] == '\n') *--last = '\0';
+        while (last > text && last[-1] != '\n') last--;
+        j = json_loads(last, 0, &e);
+    }
+    free(text);
+    return j;
+}
+
 bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_memory,
                          bm_result *r) {
     memset(r, 0, sizeof *r);
@@ -96,11 +111,8 @@ bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_mem
         argv[k++] = mem;
         argv[k] = NULL;
     }
-    char *text;
-    int rc = capture(argv, &text);
-    json_error_t e;
-    json_t *j = text && *text ? json_loads(text, 0, &e) : NULL;
-    free(text);
+    int rc;
+    json_t *j = bp_run_json(argv, &rc);
     if (!j) {
         r->state = BM_FAILED;
         if (rc == 3) /* the policy's run does not fit --device-memory */

@@ -3,8 +3,8 @@
  * the simulator: Table III (one workload: vDNN, Capuchin, TENSILE), Fig. 6
  * (1 to 4 identical workloads together), Table IV (the five models
  * together, launched at random phases, three repetitions), Fig. 7 (batch 4
- * to 64), the memory of one iteration per policy (Table III's models), and
- * the places of Tables I and II (cold start: issue 13).
+ * to 64), the memory of one iteration per policy (Table III's models).
+ * Tables I and II (cold start) are bench_cold.c's.
  *
  * The paper's setting, as Tensile maps it: batch 16, Adam, the --profile
  * device (a6000, the paper's GPU); vDNN is vDNN-conv (the paper's choice,
@@ -350,22 +350,7 @@ static void fig7(bp_ctx *c) {
     bp_finish(c, t);
 }
 
-/* The place of TENSILE's Table `n` (I or II), which issue 13 fills. */
-static void cold_start_place(bp_ctx *c, const char *name, const char *title, const char *what) {
-    static const char *const cols[] = {"table", "status"};
-    bt_table *t = bt_new(name, title, 2, cols);
-    int row = bt_row(t);
-    bt_set(t, row, "table", "%s", what);
-    bt_set(t, row, "status", "belongs to issue 13 (cold start: the latency predictor); not "
-           "produced by this build");
-    bp_finish(c, t);
-}
-
 void bp_tensile_tables(bp_ctx *c) {
-    cold_start_place(c, "tensile_table1", "TENSILE's Table I: each phase's performance "
-                     "(issue 13)", "TENSILE (seed 004), section V-B, Table I");
-    cold_start_place(c, "tensile_table2", "TENSILE's Table II: first iteration time cost "
-                     "(issue 13)", "TENSILE (seed 004), section V-B, Table II");
     table3(c);
     fig6(c);
     table4(c);

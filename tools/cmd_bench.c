@@ -24,15 +24,17 @@
 
 static const char help[] =
     "usage: tensile bench paper [--backend sim|cpu] [--profile P] [--out DIR] [--quick]\n"
-    "                           [--tables LIST] [--no-figures]\n"
+    "                           [--tables LIST] [--no-figures] [--predictor FILE]\n"
     "\n"
     "Reproduces the seed papers' tables and figures with Tensile's policies and\n"
     "prints the papers' own numbers beside Tensile's (transcribed from the papers,\n"
     "with their citations):\n"
     "  TENSILE (seed 004)   Table III (one workload: vDNN, Capuchin, TENSILE; MSR,\n"
     "                       EOR, CBR), Fig. 6 (1 to 4 workloads), Table IV (mixed\n"
-    "                       architectures), Fig. 7 (batch 4 to 64); the places of\n"
-    "                       Tables I and II (cold start), which issue 13 fills\n"
+    "                       architectures), Fig. 7 (batch 4 to 64); Tables I and\n"
+    "                       II (cold start: the plan from predicted latencies, then\n"
+    "                       updated; the first iteration against Capuchin's passive\n"
+    "                       mode)\n"
     "  SmartPool (seed 001) Table I (competitive ratio per model)\n"
     "  AutoSwap (seed 001)  Table II (largest load reduction without overhead)\n"
     "  MO-SOS (seed 003)    Fig. 4 (step time against the memory ratio 0.8..0.4)\n"
@@ -54,27 +56,32 @@ static const char help[] =
     "  --quick        a reduced set (fewer models, workloads, batches, budgets),\n"
     "                 for the test suite\n"
     "  --tables LIST  only these groups, comma-separated: tensile, smartpool,\n"
-    "                 mosos, curves (default: all)\n"
+    "                 mosos, curves, cold (TENSILE's Tables I and II) (default: all)\n"
+    "  --predictor F  the latency predictor of Tables I and II (default\n"
+    "                 profiles/predictor.tsp, made by `tensile profile`); without\n"
+    "                 one those tables say how to make it. sim: measures two vanilla\n"
+    "                 iterations of each model at the paper's shapes on this CPU as\n"
+    "                 the truth (minutes); cpu: real cold-start and Capuchin runs\n"
     "  --no-figures   tables only\n"
     "\n"
     "Progress goes to stderr. Exit status: 0 done, 1 a table or file could not be\n"
     "made, 2 bad arguments.\n";
 
-enum { G_TENSILE = 1, G_SMARTPOOL = 2, G_MOSOS = 4, G_CURVES = 8, G_ALL = 15 };
+enum { G_TENSILE = 1, G_SMARTPOOL = 2, G_MOSOS = 4, G_CURVES = 8, G_COLD = 16, G_ALL = 31 };
 
 /* Parses --tables: a comma list of group names. */
 static int parse_groups(tsl_args *a, const char *v) {
-    static const char *const names[] = {"tensile", "smartpool", "mosos", "curves"};
+    static const char *const names[] = {"tensile", "smartpool", "mosos", "curves", "cold"};
     int g = 0;
     const char *p = v;
     while (*p) {
         size_t n = strcspn(p, ",");
         int k = 0;
-        for (; k < 4; k++)
+        for (; k < 5; k++)
             if (strlen(names[k]) == n && !strncmp(p, names[k], n)) break;
-        if (k == 4)
+        if (k == 5)
             args_die(a, "--tables: '%.*s' is not a table group (expected a comma list of: "
-                     "tensile, smartpool, mosos, curves)", (int)n, p);
+                     "tensile, smartpool, mosos, curves, cold)", (int)n, p);
         g |= 1 << k;
         p += n;
         if (*p == ',' && *++p == '\0') args_die(a, "--tables: '%s' ends with a comma", v);
@@ -169,7 +176,7 @@ static int commit(tsl__out *o) {
 static int bench_paper(int argc, char **argv) {
     tsl_args a = {.cmd = "bench paper", .argc = argc, .argv = argv};
     static const char *const backends[] = {"sim", "cpu", NULL};
-    const char *profile = "a6000", *out = "bench-paper";
+    const char *profile = "a6000", *out = "bench-paper", *predictor = NULL;
     int quick = 0, cpu = 0, groups = G_ALL, no_figures = 0;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -181,16 +188,20 @@ static int bench_paper(int argc, char **argv) {
         else if (!strcmp(o, "--quick")) quick = 1;
         else if (!strcmp(o, "--tables")) groups = parse_groups(&a, args_value(&a, o));
         else if (!strcmp(o, "--no-figures")) no_figures = 1;
+        else if (!strcmp(o, "--predictor")) predictor = args_value(&a, o);
         else args_die(&a, "unknown option '%s'", o);
     }
     if (!*out) args_die(&a, "--out: empty folder name");
+    if (predictor && access(predictor, R_OK) != 0)
+        args_die(&a, "--predictor: cannot read '%s': %s", predictor, strerror(errno));
     tsl_device_profile dev;
     if (tsl_profile_load(profile, &dev) != TSL_OK) {
         fprintf(stderr, "tensile bench paper: --profile: %s\n", tsl_last_error());
         return 2;
     }
     if (make_out(out)) return 2;
-    bp_ctx c = {.quick = quick, .cpu = cpu, .out = out, .dev = &dev, .t0 = progress_now_s()};
+    bp_ctx c = {.quick = quick, .cpu = cpu, .out = out, .predictor = predictor, .dev = &dev,
+                .t0 = progress_now_s()};
     tsl__out *index = open_out(out, "README.md"), *mem = open_out(out, "memory_curves.csv");
     if (!index || !mem) {
         if (index) tsl__out_abort(index);
@@ -206,6 +217,7 @@ static int bench_paper(int argc, char **argv) {
     fprintf(c.index, "# tensile bench paper\n\n`tensile bench paper --backend %s --profile %s%s`, "
             "%s. Every table also as NAME.csv and NAME.md beside this file; figures in "
             "figures/.\n\n", cpu ? "cpu" : "sim", profile, quick ? " --quick" : "", when);
+    if (groups & G_COLD) bp_cold_tables(&c);
     if (groups & G_TENSILE) bp_tensile_tables(&c);
     if (groups & G_SMARTPOOL) bp_smartpool_tables(&c);
     if (groups & G_MOSOS) bp_mosos_figure(&c);

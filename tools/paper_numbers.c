@@ -9,6 +9,12 @@
 
 #include "paper_numbers.h"
 
+const char pn_cite_tensile_t1[] =
+    "TENSILE (seed 004), section V-B, Table I: each phase's performance (TENSILE_cs planned "
+    "from predicted latencies, TENSILE_up after the plan's update), batch 16 on an RTX A6000";
+const char pn_cite_tensile_t2[] =
+    "TENSILE (seed 004), section V-B, Table II: the first iteration's time against vanilla's "
+    "(TENSILE's MLP prediction against Capuchin's passive mode)";
 const char pn_cite_tensile_t3[] =
     "TENSILE (seed 004), section V-C, Table III: one workload at batch 16 on an RTX A6000";
 const char pn_cite_tensile_t4[] =
@@ -62,6 +68,40 @@ static const pn_metrics table4[] = {
     {"five models", "tensile", 0.1565, 1.1589, 0.1350},
 };
 
+/* Table I: each phase ("tensile" the whole run, "tensile_cs" the cold
+ * start, "tensile_up" the update). */
+static const pn_metrics table1[] = {
+    {"vgg16", "tensile", 0.2670, 1.6287, 0.1639},
+    {"vgg16", "tensile_cs", 0.2670, 6.0128, 0.0444},
+    {"vgg16", "tensile_up", 0.3192, 1.2475, 0.2559},
+    {"inception3", "tensile", 0.4361, 1.6468, 0.2648},
+    {"inception3", "tensile_cs", 0.4361, 3.1128, 0.1401},
+    {"inception3", "tensile_up", 0.4788, 1.4839, 0.3227},
+    {"inception4", "tensile", 0.5154, 1.4281, 0.3609},
+    {"inception4", "tensile_cs", 0.5154, 2.6727, 0.1929},
+    {"inception4", "tensile_up", 0.5558, 1.2898, 0.4309},
+    {"resnet50", "tensile", 0.4258, 1.5540, 0.2740},
+    {"resnet50", "tensile_cs", 0.4258, 3.5395, 0.1203},
+    {"resnet50", "tensile_up", 0.4647, 1.3813, 0.3364},
+    {"densenet121", "tensile", 0.5135, 1.1678, 0.4397},
+    {"densenet121", "tensile_cs", 0.5135, 2.2532, 0.2279},
+    {"densenet121", "tensile_up", 0.5236, 1.0664, 0.4910},
+};
+
+/* Table II: the first iteration. */
+static const pn_first_iter table2[] = {
+    {"vgg16", "tensile", 1.2523, 1.3549, 0.2067},
+    {"vgg16", "capuchin", 5.8053, -1, -1},
+    {"inception3", "tensile", 1.4744, 1.4743, 0.3699},
+    {"inception3", "capuchin", 6.7529, -1, -1},
+    {"inception4", "tensile", 1.3797, 2.4991, 0.2865},
+    {"inception4", "capuchin", 10.2088, -1, -1},
+    {"resnet50", "tensile", 1.3924, 1.7823, 0.3198},
+    {"resnet50", "capuchin", 9.6073, -1, -1},
+    {"densenet121", "tensile", 1.3855, 1.3855, 0.3335},
+    {"densenet121", "capuchin", 10.0925, -1, -1},
+};
+
 /* SmartPool's Table I (load, CnMem and SmartPool ratios) and AutoSwap's
  * Table II (reduced load, reduction %). */
 static const pn_smartpool smartpool[] = {
@@ -83,6 +123,18 @@ const char *const pn_smartpool_models[] = {"resnet18", "resnet34", "resnet50", "
 const pn_metrics *pn_tensile_table3(const char *model, const char *method) {
     for (int i = 0; i < N_OF(table3); i++)
         if (!strcmp(table3[i].model, model) && !strcmp(table3[i].method, method)) return &table3[i];
+    return NULL;
+}
+
+const pn_metrics *pn_tensile_table1(const char *model, const char *phase) {
+    for (int i = 0; i < N_OF(table1); i++)
+        if (!strcmp(table1[i].model, model) && !strcmp(table1[i].method, phase)) return &table1[i];
+    return NULL;
+}
+
+const pn_first_iter *pn_tensile_table2(const char *model, const char *method) {
+    for (int i = 0; i < N_OF(table2); i++)
+        if (!strcmp(table2[i].model, model) && !strcmp(table2[i].method, method)) return &table2[i];
     return NULL;
 }
 

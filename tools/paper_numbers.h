@@ -29,12 +29,25 @@ typedef struct pn_smartpool {
     double reduced_mb, reduction_pct; /* Table II: load without overhead, reduction */
 } pn_smartpool;
 
-extern const char pn_cite_tensile_t3[], pn_cite_tensile_t4[], pn_cite_tensile_f6[],
+/* TENSILE's Table II: the first iteration's EOR, the prediction's cost (s)
+ * and its EOR (-1 where the paper has none: Capuchin). */
+typedef struct pn_first_iter {
+    const char *model, *method;
+    double eor, predict_s, predict_eor;
+} pn_first_iter;
+
+extern const char pn_cite_tensile_t1[], pn_cite_tensile_t2[], pn_cite_tensile_t3[], pn_cite_tensile_t4[], pn_cite_tensile_f6[],
     pn_cite_tensile_f7[], pn_cite_smartpool_t1[], pn_cite_autoswap_t2[], pn_cite_mosos_f4[],
     pn_mosos_text[];
 
 /* The row of TENSILE's Table III for (model, method), or NULL. */
 const pn_metrics *pn_tensile_table3(const char *model, const char *method);
+/* The row of TENSILE's Table I for (model, phase): phase "tensile" (the
+ * whole run), "tensile_cs" or "tensile_up"; NULL if none. */
+const pn_metrics *pn_tensile_table1(const char *model, const char *phase);
+/* The row of TENSILE's Table II for (model, method "tensile" or
+ * "capuchin"), or NULL. */
+const pn_first_iter *pn_tensile_table2(const char *model, const char *method);
 /* The row of TENSILE's Table IV for method, or NULL. */
 const pn_metrics *pn_tensile_table4(const char *method);
 /* SmartPool's Tables I and II for `model` (resnet18/34/50/101,
