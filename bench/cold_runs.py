@@ -11,10 +11,15 @@ it in the same process, so every ratio is measured in one run. Printed:
 the machine, then per model the medians and spreads of each phase's MSR,
 EOR and CBR (Table I), the first iteration's EOR against vanilla's first
 iteration, the prediction's time and its share (Table II), and whether the
-parameters were bitwise identical to vanilla's.
+parameters were bitwise identical to vanilla's. Table II's Capuchin rows:
+after each TENSILE run, `tensile run --policy capuchin` in the same device
+(the paper's "Extra Setting": Capuchin's budget is TENSILE's footprint), its
+first iteration in passive mode (no plan: evict on out-of-memory, record
+the accesses) against vanilla's first (both in fresh sessions).
 
     bench/cold_runs.py [--tensile build/tensile] [--predictor profiles/predictor.tsp]
                        [--reps 3] [--gbps 2] [--iterations 20] [--cs-iters 5]
+                       [--models LIST] [--no-capuchin] [--raw FILE]
 """
 import argparse
 import json
