@@ -128,6 +128,7 @@ static void figures(const bm_jobs *J, const tsl_plan_report *rep, const tsl_sim_
     r->eor = r->vanilla_iter_us > 0 ? r->iter_us / r->vanilla_iter_us : 0;
     r->cbr = r->eor > 0 ? r->msr / r->eor : 0;
     r->planning_ms = rep->planning_ms;
+    r->solver = rep->solver;
 }
 
 bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
@@ -173,4 +174,17 @@ const char *bm_state_text(const bm_result *r) { return r->why; }
 
 int bm_has_numbers(const bm_result *r) {
     return r->state == BM_OK || r->state == BM_BUDGET_UNMET;
+}
+
+size_t bm_budget(double fraction, size_t vanilla_fp) {
+    return (size_t)(fraction * (double)vanilla_fp);
+}
+
+const char *bm_cell(const bm_result *r, int time_ms, char *buf, size_t n) {
+    if (r->state == BM_UNAVAILABLE) snprintf(buf, n, "n/a");
+    else if (r->state == BM_FAILED) snprintf(buf, n, "failed");
+    else if (r->state == BM_BUDGET_UNMET) snprintf(buf, n, "unmet (MSR %.3f)", r->msr);
+    else if (time_ms) snprintf(buf, n, "%.2f", r->iter_us / 1000.0);
+    else snprintf(buf, n, "%.4f", r->eor);
+    return buf;
 }
