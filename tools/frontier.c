@@ -151,8 +151,11 @@ static json_t *row(const fr_run *f, int p, int k) {
     if (c->below_floor) snprintf(status, sizeof status, "below the op floor (%zu bytes)", f->floor);
     else snprintf(status, sizeof status, "%s", bm_state_text(r));
     json_object_set_new(o, "status", json_string(status));
-    json_object_set_new(o, "solver_status",
-                        r->solver.used ? json_string(r->solver.status) : json_null());
+    char solver[64];
+    snprintf(solver, sizeof solver, "%s%s%s", r->solver.status,
+             r->solver.hit_limit ? " (time limit)" : "",
+             r->solver.budget_relaxed ? " (budget relaxed)" : "");
+    json_object_set_new(o, "solver_status", r->solver.used ? json_string(solver) : json_null());
     set_real(o, "solver_gap", r->solver.used, r->solver.gap);
     json_object_set_new(o, "optimum_policy",
                         c->has_optimum ? json_string(c->optimum_policy) : json_null());
