@@ -90,6 +90,13 @@ typedef struct bm_result {
 bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
                     bm_result *r);
 
+/* bm_measure (without a trace) in a child process, so that a crash of the
+ * planner or its solver (a signal) fails this measurement alone: r then
+ * says "failed: the measurement crashed (signal N, NAME)". J's vanilla
+ * simulation is made here first, in this process, so that the children
+ * share it. Returns r->state. */
+bm_state bm_measure_isolated(bm_jobs *J, const char *policy, size_t budget, bm_result *r);
+
 /* "ok", "budget not met", "not available in this build" or "failed: ..."
  * (r->why). */
 const char *bm_state_text(const bm_result *r);

@@ -105,11 +105,13 @@ int fr_measure(fr_run *f, bm_jobs *J) {
                 continue;
             }
             say(f, "%s at %.2f ...", f->policy[p], f->fraction[k]);
-            bm_measure(J, f->policy[p], c->budget, NULL, &c->r);
+            bm_measure_isolated(J, f->policy[p], c->budget, &c->r);
             char text[64];
-            say(f, "%s at %.2f: %s%s%s, planned in %.0f ms", f->policy[p], f->fraction[k],
-                bm_cell(&c->r, 0, text, sizeof text), c->r.state == BM_FAILED ? ": " : "",
-                c->r.state == BM_FAILED ? bm_state_text(&c->r) : "", c->r.planning_ms);
+            if (c->r.state == BM_FAILED)
+                say(f, "%s at %.2f: %s", f->policy[p], f->fraction[k], bm_state_text(&c->r));
+            else
+                say(f, "%s at %.2f: %s, planned in %.0f ms", f->policy[p], f->fraction[k],
+                    bm_cell(&c->r, 0, text, sizeof text), c->r.planning_ms);
         }
     optima(f);
     return 0;
