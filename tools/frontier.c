@@ -143,7 +143,7 @@ static json_t *row(const fr_run *f, int p, int k) {
     set_real(o, "eor", num, r->eor);
     set_int(o, "swaps", num, r->swaps);
     set_int(o, "recomputes", num, r->recomputes);
-    set_real(o, "planning_ms", !c->below_floor && r->state != BM_UNAVAILABLE, r->planning_ms);
+    set_real(o, "planning_ms", num, r->planning_ms);
     set_int(o, "budget_met", 1, !c->below_floor && r->state == BM_OK);
     set_real(o, "msr", num, r->msr);
     set_int(o, "image", 1, f->image);
@@ -253,12 +253,14 @@ bt_table *fr_md_table(const fr_run *f) {
     }
     if (any_optimum) {
         int r = bt_row(t), g = tensile >= 0 ? bt_row(t) : -1;
-        bt_set(t, r, "policy", "proven optimum");
+        bt_set(t, r, "policy", "proven optimum (integer program)");
         if (g >= 0) bt_set(t, g, "policy", "tensile's gap to it");
         for (int k = 0; k < f->nf; k++) {
             const fr_cell *c = &f->cell[k]; /* every policy's cell holds the budget's optimum */
-            if (c->has_optimum) bt_set(t, r, cols[1 + k], "%.4f (%s)", c->optimum_eor,
-                                       c->optimum_policy);
+            if (c->has_optimum)
+                bt_set(t, r, cols[1 + k], "%.4f (%s)", c->optimum_eor,
+                       strcmp(c->optimum_policy, "checkmate") ? c->optimum_policy
+                                                              : "checkmate, recomputation only");
             else bt_set(t, r, cols[1 + k], "-");
             if (g < 0) continue;
             const fr_cell *tc = &f->cell[tensile * f->nf + k];
@@ -266,8 +268,8 @@ bt_table *fr_md_table(const fr_run *f) {
                 bt_set(t, g, cols[1 + k], "%+.1f %%", 100.0 * (tc->r.eor / c->optimum_eor - 1));
             else bt_set(t, g, cols[1 + k], "-");
         }
-        bt_set(t, r, "status", "an integer program's plan proven optimal in its model, "
-               "simulated");
+        bt_set(t, r, "status", "the plan an integer program proved optimal in its own "
+               "model, simulated; checkmate's is optimal among recomputation-only plans");
         if (g >= 0) bt_set(t, g, "status", "EOR / optimum - 1");
     }
     bt_note(t, "Simulated on profile %s (Adam). Each cell: the simulated EOR (iteration time / "
