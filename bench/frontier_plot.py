@@ -26,7 +26,7 @@ def plot(out):
         sys.stderr.write("frontier_plot.py: %s/frontier.csv: no rows\n" % out)
         return 1
     r0 = rows[0]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     for k, p in enumerate(uniq(r["policy"] for r in rows)):
         mine = [r for r in rows if r["policy"] == p and num(r["eor"]) is not None]
         met = [(num(r["fraction"]), num(r["eor"])) for r in mine if r["budget_met"] == "1"]
@@ -53,7 +53,8 @@ def plot(out):
     ax.set_title("%s, batch %s, image %s, on %s: overhead against the budget\n(hollow: budget "
                  "not met)" % (r0["model"], r0["batch"], r0["image"], r0["profile"]), fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
     written = []
     save(fig, out, "frontier", written, layout=False)
     sys.stderr.write("frontier_plot.py: wrote %s/frontier.png and frontier.svg\n" % out)
