@@ -41,6 +41,8 @@ expect_exit 2 "an empty fraction" "$bin" frontier "${small[@]}" --fractions 0.5,
 check "says so: $out" "$(has "--fractions: .*empty entry")"
 expect_exit 2 "a batch of 0" "$bin" frontier "${small[@]:0:2}" --batch 0
 check "names --batch: $out" "$(has "--batch")"
+expect_exit 2 "an image too small for the model" "$bin" frontier --model vgg11 --image 4
+check "names --image and the value: $out" "$(has "image 4: the job cannot be built")"
 expect_exit 2 "a missing value" "$bin" frontier --model
 check "names --model: $out" "$(has "--model")"
 expect_exit 2 "an unknown option" "$bin" frontier "${small[@]}" --fast

@@ -186,7 +186,11 @@ int cmd_frontier(int argc, char **argv) {
     f.spec.batch = batch;
     f.spec.image = image;
     bm_jobs J;
-    if (bm_jobs_build(&J, &f.spec, 1, &dev) != 0) return 2; /* the model cannot take the shape */
+    if (bm_jobs_build(&J, &f.spec, 1, &dev) != 0) { /* the model cannot take the shape */
+        fprintf(stderr, "tensile frontier: --model %s --batch %d --image %d: the job cannot be "
+                "built (above)\n", model, batch, image ? image : tsl_model_cfg_default(model).image_size);
+        return 2;
+    }
     int rc = fr_measure(&f, &J) ? 1 : 0;
     bm_jobs_free(&J);
     json_t *doc = rc ? NULL : fr_json(&f);
