@@ -201,7 +201,7 @@ int cmd_frontier(int argc, char **argv) {
     if (!rc) {
         bt_table *md = fr_md_table(&f);
         if (out) {
-            bt_table *rows = fr_rows_table(&f, doc);
+            bt_table *rows = fr_rows_table(doc);
             if (write_files(out, rows, md)) rc = 1;
             else if (!no_figures && fig_run("frontier", "frontier_plot.py", out) < 0) rc = 1;
             bt_free(rows);

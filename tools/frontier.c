@@ -24,11 +24,6 @@ const char *fr_label(double x, char *buf, size_t n) {
     return buf;
 }
 
-const char *const *fr_columns(int *n) {
-    *n = N_COLUMNS;
-    return COLUMNS;
-}
-
 /* "[  12.3 s] resnet50 b16: what" on stderr. */
 static void say(const fr_run *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const fr_run *f, const char *fmt, ...) {
@@ -195,8 +190,7 @@ json_t *fr_json(const fr_run *f) {
     return doc;
 }
 
-bt_table *fr_rows_table(const fr_run *f, const json_t *doc) {
-    (void)f;
+bt_table *fr_rows_table(const json_t *doc) {
     bt_table *t = bt_new("frontier", "tensile frontier", N_COLUMNS, COLUMNS);
     size_t i;
     json_t *o;

@@ -17,7 +17,7 @@
  *               .fraction = fr, .nf = 3, .t0 = progress_now_s()};
  *   if (fr_measure(&f, &J) != 0) exit(1);       // message printed
  *   json_t *doc = fr_json(&f);                    // {"model":..., "rows":[...]}
- *   bt_table *csv = fr_rows_table(&f), *md = fr_md_table(&f);
+ *   bt_table *csv = fr_rows_table(doc), *md = fr_md_table(&f);
  *   ...
  *   fr_free(&f);
  */
@@ -67,9 +67,6 @@ int fr_measure(fr_run *f, bm_jobs *J);
  * buf. */
 const char *fr_label(double x, char *buf, size_t n);
 
-/* The CSV's columns, in order; `n` gets their count. */
-const char *const *fr_columns(int *n);
-
 /* The document of --json: {"model", "batch", "image", "profile",
  * "vanilla_footprint_bytes", "vanilla_iter_ms", "op_floor_bytes",
  * "op_floor_op", "rows": [one object per cell, policy by policy, with the
@@ -77,10 +74,10 @@ const char *const *fr_columns(int *n);
  * out of host memory. */
 json_t *fr_json(const fr_run *f);
 
-/* The rows of fr_json as a table named "frontier" with fr_columns (the
- * CSV): integers as they are, other numbers to 10 significant digits,
+/* The rows of fr_json as a table named "frontier" with the CSV's columns (the
+ * order of --help): integers as they are, other numbers to 10 significant digits,
  * null as empty. */
-bt_table *fr_rows_table(const fr_run *f, const json_t *doc);
+bt_table *fr_rows_table(const json_t *doc);
 
 /* The Markdown table named "frontier": one row per policy, one column per
  * budget fraction ("0.60"), each cell bm_cell's (EOR, "unmet (MSR x)",
