@@ -74,9 +74,9 @@ const char *fr_label(double x, char *buf, size_t n);
  * out of host memory. */
 json_t *fr_json(const fr_run *f);
 
-/* The rows of fr_json as a table named "frontier" with the CSV's columns (the
- * order of --help): integers as they are, other numbers to 10 significant digits,
- * null as empty. */
+/* The rows of fr_json (doc) as a table named "frontier" with the CSV's
+ * columns in the order --help lists them: integers as they are, other
+ * numbers to 10 significant digits, null as an empty cell. */
 bt_table *fr_rows_table(const json_t *doc);
 
 /* The Markdown table named "frontier": one row per policy, one column per
