@@ -59,6 +59,7 @@ Test(profile, shipped_profiles_hold_published_figures) {
         {"rtx2080ti", 13.4e12, 616e9, 12e9, 11},
         {"h100-pcie", 51e12, 2.0e12, 50e9, 80},
         {"h100-sxm", 67e12, 3.35e12, 50e9, 80},
+        {"v100", 15.7e12, 900e9, 12e9, 16},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tsl_device_profile p;

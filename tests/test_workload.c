@@ -249,6 +249,63 @@ Test(workload, tiny_graph_exact_tensors_ops_times) {
     tsl_graph_free(g);
 }
 
+Test(workload, op_floor_hand_computed) {
+    tsl_graph *g = tiny_graph();
+    static const double lat[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tsl_latency_table tab = {9, lat};
+    tsl_workload *w;
+    cr_assert_eq(tsl_workload_from_graph(g, "job1", &tab, NULL, &w), TSL_OK, "%s", tsl_last_error());
+    /* the working sets (tensor sizes of the test above): fc 128+48+12+96 =
+     * 284, relu 192, loss 96+32+4+96 = 228, loss.dlogits 224, relu.dx
+     * 96+96+96 = 288, fc.dw 272, fc.db 108, fc.w.sgd 48x3 (its outputs are
+     * its inputs, counted once) = 144, fc.b.sgd 36 */
+    int32_t op = -2;
+    cr_assert_eq(tsl_workload_op_floor(w, &op), 288);
+    cr_assert_eq(op, 4);
+    cr_assert_eq(tsl_workload_op_floor(w, NULL), 288);
+    /* a workspace counts with the op's tensors */
+    w->ops[6].workspace = 1000;
+    cr_assert_eq(tsl_workload_op_floor(w, &op), 1108);
+    cr_assert_eq(op, 6);
+    /* ... the least among its algorithms: a plan may choose that one */
+    tsl_wl_algo alt = {.name = "small", .us = 5, .workspace = 10};
+    cr_assert_eq(tsl_workload_set_alts(w, 6, &alt, 1), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_workload_op_floor(w, &op), 288);
+    cr_assert_eq(op, 4);
+    /* a tensor an op reads twice is counted once (relu.dx reading
+     * loss.dlogits twice: still 288, not 384) */
+    int32_t *in = w->ops[4].in;
+    int32_t twice[3] = {in[0], in[0], in[1]};
+    w->ops[4].in = twice;
+    w->ops[4].n_in = 3;
+    cr_assert_eq(tsl_workload_op_floor(w, NULL), 288);
+    w->ops[4].in = in;
+    w->ops[4].n_in = 2;
+    tsl_workload_free(w);
+    tsl_graph_free(g);
+    /* no ops: nothing needed */
+    tsl_workload empty = {.job = "empty"};
+    cr_assert_eq(tsl_workload_op_floor(&empty, &op), 0);
+    cr_assert_eq(op, -1);
+}
+
+Test(workload, op_floor_below_vanilla_peak) {
+    /* the vanilla plan runs every op, so its peak holds each working set */
+    static const char *const models[] = {"cnn", "resnet18", "vgg11"};
+    for (int m = 0; m < 3; m++) {
+        tsl_graph *g = model_graph(models[m], 2, 0);
+        tsl_device_profile p = test_profile(1e13, 1e12, 5);
+        tsl_workload *w;
+        cr_assert_eq(tsl_workload_from_graph(g, NULL, NULL, &p, &w), TSL_OK, "%s", tsl_last_error());
+        int32_t op, pop;
+        size_t f = tsl_workload_op_floor(w, &op), peak = vanilla_peak(w, &pop);
+        cr_assert(op >= 0 && f > 0 && f <= peak, "%s: floor %zu (op %d), vanilla peak %zu",
+                  models[m], f, op, peak);
+        tsl_workload_free(w);
+        tsl_graph_free(g);
+    }
+}
+
 Test(workload, cost_model_hand_computed_conv) {
     tsl_graph *g = tsl_graph_new("conv");
     tsl_tid x = tsl_input(g, "x", TSL_SHAPE(2, 3, 8, 8));

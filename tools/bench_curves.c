@@ -14,15 +14,6 @@
 
 #include "bench_paper.h"
 
-/* The cell of one measurement. */
-static void cell(bt_table *t, int row, const char *col, const bm_result *r, int time_ms) {
-    if (r->state == BM_UNAVAILABLE) bt_set(t, row, col, "n/a");
-    else if (r->state == BM_FAILED) bt_set(t, row, col, "failed");
-    else if (r->state == BM_BUDGET_UNMET) bt_set(t, row, col, "unmet (MSR %.3f)", r->msr);
-    else if (time_ms) bt_set(t, row, col, "%.2f", r->iter_us / 1000.0);
-    else bt_set(t, row, col, "%.4f", r->eor);
-}
-
 /* The column of ratio x: "0.80". */
 static void ratio_col(char *buf, size_t n, double x) { snprintf(buf, n, "%.2f", x); }
 
@@ -66,10 +57,10 @@ void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char 
         const char *status = "ok";
         for (int k = 0; k < nr; k++) {
             bm_result r;
-            bm_measure(J, policy[p], (size_t)(ratio[k] * (double)v.vanilla_fp), NULL, &r);
-            char col[16];
+            bm_measure(J, policy[p], bm_budget(ratio[k], v.vanilla_fp), NULL, &r);
+            char col[16], text[64];
             ratio_col(col, sizeof col, ratio[k]);
-            cell(t, row, col, &r, time_ms);
+            bt_set(t, row, col, "%s", bm_cell(&r, time_ms, text, sizeof text));
             if (r.state == BM_UNAVAILABLE) status = "not available in this build";
             else if (r.state == BM_FAILED) bt_set(t, row, "status", "%s", bm_state_text(&r));
             if (r.state == BM_UNAVAILABLE) break;

@@ -1,7 +1,11 @@
 /* bench_measure.c - see bench_measure.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_measure.h"
 #include "commands.h"
@@ -128,6 +132,7 @@ static void figures(const bm_jobs *J, const tsl_plan_report *rep, const tsl_sim_
     r->eor = r->vanilla_iter_us > 0 ? r->iter_us / r->vanilla_iter_us : 0;
     r->cbr = r->eor > 0 ? r->msr / r->eor : 0;
     r->planning_ms = rep->planning_ms;
+    r->solver = rep->solver;
 }
 
 bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *trace_path,
@@ -180,4 +185,78 @@ const char *bm_state_text(const bm_result *r) { return r->why; }
 
 int bm_has_numbers(const bm_result *r) {
     return r->state == BM_OK || r->state == BM_BUDGET_UNMET;
+}
+
+size_t bm_budget(double fraction, size_t vanilla_fp) {
+    return (size_t)(fraction * (double)vanilla_fp);
+}
+
+const char *bm_cell(const bm_result *r, int time_ms, char *buf, size_t n) {
+    if (r->state == BM_UNAVAILABLE) snprintf(buf, n, "n/a");
+    else if (r->state == BM_FAILED) snprintf(buf, n, "failed");
+    else if (r->state == BM_BUDGET_UNMET) snprintf(buf, n, "unmet (MSR %.3f)", r->msr);
+    else if (time_ms) snprintf(buf, n, "%.2f", r->iter_us / 1000.0);
+    else snprintf(buf, n, "%.4f", r->eor);
+    return buf;
+}
+
+/* Writes n bytes of p to fd; 0 or -1. */
+static int write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Reads n bytes from fd into p; the count read (n unless the writer ended
+ * early). */
+static size_t read_all(int fd, void *p, size_t n) {
+    char *c = p;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, c + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+bm_state bm_measure_isolated(bm_jobs *J, const char *policy, size_t budget, bm_result *r) {
+    memset(r, 0, sizeof *r);
+    if (vanilla(J, r)) return r->state;
+    int fd[2];
+    if (pipe(fd) != 0) return bm_measure(J, policy, budget, NULL, r);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return bm_measure(J, policy, budget, NULL, r);
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        bm_measure(J, policy, budget, NULL, r);
+        _exit(write_all(fd[1], r, sizeof *r) ? 1 : 0);
+    }
+    close(fd[1]);
+    size_t got = read_all(fd[0], r, sizeof *r);
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (got == sizeof *r && WIFEXITED(st) && WEXITSTATUS(st) == 0) return r->state;
+    memset(r, 0, sizeof *r);
+    char why[128];
+    if (WIFSIGNALED(st))
+        snprintf(why, sizeof why, "failed: the measurement crashed (signal %d, %s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else snprintf(why, sizeof why, "failed: the measurement's process ended without a result");
+    return set_state(r, BM_FAILED, why);
 }

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensile/policy.h"
 #include "tensile/sim.h"
 
 /* One job: a zoo model's training iteration (Adam). */
@@ -77,6 +78,7 @@ typedef struct bm_result {
     double msr, msr_load, eor, cbr;
     int swaps, recomputes, waits;
     double planning_ms;
+    tsl_solver_report solver;     /* an integer-program policy's solver (used = 0 otherwise) */
 } bm_result;
 
 /* Plans J's jobs with the policy called `policy` (its defaults) for
@@ -97,9 +99,24 @@ bm_state bm_measure(bm_jobs *J, const char *policy, size_t budget, const char *t
 bm_state bm_measure_from(bm_jobs *J, const bm_jobs *P, const char *policy, size_t budget,
                          const char *trace_path, bm_result *r);
 
+/* bm_measure (without a trace) in a child process, so that a crash of the
+ * planner or its solver (a signal) fails this measurement alone: r then
+ * says "failed: the measurement crashed (signal N, NAME)". J's vanilla
+ * simulation is made here first, in this process, so that the children
+ * share it. Returns r->state. */
+bm_state bm_measure_isolated(bm_jobs *J, const char *policy, size_t budget, bm_result *r);
+
 /* "ok", "budget not met", "not available in this build" or "failed: ..."
  * (r->why). */
 const char *bm_state_text(const bm_result *r);
 /* 1 if r has numbers (BM_OK or BM_BUDGET_UNMET). */
 int bm_has_numbers(const bm_result *r);
+/* The budget of a sweep's cell: `fraction` (> 0) x `vanilla_fp` bytes,
+ * rounded down. */
+size_t bm_budget(double fraction, size_t vanilla_fp);
+/* A sweep's cell in words, into buf: the EOR ("1.0123"; with time_ms the
+ * simulated iteration time in ms) when r met its budget, "unmet (MSR x)"
+ * when its plan is above it, "n/a" when the policy is not in this build,
+ * "failed" otherwise. Returns buf. */
+const char *bm_cell(const bm_result *r, int time_ms, char *buf, size_t n);
 #endif

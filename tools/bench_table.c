@@ -149,11 +149,9 @@ static void write_md(const bt_table *t, FILE *f) {
     fputc('\n', f);
 }
 
-/* Writes DIR/NAME.EXT with `fn`; 0 or -1 with a message. */
-static int write_file(const bt_table *t, const char *dir, const char *ext,
+/* Writes `path` whole with `fn`; 0 or -1 with a message naming it. */
+static int write_path(const bt_table *t, const char *path,
                       void (*fn)(const bt_table *, FILE *)) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, t->name, ext);
     tsl__out *o;
     if (tsl__out_open(path, "table", &o) != TSL_OK) {
         fprintf(stderr, "tensile bench: %s\n", tsl_last_error());
@@ -167,11 +165,25 @@ static int write_file(const bt_table *t, const char *dir, const char *ext,
     return 0;
 }
 
+/* Writes DIR/NAME.EXT with `fn`; 0 or -1 with a message. */
+static int write_file(const bt_table *t, const char *dir, const char *ext,
+                      void (*fn)(const bt_table *, FILE *)) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, t->name, ext);
+    return write_path(t, path, fn);
+}
+
 int bt_write(const bt_table *t, const char *dir, FILE *index) {
     if (write_file(t, dir, "csv", write_csv) || write_file(t, dir, "md", write_md)) return -1;
     if (index) write_md(t, index);
     return 0;
 }
+
+int bt_write_csv(const bt_table *t, const char *path) { return write_path(t, path, write_csv); }
+
+int bt_write_md(const bt_table *t, const char *path) { return write_path(t, path, write_md); }
+
+void bt_print_md(const bt_table *t, FILE *f) { write_md(t, f); }
 
 void bt_free(bt_table *t) {
     if (!t) return;

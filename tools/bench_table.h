@@ -44,5 +44,11 @@ void bt_note(bt_table *t, const char *fmt, ...) __attribute__((format(printf, 2,
  * the Markdown once more to `index` when it is not NULL. Returns 0, or -1
  * with a message naming the file on stderr. */
 int bt_write(const bt_table *t, const char *dir, FILE *index);
+/* Writes the table alone as CSV / as Markdown to `path` (atomically).
+ * Returns 0, or -1 with a message naming the file on stderr. */
+int bt_write_csv(const bt_table *t, const char *path);
+int bt_write_md(const bt_table *t, const char *path);
+/* Prints the table as Markdown (title, table, notes) on f. */
+void bt_print_md(const bt_table *t, FILE *f);
 void bt_free(bt_table *t); /* NULL is fine */
 #endif

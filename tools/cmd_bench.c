@@ -10,14 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "bench_paper.h"
 #include "commands.h"
+#include "figures.h"
 #include "io/atomic_file.h"
 #include "progress.h"
 #include "tensile/sched_json.h"
@@ -90,73 +89,6 @@ static int parse_groups(tsl_args *a, const char *v) {
     return g;
 }
 
-/* The figure script: $TSL_SOURCE_DIR/bench/paper_figures.py, else the
- * source tree's. */
-static const char *figure_script(char *buf, size_t n) {
-    const char *src = getenv("TSL_SOURCE_DIR");
-    if (src && *src) {
-        snprintf(buf, n, "%s/bench/paper_figures.py", src);
-        if (access(buf, R_OK) == 0) return buf;
-    }
-    snprintf(buf, n, "%s", TSL_BENCH_FIGURES);
-    return access(buf, R_OK) == 0 ? buf : NULL;
-}
-
-/* Runs argv[0] with argv, stdout and stderr to ours; its exit status, or
- * -1 if it could not run. */
-static int run(char *const *argv, int quiet) {
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        if (quiet && !freopen("/dev/null", "w", stderr)) _exit(127);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The figures from the CSVs, or a line saying how to get them. */
-static void figures(bp_ctx *c) {
-    char script[4096];
-    if (!figure_script(script, sizeof script)) {
-        fprintf(stderr, "tensile bench: figures not made: bench/paper_figures.py not found (set "
-                "TSL_SOURCE_DIR to the source tree)\n");
-        return;
-    }
-    char *probe[] = {"python3", "-c", "import matplotlib", NULL};
-    if (run(probe, 1) != 0) {
-        fprintf(stderr, "tensile bench: figures not made: they need python3 with matplotlib "
-                "(pip install matplotlib, or scripts/pydeps.sh matplotlib); then run: python3 %s "
-                "%s\n", script, c->out);
-        return;
-    }
-    bp_progress(c, "figures: python3 %s %s", script, c->out);
-    char *argv[] = {"python3", script, (char *)c->out, NULL};
-    if (run(argv, 0) != 0) {
-        fprintf(stderr, "tensile bench: %s failed\n", script);
-        c->errors++;
-    }
-}
-
-/* Makes the output folder if missing; 0, or -1 with a message. */
-static int make_out(const char *dir) {
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (S_ISDIR(sb.st_mode)) return 0;
-        fprintf(stderr, "tensile bench: --out: '%s' exists and is not a folder\n", dir);
-        return -1;
-    }
-    if (mkdir(dir, 0777) != 0) {
-        fprintf(stderr, "tensile bench: --out: cannot make folder '%s': %s\n", dir,
-                strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* Opens DIR/NAME for writing whole (io/atomic_file.h); NULL with a message. */
 static tsl__out *open_out(const char *dir, const char *name) {
     char path[4096];
@@ -199,7 +131,7 @@ static int bench_paper(int argc, char **argv) {
         fprintf(stderr, "tensile bench paper: --profile: %s\n", tsl_last_error());
         return 2;
     }
-    if (make_out(out)) return 2;
+    if (fig_make_folder("bench paper", "--out", out)) return 2;
     bp_ctx c = {.quick = quick, .cpu = cpu, .out = out, .predictor = predictor, .dev = &dev,
                 .t0 = progress_now_s()};
     tsl__out *index = open_out(out, "README.md"), *mem = open_out(out, "memory_curves.csv");
@@ -224,7 +156,7 @@ static int bench_paper(int argc, char **argv) {
     if (groups & G_CURVES) bp_budget_curves(&c);
     if (commit(mem)) c.errors++;
     if (commit(index)) c.errors++;
-    if (!no_figures) figures(&c);
+    if (!no_figures && fig_run("bench paper", "paper_figures.py", out) < 0) c.errors++;
     bp_progress(&c, "done: %s%s", out, c.errors ? " (with errors, above)" : "");
     return c.errors ? 1 : 0;
 }

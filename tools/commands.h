@@ -16,6 +16,7 @@ int cmd_submit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_bench(int argc, char **argv);  /* tensile bench paper (cmd_bench.c) */
+int cmd_frontier(int argc, char **argv); /* tensile frontier (cmd_frontier.c) */
 
 /* Builds model + loss + backward + optimizer and finalizes. On error prints
  * "tensile CMD: ..." with the library's message and returns NULL with

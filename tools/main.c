@@ -101,6 +101,9 @@ static const char usage[] =
     "  cancel  stop a queued or running job\n"
     "  bench   bench paper: the seed papers' tables and figures with Tensile's\n"
     "          numbers beside the papers' own (CSV, Markdown, PNG and SVG)\n"
+    "  frontier\n"
+    "          one job's memory/overhead frontier: every policy's simulated\n"
+    "          overhead at budgets falling from vanilla's footprint to the op floor\n"
     "\n"
     "'tensile COMMAND --help' describes each command's options.\n"
     "\n"
@@ -139,6 +142,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "status") == 0) return finish(cmd_status(argc - 2, argv + 2));
     if (strcmp(argv[1], "cancel") == 0) return finish(cmd_cancel(argc - 2, argv + 2));
     if (strcmp(argv[1], "bench") == 0) return finish(cmd_bench(argc - 2, argv + 2));
+    if (strcmp(argv[1], "frontier") == 0) return finish(cmd_frontier(argc - 2, argv + 2));
     command = "tensile";
     fprintf(stderr, "tensile: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;

@@ -78,6 +78,15 @@ void tsl_workload_free(tsl_workload *w);
  * algorithms' times are copied as they are. NULL if out of host memory. */
 tsl_workload *tsl_workload_copy(const tsl_workload *w, const double *us);
 
+/* The op floor of w: the largest working set of any one op, the bytes that
+ * must be resident while it runs - its distinct input and output tensors
+ * (a tensor both read and written, or listed twice, counted once) plus the
+ * least workspace among its algorithms. No plan of w has a peak load or a
+ * footprint below it, whatever it swaps or recomputes (a budget below it
+ * cannot be met). *op (may be NULL) gets the op that needs it, the first
+ * one on a tie; a workload without ops gives 0 and *op = -1. Pure. */
+size_t tsl_workload_op_floor(const tsl_workload *w, int32_t *op);
+
 /* ---- algorithms per op (the API a planner that chooses them uses) -----------
  * Contract for planners (MO-SOS's integer program, tensile/plan.h):
  *   for op i, algorithms k = 0 .. tsl_workload_op_n_algos(w, i) - 1;
