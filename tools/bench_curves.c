@@ -6,7 +6,9 @@
  * policy plans for it (its defaults, tsl_plan_jobs' budget) and a cell
  * holds the simulated EOR (or the iteration time) when the plan meets the
  * budget, "unmet (MSR x)" when the policy cannot save that much, and
- * "n/a" when the policy is not in this build.
+ * "n/a" when the policy is not in this build. Each cell is measured in a
+ * child process (bm_measure_isolated): a planner or solver that crashes
+ * fails its cell, "failed", and the sweep goes on.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,7 @@ void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char 
         const char *status = "ok";
         for (int k = 0; k < nr; k++) {
             bm_result r;
-            bm_measure(J, policy[p], bm_budget(ratio[k], v.vanilla_fp), NULL, &r);
+            bm_measure_isolated(J, policy[p], bm_budget(ratio[k], v.vanilla_fp), &r);
             char col[16], text[64];
             ratio_col(col, sizeof col, ratio[k]);
             bt_set(t, row, col, "%s", bm_cell(&r, time_ms, text, sizeof text));
