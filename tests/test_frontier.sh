@@ -12,12 +12,12 @@ bin=${1:?usage: test_frontier.sh TENSILE}
 command -v python3 >/dev/null || { echo "SKIP: no python3 to read the CSV"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-small=(--model vgg11 --batch 8 --image 32 --profile a6000)
+small=(--model vgg11 --batch 8 --image-size 32 --profile a6000)
 
 expect_exit 0 "--help" "$bin" --help
 check "tensile --help lists frontier: $out" "$(has "  frontier")"
 expect_exit 0 "frontier --help" "$bin" frontier --help
-for w in "--model M" "--batch B" "--profile P" "--image S" "--fractions LIST" "--policies LIST" \
+for w in "--model M" "--batch B" "--profile P" "--image-size S" "--fractions LIST" "--policies LIST" \
          "--out DIR" "--json" "--no-figures" "planned_footprint_bytes,eor"; do
   check "frontier --help lists '$w'" "$(has "$w")"
 done
@@ -42,7 +42,7 @@ check "says so: $out" "$(has "--fractions: .*empty entry")"
 expect_exit 2 "a batch of 0" "$bin" frontier "${small[@]:0:2}" --batch 0
 check "names --batch: $out" "$(has "--batch")"
 expect_exit 2 "an image too small for the model" "$bin" frontier --model vgg11 --image 4
-check "names --image and the value: $out" "$(has "image 4: the job cannot be built")"
+check "names --image-size and the value: $out" "$(has "image-size 4: the job cannot be built")"
 expect_exit 2 "a missing value" "$bin" frontier --model
 check "names --model: $out" "$(has "--model")"
 expect_exit 2 "an unknown option" "$bin" frontier "${small[@]}" --fast

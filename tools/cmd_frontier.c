@@ -21,7 +21,7 @@
 #define MAX_POLICIES 64
 
 static const char help[] =
-    "usage: tensile frontier --model M [--batch B] [--profile P] [--image S]\n"
+    "usage: tensile frontier --model M [--batch B] [--profile P] [--image-size S]\n"
     "                        [--fractions LIST] [--policies LIST] [--out DIR]\n"
     "                        [--json] [--no-figures]\n"
     "\n"
@@ -39,7 +39,7 @@ static const char help[] =
     "  --model M        a zoo model (required)\n"
     "  --batch B        the batch (default 16)\n"
     "  --profile P      the device profile (default a6000)\n"
-    "  --image S        the images' side (default: the model's)\n"
+    "  --image-size S   the images' side (default: the model's); --image is the same\n"
     "  --fractions LIST budget fractions of vanilla's footprint, comma-separated,\n"
     "                   each in (0, 1.5] (default 1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3)\n"
     "  --policies LIST  policies of the registry, comma-separated (default: every\n"
@@ -153,7 +153,8 @@ int cmd_frontier(int argc, char **argv) {
         } else if (!strcmp(o, "--model")) model = args_value(&a, o);
         else if (!strcmp(o, "--batch")) batch = (int)args_int(&a, o, 1, 1 << 20);
         else if (!strcmp(o, "--profile")) profile = args_value(&a, o);
-        else if (!strcmp(o, "--image")) image = (int)args_int(&a, o, 1, 1 << 16);
+        else if (!strcmp(o, "--image-size") || !strcmp(o, "--image"))
+            image = (int)args_int(&a, o, 1, 1 << 16);
         else if (!strcmp(o, "--fractions")) nf = parse_fractions(&a, args_value(&a, o), fractions);
         else if (!strcmp(o, "--policies")) {
             const char *v = args_value(&a, o);
@@ -187,7 +188,7 @@ int cmd_frontier(int argc, char **argv) {
     f.spec.image = image;
     bm_jobs J;
     if (bm_jobs_build(&J, &f.spec, 1, &dev) != 0) { /* the model cannot take the shape */
-        fprintf(stderr, "tensile frontier: --model %s --batch %d --image %d: the job cannot be "
+        fprintf(stderr, "tensile frontier: --model %s --batch %d --image-size %d: the job cannot be "
                 "built (above)\n", model, batch, image ? image : tsl_model_cfg_default(model).image_size);
         return 2;
     }
