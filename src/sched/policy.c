@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/kit.h"
 #include "tensile/alloc.h"
 #include "tensile/policy.h"
 
@@ -34,14 +35,15 @@ static tsl_status report_alloc(tsl_plan_report *r, int n) {
     memset(r, 0, sizeof *r);
     size_t z = (size_t)n;
     /* size_t arrays first, then doubles, then ints: each part stays aligned */
-    char *b = calloc(1, z * (6 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
+    char *b = calloc(1, z * (7 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
     if (!b) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for the report of %d jobs", n);
     r->n_jobs = n;
     r->vanilla_peak = (size_t *)b;
     r->planned_peak = r->vanilla_peak + z;
     r->vanilla_footprint = r->planned_peak + z;
     r->planned_footprint = r->vanilla_footprint + z;
-    r->bytes_h2d = r->planned_footprint + z;
+    r->floor = r->planned_footprint + z;
+    r->bytes_h2d = r->floor + z;
     r->bytes_d2h = r->bytes_h2d + z;
     r->stall_us = (double *)(r->bytes_d2h + z);
     r->swaps = (int *)(r->stall_us + z);
@@ -90,14 +92,15 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The empty plan's figures of w into the report's entry j: its peak load
- * and its layout's extent. */
+/* The empty plan's figures of w into the report's entry j: its peak load,
+ * its layout's extent, and the job's floor. */
 static tsl_status vanilla_figures(const tsl_workload *w, const tsl_device_profile *dev,
                                   size_t align, tsl_plan_report *r, int j) {
     tsl_peak_info pi;
     tsl_status st = tsl_peak_analysis(w, NULL, dev, &pi);
     if (st != TSL_OK) return st;
     r->vanilla_peak[j] = pi.peak;
+    r->floor[j] = tsl__floor(w, NULL);
     tsl_peak_info_free(&pi);
     tsl_plan *v = tsl_plan_new(w->job);
     if (!v) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
@@ -212,6 +215,7 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
         memcpy(ar.vanilla_peak, r->vanilla_peak, (size_t)n_jobs * sizeof *ar.vanilla_peak);
         memcpy(ar.vanilla_footprint, r->vanilla_footprint,
                (size_t)n_jobs * sizeof *ar.vanilla_footprint);
+        memcpy(ar.floor, r->floor, (size_t)n_jobs * sizeof *ar.floor);
         ar.budget = r->budget;
         st = plan_round(pol, rq, align, b, alt, &ar);
         int better = st == TSL_OK && sum_footprints(alt, n_jobs) < fp;
@@ -337,7 +341,15 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     size_t fp = 0;
     for (int j = 0; j < n_jobs; j++) fp += r.planned_footprint[j];
     r.budget_met = fp <= r.budget;
-    if (!r.budget_met)
+    size_t floor_b = 0;
+    for (int j = 0; j < n_jobs; j++) floor_b += r.floor[j];
+    if (!r.budget_met && r.budget < floor_b)
+        st = tsl_fail(TSL_ERR_BUDGET,
+                      "planner: the budget of %zu bytes is below the floor of %zu bytes (the "
+                      "largest working set one op needs, summed over the %d job%s): no plan "
+                      "meets it; policy '%s' reached footprints summing to %zu bytes",
+                      r.budget, floor_b, n_jobs, n_jobs == 1 ? "" : "s", pol->name, fp);
+    else if (!r.budget_met)
         st = tsl_fail(TSL_ERR_BUDGET,
                       "planner: policy '%s' cannot meet the budget: the %d job%s' planned "
                       "footprints sum to %zu bytes, more than the budget of %zu bytes",
