@@ -28,7 +28,7 @@ check "the message lists the known policies: $out" "$(has "unknown policy 'tensi
 expect_exit 2 "an option the policy lacks" "$bin" plan --model mlp --policy vanilla --swap-in-slack 0.1
 check "the message names the policy and the option: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
 expect_exit 2 "an unknown option" "$bin" plan --model mlp --swap-in-slak 0.1
-check "the message lists the policy's options: $out" "$(has "its options: max-swap-rate, swap-in-slack, min-swap-bytes, recompute, prefetch, max-iterations")"
+check "the message lists the policy's options: $out" "$(has "its options: max-swap-rate, swap-in-slack, min-swap-bytes, recompute, prefetch, max-iterations, fit")"
 expect_exit 2 "a bad value" "$bin" plan --model mlp --swap-in-slack fast
 check "the message names the value: $out" "$(has "option swap-in-slack: 'fast' is not a number")"
 expect_exit 2 "a value out of range" "$bin" plan --model mlp --max-swap-rate 1.5

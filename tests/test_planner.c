@@ -990,7 +990,7 @@ Test(policy, options_set_by_name) {
     cr_assert_eq(tsl_policy_opts_set(o, "budget", "1"), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "policy 'tensile' has no option 'budget' (its options: "
                                        "max-swap-rate, swap-in-slack, min-swap-bytes, recompute, "
-                                       "prefetch, max-iterations)"),
+                                       "prefetch, max-iterations, fit)"),
               "%s", tsl_last_error());
     tsl_policy_opts_free(o);
     /* vanilla has none */

@@ -63,6 +63,20 @@ static int32_t pick_cheapest(tsl__drafter *D, void *ctx, int *swap) {
     return best;
 }
 
+/* Marks done[] the gaps of J's tensors that its plan releases already
+ * (Algorithm 3's swaps and recomputations): a release in a gap is the
+ * last access op at or before its trigger. Gaps Algorithm 3 only tried
+ * stay open: a swap with a planned wait or a chained recomputation may
+ * take them. */
+static void mark_released(const tsl__pjob *J, uint8_t *done) {
+    for (int32_t k = 0; k < J->plan->n_events; k++) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type != TSL_EV_RELEASE) continue;
+        int32_t g = tsl__acc_before(&J->act, e->tensor, e->trigger + 1);
+        if (g >= 0) done[g] = 1;
+    }
+}
+
 int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     tsl__kit *K = &T->K;
     if (!T->opts->fit || tsl__kit_peaks(K) <= budget) return 0;
@@ -76,6 +90,7 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     for (size_t j = 0; ok && j < n; j++) {
         const tsl__pjob *J = &K->jobs[j];
         ok = (done[j] = calloc((size_t)J->act.acc_off[J->w->n_tensors] + 1, 1)) != NULL;
+        if (ok) mark_released(J, done[j]);
         min_bytes[j] = T->tj[j].min_swap;
     }
     int rounds = 0;
