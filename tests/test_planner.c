@@ -926,7 +926,7 @@ Test(policy, registry_lists_and_finds_the_built_in_policies) {
     const tsl_policy *t = tsl_policy_find("tensile");
     cr_assert_not_null(t);
     cr_assert_eq(t, tsl_policy_at(1));
-    cr_assert_eq(t->n_options, 6);
+    cr_assert_eq(t->n_options, 7); /* ... max-iterations, fit */
     cr_assert_null(tsl_policy_find("tensil"));
     cr_assert(strstr(tsl_last_error(), "unknown policy 'tensil' (known: vanilla, tensile"), "%s",
               tsl_last_error());
