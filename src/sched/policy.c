@@ -154,13 +154,41 @@ static size_t sum_footprints(tsl_plan *const *plans, int n) {
     return s;
 }
 
+/* A copy of p's events and algorithm choices (what the policy decided,
+ * before the layout), or NULL if out of host memory. */
+static tsl_plan *decisions_copy(const tsl_plan *p) {
+    tsl_plan *c = tsl_plan_new(p->job);
+    int ok = c != NULL;
+    for (int32_t k = 0; ok && k < p->n_events; k++) ok = tsl_plan_add(c, p->events[k]) == TSL_OK;
+    if (ok) ok = tsl_plan_copy_algos(c, p) == TSL_OK;
+    if (!ok) {
+        tsl_plan_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* 1 if plans a and b hold the same events and algorithm choices. */
+static int same_decisions(const tsl_plan *a, const tsl_plan *b) {
+    return a->n_events == b->n_events && a->n_algos == b->n_algos &&
+           (!a->n_events || !memcmp(a->events, b->events, (size_t)a->n_events * sizeof *a->events)) &&
+           (!a->n_algos || !memcmp(a->algos, b->algos, (size_t)a->n_algos * sizeof *a->algos));
+}
+
 /* Runs the policy for the budget b into fresh plans, lays them out, lets
- * the policy refine them, and takes their figures. */
+ * the policy refine them, and takes their figures. decided[] (n_jobs
+ * entries, NULL the first time) keeps a copy of the policy's sorted plans
+ * of the last round laid out: if this round's are the same for every job
+ * (a policy that gave its least memory already plans the same for a lower
+ * budget), *same is set and the plans are left as the policy made them -
+ * their layouts, refinement and figures would be the last round's. */
 static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base,
-                             size_t align, size_t b, tsl_plan **plans, tsl_plan_report *r) {
+                             size_t align, size_t b, tsl_plan **plans, tsl_plan_report *r,
+                             tsl_plan **decided, int *same) {
     tsl_status st = TSL_OK;
     int n_jobs = base->n_jobs;
     tsl_workload *const *w = base->w;
+    *same = 0;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         if (!(plans[j] = tsl_plan_new(w[j]->job)))
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
@@ -170,6 +198,17 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
     rq.solver = &r->solver;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
+    if (st == TSL_OK && decided[0]) {
+        *same = 1;
+        for (int j = 0; j < n_jobs && *same; j++) *same = same_decisions(plans[j], decided[j]);
+        if (*same) return TSL_OK;
+    }
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) {
+        tsl_plan_free(decided[j]);
+        if (!(decided[j] = decisions_copy(plans[j])))
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    }
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = lay_out(w[j], plans[j], rq.job_dev[j], align);
     if (st == TSL_OK && pol->refine) {
@@ -192,7 +231,10 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
                                     size_t align, tsl_plan **plans, tsl_plan_report *r) {
     size_t b = r->budget;
     int n_jobs = rq->n_jobs;
-    tsl_status st = plan_round(pol, rq, align, b, plans, r);
+    tsl_plan **decided = calloc((size_t)n_jobs, sizeof *decided);
+    if (!decided) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    int same = 0;
+    tsl_status st = plan_round(pol, rq, align, b, plans, r, decided, &same);
     tsl_plan **alt = NULL;
     tsl_plan_report ar = {0};
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
@@ -217,8 +259,8 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
                (size_t)n_jobs * sizeof *ar.vanilla_footprint);
         memcpy(ar.floor, r->floor, (size_t)n_jobs * sizeof *ar.floor);
         ar.budget = r->budget;
-        st = plan_round(pol, rq, align, b, alt, &ar);
-        int better = st == TSL_OK && sum_footprints(alt, n_jobs) < fp;
+        st = plan_round(pol, rq, align, b, alt, &ar, decided, &same);
+        int better = st == TSL_OK && !same && sum_footprints(alt, n_jobs) < fp;
         if (better) { /* keep the new round */
             for (int j = 0; j < n_jobs; j++) {
                 tsl_plan *x = plans[j];
@@ -236,6 +278,8 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
         tsl_plan_report_free(&ar);
         if (st != TSL_OK || !better) break;
     }
+    for (int j = 0; j < n_jobs; j++) tsl_plan_free(decided[j]);
+    free(decided);
     free(alt);
     return st;
 }
