@@ -36,10 +36,12 @@
  *  - every copy ends within its job's iteration, so that an executor that
  *    waits for its iteration's transfers never waits (the paper lets
  *    transfers run over); no op waits for a copy either (no planned wait);
- *  - planning to a budget (opts->fit, tensile_budget.c): where the loop
- *    below leaves the jobs above the budget, planning goes on with hidden
- *    swaps, swaps that make compute wait and chained recomputations, the
- *    least added time per byte first, until they fit.
+ *  - planning to a budget (opts->fit, tensile_budget.c; not below the
+ *    jobs' floor): the loop below only swaps, and where it leaves the
+ *    jobs above the budget, planning goes on with hidden swaps, swaps that
+ *    make compute wait and recomputations chained from the nearest
+ *    resident tensors, the least added time per byte first, until they
+ *    fit.
  * Termination: neither a swap nor a recomputation succeeded in an
  * iteration; or (the paper's rule) more than 100 iterations were done and
  * the average peak of the jobs touched in the last 3 iterations fell by
@@ -337,7 +339,10 @@ static int converged(const tsl__tensile *T, const history *h, int it) {
 /* Algorithm 3's loop over the jobs of T. Returns the iterations done. */
 static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done) {
     const tsl_tensile_opts *o = T->opts;
-    int n = T->K.n_jobs, swap_ok = 1, rc_ok = o->recompute != 0, it = 0;
+    /* planning to the budget (tensile_budget.c) recomputes by cost per byte,
+     * chains included: Algorithm 3 then only swaps */
+    int n = T->K.n_jobs, swap_ok = 1, it = 0;
+    int rc_ok = o->recompute != 0 && !tsl__tensile_fitting(T, budget);
     while ((swap_ok || rc_ok) && it < o->max_iterations) {
         if (converged(T, h, it)) break;
         for (int j = 0; j < n; j++) h->peak[(it & 3) * n + j] = T->K.jobs[j].pk.peak;

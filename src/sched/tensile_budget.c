@@ -12,7 +12,9 @@
  * job and tensor), until the jobs' peaks fit the budget or nothing is
  * left. A budget below the jobs' floor (tsl__floor: the largest working
  * set one op needs) cannot be met: the paper's plan is kept (the planner
- * reports the floor).
+ * reports the floor). When planning to the budget, Algorithm 3 only swaps
+ * (policy_tensile.c): its recomputation, one level by MSPS, is left to
+ * this phase's cost per byte, which takes chains and waits into account.
  */
 #include <stdlib.h>
 
@@ -77,12 +79,16 @@ static void mark_released(const tsl__pjob *J, uint8_t *done) {
     }
 }
 
+int tsl__tensile_fitting(const tsl__tensile *T, size_t budget) {
+    if (!T->opts->fit) return 0;
+    size_t floor_b = 0;
+    for (int j = 0; j < T->K.n_jobs; j++) floor_b += tsl__floor(T->K.jobs[j].w, NULL);
+    return budget >= floor_b; /* below it no plan meets it: the paper's plan stays */
+}
+
 int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     tsl__kit *K = &T->K;
-    if (!T->opts->fit || tsl__kit_peaks(K) <= budget) return 0;
-    size_t floor_b = 0;
-    for (int j = 0; j < K->n_jobs; j++) floor_b += tsl__floor(K->jobs[j].w, NULL);
-    if (budget < floor_b) return 0; /* no plan meets it: the paper's plan stays */
+    if (!tsl__tensile_fitting(T, budget) || tsl__kit_peaks(K) <= budget) return 0;
     size_t n = K->n_jobs > 0 ? (size_t)K->n_jobs : 0;
     uint8_t **done = calloc(n, sizeof *done);
     size_t *min_bytes = calloc(n, sizeof *min_bytes);
