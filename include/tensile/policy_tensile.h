@@ -56,8 +56,9 @@ typedef struct tsl_tensile_opts {
                                   time - a swap that hides, a swap that makes compute wait,
                                   a recomputation chained from the nearest resident tensors -
                                   taking the least added iteration time per byte taken off
-                                  the peak, until the jobs fit (default 1; 0: stop where the
-                                  paper stops; docs/SCHEDULING.md, "Planning to a budget") */
+                                  the peak, until the jobs fit; Algorithm 3 then only swaps
+                                  and leaves recomputation to it (default 1; 0: the paper;
+                                  docs/SCHEDULING.md, "Planning to a budget") */
 } tsl_tensile_opts;
 
 /* The defaults above. */
