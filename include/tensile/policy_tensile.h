@@ -56,8 +56,8 @@ typedef struct tsl_tensile_opts {
                                   time - a swap that hides, a swap that makes compute wait,
                                   a recomputation chained from the nearest resident tensors -
                                   taking the least added iteration time per byte taken off
-                                  the peak, until the jobs fit; Algorithm 3 then only swaps
-                                  and leaves recomputation to it (default 1; 0: the paper;
+                                  the peak, until the jobs fit; where the paper's plan meets
+                                  the budget it is the plan (default 1; 0: the paper;
                                   docs/SCHEDULING.md, "Planning to a budget") */
 } tsl_tensile_opts;
 

@@ -37,11 +37,10 @@
  *    waits for its iteration's transfers never waits (the paper lets
  *    transfers run over); no op waits for a copy either (no planned wait);
  *  - planning to a budget (opts->fit, tensile_budget.c; not below the
- *    jobs' floor): the loop below only swaps, and where it leaves the
- *    jobs above the budget, planning goes on with hidden swaps, swaps that
- *    make compute wait and recomputations chained from the nearest
- *    resident tensors, the least added time per byte first, until they
- *    fit.
+ *    jobs' floor): where the loop below leaves the jobs above the budget,
+ *    planning goes on with hidden swaps, swaps that make compute wait and
+ *    recomputations chained from the nearest resident tensors, the least
+ *    added time per byte first, until they fit.
  * Termination: neither a swap nor a recomputation succeeded in an
  * iteration; or (the paper's rule) more than 100 iterations were done and
  * the average peak of the jobs touched in the last 3 iterations fell by
@@ -339,10 +338,7 @@ static int converged(const tsl__tensile *T, const history *h, int it) {
 /* Algorithm 3's loop over the jobs of T. Returns the iterations done. */
 static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done) {
     const tsl_tensile_opts *o = T->opts;
-    /* planning to the budget (tensile_budget.c) recomputes by cost per byte,
-     * chains included: Algorithm 3 then only swaps */
-    int n = T->K.n_jobs, swap_ok = 1, it = 0;
-    int rc_ok = o->recompute != 0 && !tsl__tensile_fitting(T, budget);
+    int n = T->K.n_jobs, swap_ok = 1, rc_ok = o->recompute != 0, it = 0;
     while ((swap_ok || rc_ok) && it < o->max_iterations) {
         if (converged(T, h, it)) break;
         for (int j = 0; j < n; j++) h->peak[(it & 3) * n + j] = T->K.jobs[j].pk.peak;

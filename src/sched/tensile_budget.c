@@ -12,9 +12,8 @@
  * job and tensor), until the jobs' peaks fit the budget or nothing is
  * left. A budget below the jobs' floor (tsl__floor: the largest working
  * set one op needs) cannot be met: the paper's plan is kept (the planner
- * reports the floor). When planning to the budget, Algorithm 3 only swaps
- * (policy_tensile.c): its recomputation, one level by MSPS, is left to
- * this phase's cost per byte, which takes chains and waits into account.
+ * reports the floor). Where Algorithm 3's plan meets the budget it is the
+ * plan: this phase only adds to it.
  */
 #include <stdlib.h>
 
@@ -79,7 +78,9 @@ static void mark_released(const tsl__pjob *J, uint8_t *done) {
     }
 }
 
-int tsl__tensile_fitting(const tsl__tensile *T, size_t budget) {
+/* 1 if T plans to `budget`: opts->fit and the budget not below the jobs'
+ * floors. */
+static int fitting(const tsl__tensile *T, size_t budget) {
     if (!T->opts->fit) return 0;
     size_t floor_b = 0;
     for (int j = 0; j < T->K.n_jobs; j++) floor_b += tsl__floor(T->K.jobs[j].w, NULL);
@@ -88,7 +89,7 @@ int tsl__tensile_fitting(const tsl__tensile *T, size_t budget) {
 
 int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     tsl__kit *K = &T->K;
-    if (!tsl__tensile_fitting(T, budget) || tsl__kit_peaks(K) <= budget) return 0;
+    if (!fitting(T, budget) || tsl__kit_peaks(K) <= budget) return 0;
     size_t n = K->n_jobs > 0 ? (size_t)K->n_jobs : 0;
     uint8_t **done = calloc(n, sizeof *done);
     size_t *min_bytes = calloc(n, sizeof *min_bytes);

@@ -59,8 +59,4 @@ int tsl__try_recompute(tsl__tensile *T);
  * chained recomputation) adds the least iteration time per byte. Returns
  * the rounds done (0: nothing to do); errors in T->K.status. */
 int tsl__tensile_fit(tsl__tensile *T, size_t budget);
-/* 1 if T plans to `budget` (tsl__tensile_fit may act): opts->fit and the
- * budget not below the jobs' floors. Algorithm 3 then leaves
- * recomputation to it. */
-int tsl__tensile_fitting(const tsl__tensile *T, size_t budget);
 #endif
