@@ -73,8 +73,14 @@ static void fx_init(fixture *f, const char *model, int batch, int image, double 
     f->dev = th_cpu_profile((size_t)((double)r.peak_load * budget_frac));
     cr_assert_eq(tsl_workload_from_graph(f->g, model, NULL, &f->dev, &f->w), TSL_OK, "%s",
                  tsl_last_error());
+    /* the paper's plans: no planned wait (planning on to the budget may
+     * plan some; its plans run in test_policy_tensile_budget and
+     * test_runtime_invariants) */
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.fit = 0;
     tsl_plan_opts po = tsl_plan_opts_default();
     po.budget = f->dev.mem_bytes;
+    po.opts = &to;
     tsl_plan_report rep;
     cr_assert(TH_PLANNED(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep)), "%s",
                  tsl_last_error());
@@ -99,6 +105,7 @@ static void fx_init(fixture *f, const char *model, int batch, int image, double 
 static void fx_replan_any_size(fixture *f) {
     tsl_tensile_opts to = tsl_tensile_opts_default();
     to.min_swap_bytes = 0;
+    to.fit = 0; /* the paper's plans, as fx_init's */
     tsl_plan_opts po = tsl_plan_opts_default();
     po.budget = f->dev.mem_bytes;
     po.opts = &to;
@@ -154,8 +161,14 @@ static void fx_use_kernels(fixture *f, tsl_kernel_mode k) {
     cr_assert_eq(tsl_workload_match_session(f->w, probe), TSL_OK, "%s", tsl_last_error());
     tsl_session_free(probe);
     tsl_plan_free(f->plan);
+    /* the paper's plans: no planned wait (planning on to the budget may
+     * plan some; its plans run in test_policy_tensile_budget and
+     * test_runtime_invariants) */
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.fit = 0;
     tsl_plan_opts po = tsl_plan_opts_default();
     po.budget = f->dev.mem_bytes;
+    po.opts = &to;
     tsl_plan_report rep;
     cr_assert(TH_PLANNED(tsl_plan_jobs(&f->w, 1, &f->dev, &po, &f->plan, &rep)), "%s",
                  tsl_last_error());

@@ -28,7 +28,7 @@ check "the message lists the known policies: $out" "$(has "unknown policy 'tensi
 expect_exit 2 "an option the policy lacks" "$bin" plan --model mlp --policy vanilla --swap-in-slack 0.1
 check "the message names the policy and the option: $out" "$(has "policy 'vanilla' has no option 'swap-in-slack'")"
 expect_exit 2 "an unknown option" "$bin" plan --model mlp --swap-in-slak 0.1
-check "the message lists the policy's options: $out" "$(has "its options: max-swap-rate, swap-in-slack, min-swap-bytes, recompute, prefetch, max-iterations")"
+check "the message lists the policy's options: $out" "$(has "its options: max-swap-rate, swap-in-slack, min-swap-bytes, recompute, prefetch, max-iterations, fit")"
 expect_exit 2 "a bad value" "$bin" plan --model mlp --swap-in-slack fast
 check "the message names the value: $out" "$(has "option swap-in-slack: 'fast' is not a number")"
 expect_exit 2 "a value out of range" "$bin" plan --model mlp --max-swap-rate 1.5
@@ -113,6 +113,16 @@ expect_exit 2 "a bad channel model" "$bin" plan --model mlp --channels slow
 check "the message names the value: $out" "$(has "slow")"
 expect_exit 2 "a bad share" "$bin" plan --model mlp --channel-share half
 check "the message names the value: $out" "$(has "half")"
+
+# TENSILE planning to a budget: a budget below the floor (the largest working set one op
+# needs) is said to be; the floor is in the JSON; --fit 0 is the paper's plan
+expect_exit 3 "tensile below the floor" "$bin" plan --model cnn --batch 8 --budget 1KiB
+check "the report names the floor: $out" "$(has "is below the floor of")"
+expect_exit 3 "tensile below the floor, JSON" "$bin" plan --model cnn --batch 8 --budget 1KiB --json
+check "the JSON has the floor: ${out:0:200}" "$(python3 -c "
+import json,sys; d=json.loads(sys.argv[1][sys.argv[1].index('{'):])
+print(1 if d['global']['floor_bytes'] > 1024 and d['jobs'][0]['floor_bytes'] == d['global']['floor_bytes'] else 0)" "$out" 2>/dev/null || echo 0)"
+expect_exit 0 "tensile --fit 0" "$bin" plan --model cnn --batch 8 --fit 0 --json
 
 # the integer programs and STR's greedy (unet at batch 8 under a budget: swaps)
 expect_exit 3 "checkmate reports its solver" "$bin" plan --model cnn --batch 8 --policy checkmate --budget 1MiB --json

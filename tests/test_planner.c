@@ -926,7 +926,7 @@ Test(policy, registry_lists_and_finds_the_built_in_policies) {
     const tsl_policy *t = tsl_policy_find("tensile");
     cr_assert_not_null(t);
     cr_assert_eq(t, tsl_policy_at(1));
-    cr_assert_eq(t->n_options, 6);
+    cr_assert_eq(t->n_options, 7); /* ... max-iterations, fit */
     cr_assert_null(tsl_policy_find("tensil"));
     cr_assert(strstr(tsl_last_error(), "unknown policy 'tensil' (known: vanilla, tensile"), "%s",
               tsl_last_error());
@@ -990,7 +990,7 @@ Test(policy, options_set_by_name) {
     cr_assert_eq(tsl_policy_opts_set(o, "budget", "1"), TSL_ERR_INVALID);
     cr_assert(strstr(tsl_last_error(), "policy 'tensile' has no option 'budget' (its options: "
                                        "max-swap-rate, swap-in-slack, min-swap-bytes, recompute, "
-                                       "prefetch, max-iterations)"),
+                                       "prefetch, max-iterations, fit)"),
               "%s", tsl_last_error());
     tsl_policy_opts_free(o);
     /* vanilla has none */

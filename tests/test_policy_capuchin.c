@@ -1,6 +1,6 @@
 /*
  * test_policy_capuchin.c - the "capuchin" policy (src/sched/policy_capuchin.c,
- * capuchin_drafts.c): hidden swaps by free time first, then swap or chained
+ * drafts.c): hidden swaps by free time first, then swap or chained
  * recomputation by memory saving per second, until the budget.
  *
  * A hand-made job (every op 10 us; copies at 1 GB/s, no latency: B bytes

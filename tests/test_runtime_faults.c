@@ -32,6 +32,7 @@
 #include "helpers.h"
 #include "plan_gen.h"
 #include "rt_fixture.h"
+#include "tensile/policy_tensile.h"
 #include "runtime/session_internal.h"
 #include "tensile/models.h"
 #include "tensile/runtime.h"
@@ -168,8 +169,9 @@ static void check_oom_message(const rtf_case *c, const char *m, size_t capacity)
 
 /* TENSILE within `budget`: plan, run in a session of exactly `budget`
  * bytes, in both clocks; returns the runtime stats of the virtual run. */
-static void tensile_within(const rtf_case *c, size_t budget, const char *what, tsl_runtime_stats *out) {
-    tsl_plan *p = rtf_tensile_plan(c, budget);
+static void tensile_within(const rtf_case *c, size_t budget, const void *popts, const char *what,
+                           tsl_runtime_stats *out) {
+    tsl_plan *p = rtf_policy_plan(c, "tensile", popts, budget);
     for (int vclock = 1; vclock >= 0; vclock--) {
         tsl_session *s = rtf_open_runtime(c, budget, p, vclock, vclock ? 0 : c->dev.h2d_bw / 1e9, what);
         size_t peak = 0;
@@ -217,7 +219,7 @@ Test(faults, budget_below_vanilla_peak, .timeout = 600) {
     tsl_session_free(s);
     /* TENSILE completes within it */
     tsl_runtime_stats rs;
-    tensile_within(&c, budget, "tensile at 60% of the activations", &rs);
+    tensile_within(&c, budget, NULL, "tensile at 60% of the activations", &rs);
     rtf_free(&c);
 }
 
@@ -251,12 +253,15 @@ Test(faults, budget_the_planner_cannot_reach, .timeout = 600) {
     size_t least = least_memory(c.w);
     size_t budget = least + (c.ref_peak - least) / 3;
     cr_assert_lt(least, c.ref_peak, "least memory %zu, vanilla peak %zu", least, c.ref_peak);
-    tsl_plan *p = rtf_tensile_plan(&c, budget);
+    /* the paper's plans: planning on to the budget (fit) reaches it */
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.fit = 0;
+    tsl_plan *p = rtf_policy_plan(&c, "tensile", &to, budget);
     cr_assert_gt(p->predicted_peak, budget, "the planner reaches %zu (predicted %zu): pick a lower budget",
                  budget, p->predicted_peak);
     tsl_plan_free(p);
     tsl_runtime_stats rs;
-    tensile_within(&c, budget, "tensile near the least memory", &rs);
+    tensile_within(&c, budget, &to, "tensile near the least memory", &rs);
     /* the plan alone would pass the budget: the runtime had to wait for
      * swap-outs (strict mode) or evict */
     cr_assert_gt(rs.evictions + rs.passive_swaps + rs.stalls, 0,

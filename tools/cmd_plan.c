@@ -207,6 +207,7 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
             json_object_set_new(o, "planned_footprint_bytes", json_integer((json_int_t)rep->planned_footprint[i]));
             json_object_set_new(o, "vanilla_peak_bytes", json_integer((json_int_t)rep->vanilla_peak[i]));
             json_object_set_new(o, "planned_peak_bytes", json_integer((json_int_t)rep->planned_peak[i]));
+            json_object_set_new(o, "floor_bytes", json_integer((json_int_t)rep->floor[i]));
             json_object_set_new(o, "simulated_peak_bytes", json_integer((json_int_t)sim->job[i].peak));
             json_object_set_new(o, "msr", json_real(msr));
             json_object_set_new(o, "msr_load", json_real(msr_load));
@@ -251,6 +252,9 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
         json_object_set_new(gl, "msr", json_real(gmsr));
         json_object_set_new(gl, "msr_load", json_real(gmsr_load));
         json_object_set_new(gl, "budget_bytes", json_integer((json_int_t)rep->budget));
+        size_t floor_b = 0;
+        for (int i = 0; i < n; i++) floor_b += rep->floor[i];
+        json_object_set_new(gl, "floor_bytes", json_integer((json_int_t)floor_b));
         json_object_set_new(gl, "budget_met", json_boolean(rep->budget_met));
         json_object_set_new(gl, "eor", json_real(geor));
         json_object_set_new(gl, "planned_waits", json_integer(waits));
@@ -457,6 +461,15 @@ int cmd_plan(int argc, char **argv) {
         rc = 1;
     }
     if (rc == 0) report(policy, jobs.v, n, w, &rep, &sim, &vsim, &dev, &ss, share, offset, json);
+    size_t floor_b = 0;
+    for (int i = 0; i < n && rc == 0; i++) floor_b += rep.floor[i];
+    if (rc == 0 && !fits && limit < floor_b) {
+        char b3[32], b4[32];
+        fprintf(stderr, "tensile plan: the budget of %s (%zu bytes) is below the floor of %s "
+                "(%zu bytes): the largest working set one op needs (its inputs, outputs and "
+                "workspace%s); no plan meets it\n", fmt_bytes(limit, b3, sizeof b3), limit,
+                fmt_bytes(floor_b, b4, sizeof b4), floor_b, n > 1 ? ", summed over the jobs" : "");
+    }
     if (rc == 0 && !fits) {
         char what[160], b3[32];
         if (budget) snprintf(what, sizeof what, "--budget %s", fmt_bytes(budget, b3, sizeof b3));

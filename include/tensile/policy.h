@@ -274,6 +274,9 @@ typedef struct tsl_plan_report {
     size_t *planned_peak;      /* the plan's predicted peak load */
     size_t *vanilla_footprint; /* the empty plan's layout extent: what vanilla must hold */
     size_t *planned_footprint; /* the plan's predicted footprint (its layout's extent) */
+    size_t *floor;             /* the largest working set one op needs (its inputs, outputs
+                                  and workspace): no plan's peak load is below it, so a
+                                  budget below the jobs' floors cannot be met */
     int *swaps;                /* swap-out events */
     int *recomputes;           /* recompute events */
     size_t *bytes_h2d;         /* bytes swapped in per iteration */

@@ -3,7 +3,7 @@
  * paper's Algorithm 3 over all the jobs of a device; src/sched/
  * policy_tensile.c): for callers that set them as C fields rather than by
  * name (tsl_policy_opts_set with "max-swap-rate", "swap-in-slack",
- * "min-swap-bytes", "recompute", "prefetch", "max-iterations").
+ * "min-swap-bytes", "recompute", "prefetch", "max-iterations", "fit").
  *
  * Example usage:
  *
@@ -50,6 +50,15 @@ typedef struct tsl_tensile_opts {
                                   ops faster or copies slower than estimated wait less
                                   (default 1; 0: as late as possible, the paper) */
     int max_iterations;        /* hard cap on Algorithm 3's loop, 0..1e9 (default 10000) */
+    int fit;                   /* planning to a budget: when Algorithm 3 leaves the jobs above
+                                  the budget (and the budget is not below their floor, the
+                                  largest working set one op needs), go on one choice at a
+                                  time - a swap that hides, a swap that makes compute wait,
+                                  a recomputation chained from the nearest resident tensors -
+                                  taking the least added iteration time per byte taken off
+                                  the peak, until the jobs fit; where the paper's plan meets
+                                  the budget it is the plan (default 1; 0: the paper;
+                                  docs/SCHEDULING.md, "Planning to a budget") */
 } tsl_tensile_opts;
 
 /* The defaults above. */

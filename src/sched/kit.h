@@ -28,6 +28,10 @@
  *                  (tsl__laid), and the plan's layout
  *   prefetch.c     swap-ins moved as early as the layout and the channels
  *                  allow (a refinement of laid-out plans)
+ *   floor.c        a job's memory floor: the largest working set one op needs
+ *   drafts.c       one choice at a time at the peaks: candidates, hidden and
+ *                  waiting swaps, chained recomputations, the rounds to a
+ *                  budget (drafts.h; Capuchin, TENSILE's planning to a budget)
  *
  * A policy built on the kit (policy_tensile.c is one) holds a tsl__kit,
  * asks it where the jobs' peaks are and what is resident there, drafts
@@ -315,6 +319,13 @@ int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const ts
  * TSL_ERR_OOM. */
 tsl_status tsl__sort_by_size(const tsl_workload *w, int32_t *ts, int32_t n);
 
+/* ---- floor.c: the largest working set one op needs --------------------------------- */
+
+/* The floor of w: the largest, over its ops, of the op's inputs, outputs
+ * (each tensor once) and workspace, in bytes - no plan's peak load is
+ * below it. *at (may be NULL) gets that op (-1 if w has no op). */
+size_t tsl__floor(const tsl_workload *w, int32_t *at);
+
 /* ---- channels.c: copy channel occupancy shared by all jobs ---------------------- */
 typedef struct tsl__chan {
     double *s, *e;     /* bookings [s, e), sorted, disjoint */
@@ -335,7 +346,12 @@ double tsl__chan_latest(const tsl__chan *c, double lo, double d, double end_by,
                         tsl__canon_fn canon, void *ctx);
 /* 1 if [a, b) overlaps no booking. */
 int tsl__chan_is_free(const tsl__chan *c, double a, double b);
-/* Books [a, b) (must be free: TSL_ASSERT). TSL_ERR_OOM. */
+/* 1 if [a, b) overlaps no booking by more than the rounding of times
+ * summed in another order (about 1e-12 relative: far below the verifier's
+ * tolerance). */
+int tsl__chan_is_free_rounded(const tsl__chan *c, double a, double b);
+/* Books [a, b) (must be free within the rounding, tsl__chan_is_free_rounded:
+ * TSL_ASSERT). TSL_ERR_OOM. */
 tsl_status tsl__chan_book(tsl__chan *c, double a, double b);
 /* Removes the booking [a, b) (must exist: TSL_ASSERT). */
 void tsl__chan_unbook(tsl__chan *c, double a, double b);
@@ -388,6 +404,11 @@ typedef struct tsl__kit {
     int shared;            /* 1: every job's copies on the shared channels d2h/h2d (one time
                               axis, the paper); 0: each job on its own (channel shares) */
     tsl__chan d2h, h2d;    /* if !dev->duplex, h2d is unused and every copy books d2h */
+    int rebook_rounded;    /* 1: tsl__kit_rebook accepts a copy moved onto its neighbour by
+                              no more than the rounding (tsl__chan_is_free_rounded: two
+                              copies back to back, moved by the same shift, summed in
+                              another order); 0 (tsl__kit_init): exactly free, as the
+                              paper's planning always had it */
     tsl_status status;     /* first error (out of host memory) met while planning */
 } tsl__kit;
 
@@ -547,8 +568,9 @@ int tsl__rc_input_ready(const tsl__pjob *J, int32_t x, int32_t b, double at, dou
 int tsl__rc_producer_ok(const tsl__pjob *J, int32_t t, int32_t q, int32_t b);
 /* Moves every copy booking of J from its old times to its current ones
  * (after J's timeline moved). old[] holds (issue, end) pairs of J's swap
- * events in event order. Returns 1, or 0 if a new booking clashes or ends
- * after J's period (the old bookings are then restored). */
+ * events in event order. Returns 1, or 0 if a new booking clashes (beyond
+ * the rounding if K->rebook_rounded) or ends after J's period (the old
+ * bookings are then restored). */
 int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old);
 /* Writes the (issue, end) of every copy of J (its swap-outs and swap-ins,
  * in event order) into old, two doubles per copy - tsl__kit_rebook's

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/kit.h"
 #include "tensile/alloc.h"
 #include "tensile/policy.h"
 
@@ -34,14 +35,15 @@ static tsl_status report_alloc(tsl_plan_report *r, int n) {
     memset(r, 0, sizeof *r);
     size_t z = (size_t)n;
     /* size_t arrays first, then doubles, then ints: each part stays aligned */
-    char *b = calloc(1, z * (6 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
+    char *b = calloc(1, z * (7 * sizeof(size_t) + sizeof(double) + 3 * sizeof(int)));
     if (!b) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for the report of %d jobs", n);
     r->n_jobs = n;
     r->vanilla_peak = (size_t *)b;
     r->planned_peak = r->vanilla_peak + z;
     r->vanilla_footprint = r->planned_peak + z;
     r->planned_footprint = r->vanilla_footprint + z;
-    r->bytes_h2d = r->planned_footprint + z;
+    r->floor = r->planned_footprint + z;
+    r->bytes_h2d = r->floor + z;
     r->bytes_d2h = r->bytes_h2d + z;
     r->stall_us = (double *)(r->bytes_d2h + z);
     r->swaps = (int *)(r->stall_us + z);
@@ -90,14 +92,15 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The empty plan's figures of w into the report's entry j: its peak load
- * and its layout's extent. */
+/* The empty plan's figures of w into the report's entry j: its peak load,
+ * its layout's extent, and the job's floor. */
 static tsl_status vanilla_figures(const tsl_workload *w, const tsl_device_profile *dev,
                                   size_t align, tsl_plan_report *r, int j) {
     tsl_peak_info pi;
     tsl_status st = tsl_peak_analysis(w, NULL, dev, &pi);
     if (st != TSL_OK) return st;
     r->vanilla_peak[j] = pi.peak;
+    r->floor[j] = tsl__floor(w, NULL);
     tsl_peak_info_free(&pi);
     tsl_plan *v = tsl_plan_new(w->job);
     if (!v) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
@@ -151,13 +154,41 @@ static size_t sum_footprints(tsl_plan *const *plans, int n) {
     return s;
 }
 
+/* A copy of p's events and algorithm choices (what the policy decided,
+ * before the layout), or NULL if out of host memory. */
+static tsl_plan *decisions_copy(const tsl_plan *p) {
+    tsl_plan *c = tsl_plan_new(p->job);
+    int ok = c != NULL;
+    for (int32_t k = 0; ok && k < p->n_events; k++) ok = tsl_plan_add(c, p->events[k]) == TSL_OK;
+    if (ok) ok = tsl_plan_copy_algos(c, p) == TSL_OK;
+    if (!ok) {
+        tsl_plan_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* 1 if plans a and b hold the same events and algorithm choices. */
+static int same_decisions(const tsl_plan *a, const tsl_plan *b) {
+    return a->n_events == b->n_events && a->n_algos == b->n_algos &&
+           (!a->n_events || !memcmp(a->events, b->events, (size_t)a->n_events * sizeof *a->events)) &&
+           (!a->n_algos || !memcmp(a->algos, b->algos, (size_t)a->n_algos * sizeof *a->algos));
+}
+
 /* Runs the policy for the budget b into fresh plans, lays them out, lets
- * the policy refine them, and takes their figures. */
+ * the policy refine them, and takes their figures. decided[] (n_jobs
+ * entries, NULL the first time) keeps a copy of the policy's sorted plans
+ * of the last round laid out: if this round's are the same for every job
+ * (a policy that gave its least memory already plans the same for a lower
+ * budget), *same is set and the plans are left as the policy made them -
+ * their layouts, refinement and figures would be the last round's. */
 static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base,
-                             size_t align, size_t b, tsl_plan **plans, tsl_plan_report *r) {
+                             size_t align, size_t b, tsl_plan **plans, tsl_plan_report *r,
+                             tsl_plan **decided, int *same) {
     tsl_status st = TSL_OK;
     int n_jobs = base->n_jobs;
     tsl_workload *const *w = base->w;
+    *same = 0;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         if (!(plans[j] = tsl_plan_new(w[j]->job)))
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
@@ -167,6 +198,17 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
     rq.solver = &r->solver;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
+    if (st == TSL_OK && decided[0]) {
+        *same = 1;
+        for (int j = 0; j < n_jobs && *same; j++) *same = same_decisions(plans[j], decided[j]);
+        if (*same) return TSL_OK;
+    }
+    for (int j = 0; j < n_jobs && st == TSL_OK; j++) {
+        tsl_plan_free(decided[j]);
+        if (!(decided[j] = decisions_copy(plans[j])))
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    }
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = lay_out(w[j], plans[j], rq.job_dev[j], align);
     if (st == TSL_OK && pol->refine) {
@@ -189,7 +231,10 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
                                     size_t align, tsl_plan **plans, tsl_plan_report *r) {
     size_t b = r->budget;
     int n_jobs = rq->n_jobs;
-    tsl_status st = plan_round(pol, rq, align, b, plans, r);
+    tsl_plan **decided = calloc((size_t)n_jobs, sizeof *decided);
+    if (!decided) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    int same = 0;
+    tsl_status st = plan_round(pol, rq, align, b, plans, r, decided, &same);
     tsl_plan **alt = NULL;
     tsl_plan_report ar = {0};
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
@@ -212,9 +257,10 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
         memcpy(ar.vanilla_peak, r->vanilla_peak, (size_t)n_jobs * sizeof *ar.vanilla_peak);
         memcpy(ar.vanilla_footprint, r->vanilla_footprint,
                (size_t)n_jobs * sizeof *ar.vanilla_footprint);
+        memcpy(ar.floor, r->floor, (size_t)n_jobs * sizeof *ar.floor);
         ar.budget = r->budget;
-        st = plan_round(pol, rq, align, b, alt, &ar);
-        int better = st == TSL_OK && sum_footprints(alt, n_jobs) < fp;
+        st = plan_round(pol, rq, align, b, alt, &ar, decided, &same);
+        int better = st == TSL_OK && !same && sum_footprints(alt, n_jobs) < fp;
         if (better) { /* keep the new round */
             for (int j = 0; j < n_jobs; j++) {
                 tsl_plan *x = plans[j];
@@ -232,6 +278,8 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
         tsl_plan_report_free(&ar);
         if (st != TSL_OK || !better) break;
     }
+    for (int j = 0; j < n_jobs; j++) tsl_plan_free(decided[j]);
+    free(decided);
     free(alt);
     return st;
 }
@@ -337,7 +385,15 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     size_t fp = 0;
     for (int j = 0; j < n_jobs; j++) fp += r.planned_footprint[j];
     r.budget_met = fp <= r.budget;
-    if (!r.budget_met)
+    size_t floor_b = 0;
+    for (int j = 0; j < n_jobs; j++) floor_b += r.floor[j];
+    if (!r.budget_met && r.budget < floor_b)
+        st = tsl_fail(TSL_ERR_BUDGET,
+                      "planner: the budget of %zu bytes is below the floor of %zu bytes (the "
+                      "largest working set one op needs, summed over the %d job%s): no plan "
+                      "meets it; policy '%s' reached footprints summing to %zu bytes",
+                      r.budget, floor_b, n_jobs, n_jobs == 1 ? "" : "s", pol->name, fp);
+    else if (!r.budget_met)
         st = tsl_fail(TSL_ERR_BUDGET,
                       "planner: policy '%s' cannot meet the budget: the %d job%s' planned "
                       "footprints sum to %zu bytes, more than the budget of %zu bytes",

@@ -3,8 +3,8 @@
  * (Peng et al., "Capuchin: Tensor-based GPU Memory Management for Deep
  * Learning", ASPLOS 2020; TENSILE's baseline, its section V), built on the
  * planner kit; its options are tsl_capuchin_opts
- * (tensile/policy_capuchin.h), the candidates and drafts
- * capuchin_drafts.c's.
+ * (tensile/policy_capuchin.h), the candidates, drafts and rounds
+ * drafts.c's (shared with TENSILE's planning to a budget).
  *
  * Capuchin tracks the tensor access sequence of a first iteration run in
  * passive mode (tensors evicted on out-of-memory) and then plans, for the
@@ -54,7 +54,7 @@
  *    output, not in place, a positive latency), its inputs unchanged
  *    since it ran; chain members must have lower tensor indices than what
  *    they feed (recomputations before one op run in index order) and be
- *    at most TSL__CAP_CHAIN_MAX;
+ *    at most TSL__CHAIN_MAX;
  *  - Capuchin's runtime feedback (moving an in-trigger earlier after a
  *    late swap-in) is not built: the plan is made once and followed.
  */
@@ -104,7 +104,7 @@ static void capuchin_free(tsl__capuchin *C) {
     for (int j = 0; C->done && j < C->K.n_jobs; j++) free(C->done[j]);
     free(C->done);
     free(C->min_bytes);
-    free(C->cand);
+    tsl__drafter_free(&C->D);
     tsl__kit_free(&C->K);
 }
 
@@ -139,6 +139,8 @@ static tsl_status capuchin_init(tsl__capuchin *C, const tsl_plan_request *rq, ts
         ok = C->done[j] != NULL;
         C->min_bytes[j] = min_bytes(C->opts->min_bytes, J);
     }
+    C->D = (tsl__drafter){.K = &C->K, .swap = C->opts->swap, .recompute = C->opts->recompute,
+                          .done = C->done, .min_bytes = C->min_bytes};
     if (!ok) {
         capuchin_free(C);
         return tsl_fail(TSL_ERR_OOM, "capuchin: out of host memory for %d jobs", rq->n_jobs);
@@ -146,31 +148,16 @@ static tsl_status capuchin_init(tsl__capuchin *C, const tsl_plan_request *rq, ts
     return TSL_OK;
 }
 
-/* The sum of the jobs' current peaks. */
-static size_t peaks(const tsl__capuchin *C) {
-    size_t s = 0;
-    for (int j = 0; j < C->K.n_jobs; j++) s += C->K.jobs[j].pk.peak;
-    return s;
-}
-
-/* 1 if a comes before b among equals: larger, then lower job, then lower
- * tensor (a deterministic order whatever the collection order). */
-static int first_of_equals(const tsl__cap_cand *a, const tsl__cap_cand *b) {
-    if (a->bytes != b->bytes) return a->bytes > b->bytes;
-    if (a->job != b->job) return a->job < b->job;
-    return a->tensor < b->tensor;
-}
-
 /* Phase 1: the candidate whose swap hides with the largest free time, or
  * -1. */
-static int32_t best_hidden_swap(tsl__capuchin *C) {
+static int32_t best_hidden_swap(tsl__drafter *C) {
     int32_t best = -1;
-    for (int32_t i = 0; i < C->n_cand && C->K.status == TSL_OK; i++) {
-        tsl__cap_cand *c = &C->cand[i];
-        tsl__cap_draft_swap(C, c, 1);
+    for (int32_t i = 0; i < C->n_cand && C->K->status == TSL_OK; i++) {
+        tsl__draft_cand *c = &C->cand[i];
+        tsl__draft_swap(C, c, 1);
         if (!c->swap_ok) continue;
-        const tsl__cap_cand *b = best >= 0 ? &C->cand[best] : NULL;
-        if (!b || c->ft > b->ft || (c->ft == b->ft && first_of_equals(c, b))) best = i;
+        const tsl__draft_cand *b = best >= 0 ? &C->cand[best] : NULL;
+        if (!b || c->ft > b->ft || (c->ft == b->ft && tsl__draft_first_of_equals(c, b))) best = i;
     }
     return best;
 }
@@ -179,24 +166,38 @@ static int32_t best_hidden_swap(tsl__capuchin *C) {
  * the largest memory saving per second (a recomputation's MSPS; for a
  * tensor that cannot be recomputed, bytes per second of its swap's wait),
  * or -1. */
-static int32_t best_msps(tsl__capuchin *C, double *score) {
+static int32_t best_msps(tsl__drafter *C) {
     int32_t best = -1;
     double best_s = 0;
-    for (int32_t i = 0; i < C->n_cand && C->K.status == TSL_OK; i++) {
-        tsl__cap_cand *c = &C->cand[i];
-        tsl__cap_draft_rc(C, c);
-        tsl__cap_draft_swap(C, c, 0);
+    for (int32_t i = 0; i < C->n_cand && C->K->status == TSL_OK; i++) {
+        tsl__draft_cand *c = &C->cand[i];
+        tsl__draft_rc(C, c);
+        tsl__draft_swap(C, c, 0);
         double s;
         if (c->rc_ok) s = (double)c->bytes / c->rc_us;
         else if (c->swap_ok) s = c->stall > 0 ? (double)c->bytes / c->stall : INFINITY;
         else continue;
-        if (best < 0 || s > best_s || (s == best_s && first_of_equals(c, &C->cand[best]))) {
+        if (best < 0 || s > best_s || (s == best_s && tsl__draft_first_of_equals(c, &C->cand[best]))) {
             best = i;
             best_s = s;
         }
     }
-    *score = best_s;
     return best;
+}
+
+/* The round's choice (tsl__draft_pick_fn): the hidden swap with the
+ * largest free time; else the largest MSPS, as the cheaper of its swap
+ * (its wait) and its recomputation (its time). */
+static int32_t pick_capuchin(tsl__drafter *D, void *ctx, int *swap) {
+    (void)ctx;
+    int32_t i = best_hidden_swap(D);
+    *swap = 1;
+    if (i >= 0 || D->K->status != TSL_OK) return i;
+    i = best_msps(D);
+    if (i < 0) return -1;
+    const tsl__draft_cand *c = &D->cand[i];
+    *swap = c->swap_ok && (!c->rc_ok || c->stall < c->rc_us);
+    return i;
 }
 
 /* The policy's plan function (tsl_policy_plan_fn). */
@@ -204,27 +205,8 @@ static tsl_status plan_capuchin(const tsl_plan_request *rq, tsl_plan **plans, in
     tsl__capuchin C;
     tsl_status st = capuchin_init(&C, rq, plans);
     if (st != TSL_OK) return st;
-    int rounds = 0;
-    while (peaks(&C) > rq->budget && C.K.status == TSL_OK) {
-        if (tsl__cap_candidates(&C) <= 0) break;
-        int32_t i = best_hidden_swap(&C);
-        int swap = 1;
-        if (i < 0 && C.K.status == TSL_OK) {
-            double score;
-            i = best_msps(&C, &score);
-            if (i < 0) break;
-            const tsl__cap_cand *c = &C.cand[i];
-            swap = c->swap_ok && (!c->rc_ok || c->stall < c->rc_us);
-        }
-        if (i < 0 || C.K.status != TSL_OK) break;
-        const tsl__cap_cand *c = &C.cand[i];
-        C.done[c->job][c->gap] = 1; /* planned or given up: never tried again */
-        if (swap) tsl__cap_commit_swap(&C, c);
-        else tsl__cap_commit_rc(&C, c);
-        rounds++;
-    }
+    *iterations = tsl__drafts_run(&C.D, rq->budget, pick_capuchin, NULL);
     st = C.K.status;
-    *iterations = rounds;
     capuchin_free(&C);
     return st;
 }

@@ -35,7 +35,12 @@
  *    copy slower than the profile's) no longer waits for it;
  *  - every copy ends within its job's iteration, so that an executor that
  *    waits for its iteration's transfers never waits (the paper lets
- *    transfers run over); no op waits for a copy either (no planned wait).
+ *    transfers run over); no op waits for a copy either (no planned wait);
+ *  - planning to a budget (opts->fit, tensile_budget.c; not below the
+ *    jobs' floor): where the loop below leaves the jobs above the budget,
+ *    planning goes on with hidden swaps, swaps that make compute wait and
+ *    recomputations chained from the nearest resident tensors, the least
+ *    added time per byte first, until they fit.
  * Termination: neither a swap nor a recomputation succeeded in an
  * iteration; or (the paper's rule) more than 100 iterations were done and
  * the average peak of the jobs touched in the last 3 iterations fell by
@@ -66,6 +71,9 @@ static const tsl_policy_option OPTIONS[] = {
      "possible, the paper)", TSL_OPT_BOOL, 0, 1, 1, offsetof(tsl_tensile_opts, prefetch)},
     {"max-iterations", "hard cap on Algorithm 3's loop", TSL_OPT_INT, 0, 1e9, 10000,
      offsetof(tsl_tensile_opts, max_iterations)},
+    {"fit", "where the paper's plan exceeds the budget, go on to the cheapest plan that fits "
+     "(chained recomputations, swaps that make compute wait; 0: stop where the paper stops)",
+     TSL_OPT_BOOL, 0, 1, 1, offsetof(tsl_tensile_opts, fit)},
 };
 
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations);
@@ -383,6 +391,7 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         st = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
     if (st == TSL_OK) {
         *iterations = algorithm3(&T, rq->budget, &h, done);
+        if (T.K.status == TSL_OK) *iterations += tsl__tensile_fit(&T, rq->budget);
         st = T.K.status;
     }
     free(h.touched);

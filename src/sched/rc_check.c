@@ -86,7 +86,9 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
         const tsl_event *e = &J->plan->events[k];
         if (e->type != TSL_EV_SWAP_OUT && e->type != TSL_EV_SWAP_IN) continue;
         tsl__chan *c = tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN);
-        if (!(J->ev_end[k] <= J->tl.period) || !tsl__chan_is_free(c, J->ev_time[k], J->ev_end[k]) ||
+        int free = K->rebook_rounded ? tsl__chan_is_free_rounded(c, J->ev_time[k], J->ev_end[k])
+                                     : tsl__chan_is_free(c, J->ev_time[k], J->ev_end[k]);
+        if (!(J->ev_end[k] <= J->tl.period) || !free ||
             tsl__chan_book(c, J->ev_time[k], J->ev_end[k]) != TSL_OK) {
             ok = 0;
             break;

@@ -2,7 +2,7 @@
  * tensile_internal.h - what the files of the "tensile" policy share
  * (policy_tensile.c: Algorithm 3; tensile_swap.c: Algorithm 2 for one
  * candidate; tensile_across.c: across-iteration swaps; tensile_recompute.c:
- * recomputation). Built on the planner kit (kit.h). Not part of the public
+ * recomputation; tensile_budget.c: planning on to a budget). Built on the planner kit (kit.h). Not part of the public
  * API.
  */
 #ifndef TSL_SCHED_TENSILE_INTERNAL_H
@@ -52,4 +52,11 @@ int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_dr
 /* tensile_recompute.c: one recomputation over all jobs (largest MSPS).
  * Returns the index of the job it was added to, or -1. */
 int tsl__try_recompute(tsl__tensile *T);
+/* tensile_budget.c: planning to a budget (opts->fit) after Algorithm 3:
+ * while the jobs' peaks exceed `budget` (and it is not below their
+ * floors, tsl__floor), one choice per round - the candidate at the peaks
+ * whose cheapest form (a hidden swap, a swap with a planned wait, a
+ * chained recomputation) adds the least iteration time per byte. Returns
+ * the rounds done (0: nothing to do); errors in T->K.status. */
+int tsl__tensile_fit(tsl__tensile *T, size_t budget);
 #endif

@@ -1,9 +1,10 @@
 /*
- * capuchin_drafts.c - Capuchin's candidates and what each one may become
- * (capuchin_internal.h): a swap whose copies hide in its free time, a swap
+ * drafts.c - the candidates at the jobs' peaks and what each one may
+ * become (drafts.h): a swap whose copies hide in its free time, a swap
  * whose late swap-in makes the back access wait, or a recomputation
- * chained back to the nearest resident tensors; and committing one to its
- * job's plan, undone if it does not hold.
+ * chained back to the nearest resident tensors; committing one to its
+ * job's plan, undone if it does not hold; and the loop of one choice per
+ * round to a budget (Capuchin's and TENSILE's planning to a budget).
  *
  * Times come from the kit (the job's timeline under its plan so far); the
  * copies are placed on the channels as they are booked, so a free time is
@@ -14,32 +15,32 @@
 #include <string.h>
 
 #include "core/assert.h"
-#include "sched/capuchin_internal.h"
+#include "sched/drafts.h"
 #include "sched/remat.h"
 
 /* ---- candidates -------------------------------------------------------------------- */
 
-static int push_cand(tsl__capuchin *C, const tsl__cap_cand *c) {
-    if (C->n_cand == C->cap_cand) {
-        int32_t cap = C->cap_cand ? 2 * C->cap_cand : 64;
-        tsl__cap_cand *v = realloc(C->cand, (size_t)cap * sizeof *v);
+static int push_cand(tsl__drafter *D, const tsl__draft_cand *c) {
+    if (D->n_cand == D->cap_cand) {
+        int32_t cap = D->cap_cand ? 2 * D->cap_cand : 64;
+        tsl__draft_cand *v = realloc(D->cand, (size_t)cap * sizeof *v);
         if (!v) {
-            C->K.status = tsl_fail(TSL_ERR_OOM, "capuchin: out of host memory for %d candidates",
+            D->K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory for %d candidates",
                                    cap);
             return 0;
         }
-        C->cand = v;
-        C->cap_cand = cap;
+        D->cand = v;
+        D->cap_cand = cap;
     }
-    C->cand[C->n_cand++] = *c;
+    D->cand[D->n_cand++] = *c;
     return 1;
 }
 
-int32_t tsl__cap_candidates(tsl__capuchin *C) {
-    C->n_cand = 0;
-    for (int j = 0; j < C->K.n_jobs; j++) {
-        size_t min_bytes = C->min_bytes[j];
-        tsl__pjob *J = &C->K.jobs[j];
+int32_t tsl__drafts_candidates(tsl__drafter *D) {
+    D->n_cand = 0;
+    for (int j = 0; j < D->K->n_jobs; j++) {
+        size_t min_bytes = D->min_bytes[j];
+        tsl__pjob *J = &D->K->jobs[j];
         const tsl_workload *w = J->w;
         const tsl__activity *a = &J->act;
         int32_t op = J->pk.op;
@@ -62,22 +63,22 @@ int32_t tsl__cap_candidates(tsl__capuchin *C) {
                 w->tensors[t].bytes < min_bytes)
                 continue;
             int32_t kb = tsl__acc_before(a, t, op), ka = tsl__acc_after(a, t, op);
-            if (kb < 0 || ka < 0 || !a->acc[ka].reads || C->done[j][kb]) continue;
-            tsl__cap_cand c = {.job = j, .tensor = t, .gap = kb, .evict_op = a->acc[kb].op,
-                               .back_op = a->acc[ka].op, .bytes = w->tensors[t].bytes};
-            if (!push_cand(C, &c)) return -1;
+            if (kb < 0 || ka < 0 || !a->acc[ka].reads || D->done[j][kb]) continue;
+            tsl__draft_cand c = {.job = j, .tensor = t, .gap = kb, .evict_op = a->acc[kb].op,
+                                 .back_op = a->acc[ka].op, .bytes = w->tensors[t].bytes};
+            if (!push_cand(D, &c)) return -1;
         }
     }
-    return C->n_cand;
+    return D->n_cand;
 }
 
 /* ---- swaps ---------------------------------------------------------------------------- */
 
-void tsl__cap_draft_swap(tsl__capuchin *C, tsl__cap_cand *c, int hidden) {
+void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     c->swap_ok = 0;
     c->ft = c->stall = 0.0;
-    if (!C->opts->swap) return;
-    tsl__kit *K = &C->K;
+    if (!D->swap) return;
+    tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     const tsl__timeline *tl = &J->tl;
     double t_peak = J->pk.time;
@@ -145,7 +146,7 @@ static int recomputed_before(const tsl__pjob *J, int32_t y, int32_t b) {
     return 0;
 }
 
-static int in_chain(const tsl__cap_cand *c, int32_t y) {
+static int in_chain(const tsl__draft_cand *c, int32_t y) {
     for (int i = 0; i < c->n_chain; i++)
         if (c->chain[i] == y) return 1;
     return 0;
@@ -155,7 +156,7 @@ static int in_chain(const tsl__cap_cand *c, int32_t y) {
  * before op b from `at`: each input resident and ready then, or
  * regenerated first (added to the chain after its own ancestors). Returns
  * 0 if an input can be neither. */
-static int need(const tsl__pjob *J, tsl__cap_cand *c, int32_t x, int32_t b, double at) {
+static int need(const tsl__pjob *J, tsl__draft_cand *c, int32_t x, int32_t b, double at) {
     const tsl_workload *w = J->w;
     const tsl__activity *a = &J->act;
     int32_t q = w->tensors[x].producer;
@@ -170,7 +171,7 @@ static int need(const tsl__pjob *J, tsl__cap_cand *c, int32_t x, int32_t b, doub
         }
         /* gone: regenerate it in turn - dead by b (nothing reads it again,
          * so nothing else of the plan brings it back), run before x */
-        if (c->n_chain >= TSL__CAP_CHAIN_MAX || y > x || !replayable(w, a, y) ||
+        if (c->n_chain >= TSL__CHAIN_MAX || y > x || !replayable(w, a, y) ||
             tsl__last_access_op(a, y) >= b || recomputed_before(J, y, b))
             return 0;
         if (!need(J, c, y, b, at)) return 0;
@@ -179,12 +180,12 @@ static int need(const tsl__pjob *J, tsl__cap_cand *c, int32_t x, int32_t b, doub
     return 1;
 }
 
-void tsl__cap_draft_rc(tsl__capuchin *C, tsl__cap_cand *c) {
+void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c) {
     c->rc_ok = 0;
     c->n_chain = 0;
     c->rc_us = 0.0;
-    if (!C->opts->recompute) return;
-    const tsl__pjob *J = &C->K.jobs[c->job];
+    if (!D->recompute) return;
+    const tsl__pjob *J = &D->K->jobs[c->job];
     const tsl_workload *w = J->w;
     int32_t t = c->tensor, b = c->back_op;
     if (!replayable(w, &J->act, t) || J->ev_head[t] >= 0) return;
@@ -241,7 +242,7 @@ static double *copy_buf(tsl__kit *K, const tsl__pjob *J, int more) {
     for (int32_t k = 0; k < J->plan->n_events; k++)
         n += J->plan->events[k].type == TSL_EV_SWAP_OUT || J->plan->events[k].type == TSL_EV_SWAP_IN;
     double *v = malloc(2 * ((size_t)n + (size_t)more + 1) * sizeof *v);
-    if (!v) K->status = tsl_fail(TSL_ERR_OOM, "capuchin: out of host memory");
+    if (!v) K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     return v;
 }
 
@@ -267,8 +268,8 @@ static int rc_inputs_ready(const tsl__pjob *J) {
     return 1;
 }
 
-int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c) {
-    tsl__kit *K = &C->K;
+int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
+    tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     const tsl__swap_draft *d = &c->sw;
     double *old = copy_buf(K, J, 2);
@@ -307,8 +308,8 @@ int tsl__cap_commit_swap(tsl__capuchin *C, const tsl__cap_cand *c) {
     return ok && K->status == TSL_OK;
 }
 
-int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c) {
-    tsl__kit *K = &C->K;
+int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
+    tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     int32_t t = c->tensor, b = c->back_op;
     double *old = copy_buf(K, J, 0);
@@ -344,4 +345,40 @@ int tsl__cap_commit_rc(tsl__capuchin *C, const tsl__cap_cand *c) {
     }
     free(old);
     return ok && K->status == TSL_OK;
+}
+
+/* ---- one choice per round ---------------------------------------------------------------- */
+
+void tsl__drafter_free(tsl__drafter *D) {
+    free(D->cand);
+    D->cand = NULL;
+    D->n_cand = D->cap_cand = 0;
+}
+
+size_t tsl__kit_peaks(const tsl__kit *K) {
+    size_t s = 0;
+    for (int j = 0; j < K->n_jobs; j++) s += K->jobs[j].pk.peak;
+    return s;
+}
+
+int tsl__draft_first_of_equals(const tsl__draft_cand *a, const tsl__draft_cand *b) {
+    if (a->bytes != b->bytes) return a->bytes > b->bytes;
+    if (a->job != b->job) return a->job < b->job;
+    return a->tensor < b->tensor;
+}
+
+int tsl__drafts_run(tsl__drafter *D, size_t budget, tsl__draft_pick_fn pick, void *ctx) {
+    int rounds = 0;
+    while (tsl__kit_peaks(D->K) > budget && D->K->status == TSL_OK) {
+        if (tsl__drafts_candidates(D) <= 0) break;
+        int swap = 1;
+        int32_t i = pick(D, ctx, &swap);
+        if (i < 0 || D->K->status != TSL_OK) break;
+        const tsl__draft_cand *c = &D->cand[i];
+        D->done[c->job][c->gap] = 1; /* planned or given up: never tried again */
+        if (swap) tsl__draft_commit_swap(D, c);
+        else tsl__draft_commit_rc(D, c);
+        rounds++;
+    }
+    return rounds;
 }

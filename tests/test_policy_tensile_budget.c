@@ -1,0 +1,205 @@
+/*
+ * test_policy_tensile_budget.c - TENSILE planning to a budget (option
+ * `fit`, src/sched/tensile_budget.c; docs/SCHEDULING.md, "Planning to a
+ * budget"): where the paper's Algorithm 3 leaves the jobs above the
+ * budget, hidden swaps, swaps with planned waits and chained
+ * recomputations, the least added time per byte first, until they fit.
+ *
+ * Each case plans the same job twice at one budget, with `fit 0` (the
+ * paper) and with the default `fit 1`, through pc_plan_and_check (the
+ * plans verify, their predicted peak, period and stall are the peak
+ * analysis's and the simulator's, planning is deterministic), and checks
+ * that the budget mode meets a budget the paper's plan does not. Without
+ * a budget (the profile's memory) and below the jobs' floor the two are
+ * the same plan. A budget-mode plan run by the runtime (virtual clock)
+ * ends with vanilla's parameters bit for bit (invariant 5), with the
+ * predicted peak, footprint and period.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "policy_check.h"
+#include "rt_fixture.h"
+#include "tensile/policy_tensile.h"
+
+/* Plans w at `budget` with fit (1) or the paper (0) into r, checked. */
+static void plan_tensile(tsl_workload **w, const tsl_device_profile *dev, size_t budget, int fit,
+                         pc_result *r, const char *what) {
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.fit = fit;
+    to.min_swap_bytes = 0; /* small shapes: every size */
+    tsl_plan_opts po = pc_opts("tensile", &to, budget);
+    char name[160];
+    snprintf(name, sizeof name, "%s (%s)", what, fit ? "fit" : "paper");
+    pc_plan_and_check(w, 1, dev, &po, name, r);
+}
+
+/* The floor of w (the planner's report of the empty plan). */
+static size_t floor_of(tsl_workload *w) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_plan_opts po = pc_opts("vanilla", NULL, 0);
+    tsl_plan *p = NULL;
+    tsl_plan_report rep;
+    cr_assert(TH_PLANNED(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep)), "%s", tsl_last_error());
+    size_t f = rep.floor[0];
+    tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
+    return f;
+}
+
+/* The sum of the plans' footprints. */
+static size_t footprint(const pc_result *r) {
+    size_t s = 0;
+    for (int j = 0; j < r->n; j++) s += r->p[j]->predicted_footprint;
+    return s;
+}
+
+/* The budget mode on w at `frac` of the way from the lowest budget worth
+ * trying (the job's floor) to the
+ * paper's own footprint at the profile's memory (what its swaps hide):
+ * the paper's plan misses it, the budget mode meets it. Returns the budget
+ * mode's chained recomputations. */
+static int beats_the_paper(tsl_workload *w, const tsl_device_profile *dev, double frac,
+                           const char *what) {
+    pc_result base, paper, fit;
+    plan_tensile(&w, dev, 0, 0, &base, what);
+    size_t lo = base.rep.floor[0];
+    cr_assert_lt(lo, footprint(&base), "%s: nothing to save (floor %zu, persistent %zu, paper %zu, vanilla %zu)", what, base.rep.floor[0], pc_persistent_bytes(w), footprint(&base), base.rep.vanilla_footprint[0]);
+    size_t budget = lo + (size_t)((double)(footprint(&base) - lo) * frac);
+    plan_tensile(&w, dev, budget, 0, &paper, what);
+    plan_tensile(&w, dev, budget, 1, &fit, what);
+    int ch = pc_chained(w, fit.p[0]);
+    printf("%-22s budget %zu (floor %zu, persistent %zu): paper %zu (met %d, %d rc), fit %zu "
+           "(met %d, %d swaps, %d rc of which %d chained, %d waits, period %.1f -> %.1f us)\n",
+           what, budget, base.rep.floor[0], pc_persistent_bytes(w), footprint(&paper),
+           paper.rep.budget_met, paper.rep.recomputes[0], footprint(&fit), fit.rep.budget_met,
+           fit.rep.swaps[0], fit.rep.recomputes[0], ch, fit.waits, w->period_us,
+           fit.p[0]->predicted_period_us);
+    cr_assert(!paper.rep.budget_met, "%s: the paper's plan meets %zu already: no test", what,
+              budget);
+    cr_assert(fit.rep.budget_met, "%s: the budget mode misses %zu (footprint %zu)", what, budget,
+              footprint(&fit));
+    cr_assert_leq(footprint(&fit), budget);
+    cr_assert_geq(fit.p[0]->predicted_period_us, w->period_us);
+    pc_result_free(&base);
+    pc_result_free(&paper);
+    pc_result_free(&fit);
+    return ch;
+}
+
+/* cnn at batch 16: the paper's swaps hide what they can; the budget mode
+ * goes on (a swap whose swap-in makes compute wait is the cheapest) and
+ * meets 0.6 of the way from the floor. */
+Test(tensile_budget, cnn_beats_the_paper, .timeout = 600) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload_at("cnn", &dev, 0, 16, 32);
+    beats_the_paper(w, &dev, 0.6, "cnn b16");
+    tsl_workload_free(w);
+}
+
+/* densenet121 at batch 16, 64x64, on slow copies (100 MB/s: a swap costs
+ * more than re-running a few layers): the budget mode meets 0.8 of the
+ * way with recomputations chained back to the nearest resident tensors. */
+Test(tensile_budget, densenet121_beats_the_paper_with_chains, .timeout = 600) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    dev.h2d_bw = dev.d2h_bw = 1e8;
+    tsl_workload *w = pc_zoo_workload_at("densenet121", &dev, 0, 16, 64);
+    int ch = beats_the_paper(w, &dev, 0.8, "densenet121 b16 64px");
+    cr_assert_gt(ch, 0, "densenet121: no chained recomputation");
+    tsl_workload_free(w);
+}
+
+/* Without a budget (the profile's memory) and below the floor the budget
+ * mode plans exactly as the paper; below the floor the error says so. */
+Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload_at("cnn", &dev, 0, 16, 32);
+    size_t budgets[2] = {0, 1};
+    for (int i = 0; i < 2; i++) {
+        pc_result a, b;
+        plan_tensile(&w, &dev, budgets[i], 0, &a, "cnn");
+        plan_tensile(&w, &dev, budgets[i], 1, &b, "cnn");
+        cr_assert_eq(a.p[0]->n_events, b.p[0]->n_events, "budget %zu", budgets[i]);
+        cr_assert_eq(memcmp(a.p[0]->events, b.p[0]->events,
+                            (size_t)a.p[0]->n_events * sizeof *a.p[0]->events),
+                     0, "budget %zu: the budget mode changed the paper's plan", budgets[i]);
+        cr_assert_eq(footprint(&a), footprint(&b));
+        pc_result_free(&a);
+        pc_result_free(&b);
+    }
+    /* the floor: the report's, and the error below it */
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    tsl_plan_opts po = pc_opts("tensile", &to, 1);
+    tsl_plan *p = NULL;
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep), TSL_ERR_BUDGET);
+    cr_assert(strstr(tsl_last_error(), "below the floor"), "%s", tsl_last_error());
+    cr_assert_gt(rep.floor[0], 0);
+    cr_assert_lt(rep.floor[0], rep.vanilla_peak[0]);
+    /* no op's inputs, outputs and workspace exceed it */
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        size_t s = w->ops[i].workspace;
+        for (int k = 0; k < w->ops[i].n_out; k++) s += w->tensors[w->ops[i].out[k]].bytes;
+        cr_assert_leq(s, rep.floor[0], "op %d", i);
+    }
+    tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
+    tsl_workload_free(w);
+}
+
+/* Invariant 5: a budget-mode plan (swaps with planned waits, chained
+ * recomputations) run by the runtime in the virtual clock ends with
+ * vanilla's parameters bit for bit, each iteration at the predicted peak,
+ * footprint and period. The budget: `frac` of the way from the floor to
+ * the paper's footprint at the profile's memory; bw: the copy bandwidth
+ * (0: the profile's). */
+static void runs_bitwise(const char *model, int batch, double bw, double frac) {
+    rtf_case c;
+    rtf_zoo_case_at(&c, model, 0, batch, 32);
+    if (bw > 0) c.dev.h2d_bw = c.dev.d2h_bw = bw;
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.min_swap_bytes = 0;
+    to.fit = 0;
+    tsl_plan *base = rtf_policy_plan(&c, "tensile", &to, 0);
+    size_t lo = floor_of(c.w);
+    cr_assert_lt(lo, base->predicted_footprint, "%s: nothing to save", model);
+    size_t budget = lo + (size_t)((double)(base->predicted_footprint - lo) * frac);
+    tsl_plan_free(base);
+    to.fit = 1;
+    tsl_plan *p = rtf_policy_plan(&c, "tensile", &to, budget);
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(c.w, p, &c.dev, &pi), TSL_OK, "%s", tsl_last_error());
+    int rc = 0;
+    for (int32_t k = 0; k < p->n_events; k++) rc += p->events[k].type == TSL_EV_RECOMPUTE;
+    cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
+    rtf_run o;
+    rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
+    cr_assert_eq(o.checksum, c.ref, "%s: parameters %016llx differ from vanilla's %016llx", model,
+                 (unsigned long long)o.checksum, (unsigned long long)c.ref);
+    for (int k = 0; k < RTF_ITERS; k++) {
+        cr_assert_eq(o.peak[k], p->predicted_peak, "%s: iteration %d peak %zu, predicted %zu",
+                     model, k + 1, o.peak[k], p->predicted_peak);
+        cr_assert_eq(o.fp[k], p->predicted_footprint, "%s: iteration %d footprint", model, k + 1);
+        double want = p->predicted_period_us * 1e-3;
+        cr_assert(o.ms[k] >= want - 1e-9 * want - 1e-9 && o.ms[k] <= want + 1e-9 * want + 1e-9,
+                  "%s: iteration %d lasted %.9f ms, the plan's period is %.9f ms", model, k + 1,
+                  o.ms[k], want);
+    }
+    printf("%-12s tensile fit at %zu: %d events, %d recomputations (%d chained), %d waits, "
+           "footprint %zu, identical to vanilla %016llx\n", model, budget, p->n_events, rc,
+           pc_chained(c.w, p), pi.n_waits, p->predicted_footprint, (unsigned long long)c.ref);
+    tsl_peak_info_free(&pi);
+    tsl_plan_free(p);
+    rtf_free(&c);
+}
+
+Test(tensile_budget_runs, cnn_bitwise_identical, .timeout = 600) { runs_bitwise("cnn", 16, 0, 0.5); }
+Test(tensile_budget_runs, densenet121_bitwise_identical, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("densenet121's chains run in the release build only (TSL_TEST_QUICK: the "
+                     "sanitizer builds run cnn's plan above)");
+    runs_bitwise("densenet121", 4, 1e8, 0.8);
+}
