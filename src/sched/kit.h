@@ -319,13 +319,6 @@ int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const ts
  * TSL_ERR_OOM. */
 tsl_status tsl__sort_by_size(const tsl_workload *w, int32_t *ts, int32_t n);
 
-/* ---- floor.c: the largest working set one op needs --------------------------------- */
-
-/* The floor of w: the largest, over its ops, of the op's inputs, outputs
- * (each tensor once) and workspace, in bytes - no plan's peak load is
- * below it. *at (may be NULL) gets that op (-1 if w has no op). */
-size_t tsl__floor(const tsl_workload *w, int32_t *at);
-
 /* ---- channels.c: copy channel occupancy shared by all jobs ---------------------- */
 typedef struct tsl__chan {
     double *s, *e;     /* bookings [s, e), sorted, disjoint */

@@ -100,7 +100,7 @@ static tsl_status vanilla_figures(const tsl_workload *w, const tsl_device_profil
     tsl_status st = tsl_peak_analysis(w, NULL, dev, &pi);
     if (st != TSL_OK) return st;
     r->vanilla_peak[j] = pi.peak;
-    r->floor[j] = tsl__floor(w, NULL);
+    r->floor[j] = tsl_workload_op_floor(w, NULL);
     tsl_peak_info_free(&pi);
     tsl_plan *v = tsl_plan_new(w->job);
     if (!v) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");

@@ -10,9 +10,9 @@
  * latencies) - and the candidate with the least added iteration time per
  * byte taken off the peak is committed (ties: the larger, then the lower
  * job and tensor), until the jobs' peaks fit the budget or nothing is
- * left. A budget below the jobs' floor (tsl__floor: the largest working
- * set one op needs) cannot be met: the paper's plan is kept (the planner
- * reports the floor). Where Algorithm 3's plan meets the budget it is the
+ * left. A budget below the jobs' floor (tsl_workload_op_floor: the
+ * largest working set one op needs) cannot be met: the paper's plan is
+ * kept (the planner reports the floor). Where Algorithm 3's plan meets the budget it is the
  * plan: this phase only adds to it.
  */
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static void mark_released(const tsl__pjob *J, uint8_t *done) {
 static int fitting(const tsl__tensile *T, size_t budget) {
     if (!T->opts->fit) return 0;
     size_t floor_b = 0;
-    for (int j = 0; j < T->K.n_jobs; j++) floor_b += tsl__floor(T->K.jobs[j].w, NULL);
+    for (int j = 0; j < T->K.n_jobs; j++) floor_b += tsl_workload_op_floor(T->K.jobs[j].w, NULL);
     return budget >= floor_b; /* below it no plan meets it: the paper's plan stays */
 }
 

@@ -54,8 +54,8 @@ int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_dr
 int tsl__try_recompute(tsl__tensile *T);
 /* tensile_budget.c: planning to a budget (opts->fit) after Algorithm 3:
  * while the jobs' peaks exceed `budget` (and it is not below their
- * floors, tsl__floor), one choice per round - the candidate at the peaks
- * whose cheapest form (a hidden swap, a swap with a planned wait, a
+ * floors, tsl_workload_op_floor), one choice per round - the candidate at
+ * the peaks whose cheapest form (a hidden swap, a swap with a planned wait, a
  * chained recomputation) adds the least iteration time per byte. Returns
  * the rounds done (0: nothing to do); errors in T->K.status. */
 int tsl__tensile_fit(tsl__tensile *T, size_t budget);
