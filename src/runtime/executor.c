@@ -35,7 +35,9 @@
  *     frees), waits for frees already under way (releases waiting for
  *     their swap-outs, evictions being copied), then evicts the tensor the
  *     eviction policy chooses (by default the one used farthest in the
- *     future), and retries. If nothing is left
+ *     future), and retries; with nothing to evict it waits for the copies
+ *     under way (a landed swap-in can be evicted, a finished swap-out
+ *     frees its block or a host buffer). If nothing is left
  *     to evict but the arena's free bytes would hold the request (it is
  *     fragmented), everything that can move is moved out and the item is
  *     retried once; an allocation that still fails ends the step with
@@ -153,7 +155,11 @@ static int make_room(step *S) {
     }
     if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;
     int32_t v = tsl__rt_pick_victim(rt);
-    return v >= 0 && tsl__rt_evict(rt, v);
+    if (v >= 0 && tsl__rt_evict(rt, v)) return 1;
+    /* nothing to evict now, but a copy under way changes that: a swap-in
+     * that lands makes its tensor evictable, a swap-out's end frees its
+     * block or the host buffer an eviction's copy needs */
+    return rt->xf_inflight > 0 && wait_step(S);
 }
 
 /* The planned place of the allocation (t, ws_op, how) is held
