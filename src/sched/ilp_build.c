@@ -437,16 +437,48 @@ static const double *use_start(tsl__ilp_outcome *out, const tsl__milp *m, const 
     return x0;
 }
 
-static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__milp *m) {
+/* A solve's result into the outcome (ran: 0 for a solve skipped for the
+ * deadline). */
+static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__milp *m, int ran) {
     out->status = res->status;
     out->objective = res->objective;
     out->bound = res->bound;
     out->gap = res->gap;
     out->seconds += res->seconds;
     out->hit_limit |= res->hit_limit;
+    out->crashed |= res->crashed;
     out->n_cols = tsl__milp_n_cols(m);
     out->n_rows = tsl__milp_n_rows(m);
-    out->solves++;
+    out->solves += ran;
+}
+
+/* Below this many seconds left before the deadline a solve is not started. */
+#define MIN_SOLVE_S 0.5
+
+/* Solves m with mo, its time limit o's cut to what o's deadline leaves
+ * (the solve's process is killed at its limit plus TSL__MILP_GRACE), into
+ * res and out; with too little time left nothing runs (no solution, the
+ * limit hit). TSL_OK or tsl__milp_solve's errors. */
+static tsl_status solve_in_time(const tsl__milp *m, tsl__milp_opts *mo, const tsl__ilp_opts *o,
+                                tsl__milp_result *res, tsl__ilp_outcome *out) {
+    double left = o->deadline > 0 ? o->deadline - tsl__milp_now() : INFINITY;
+    double fit = TSL__MILP_LIMIT_WITHIN(left);
+    int cut = fit < o->time_limit_s;
+    mo->time_limit_s = cut ? fit : o->time_limit_s;
+    if (cut && !(fit >= MIN_SOLVE_S)) {
+        memset(res, 0, sizeof *res);
+        res->status = TSL__MILP_NO_SOLUTION;
+        res->objective = res->bound = res->gap = NAN;
+        res->hit_limit = 1;
+        out->deadline_hit = 1;
+        take(out, res, m, 0);
+        return TSL_OK;
+    }
+    tsl_status st = tsl__milp_solve(m, mo, res);
+    if (st != TSL_OK) return st;
+    if (cut && res->hit_limit) out->deadline_hit = 1;
+    take(out, res, m, 1);
+    return TSL_OK;
 }
 
 tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl__ilp_opts *o,
@@ -492,15 +524,13 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
     if (st == TSL_OK && (r.oom || excess < 0))
         st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's rows");
     tsl__milp_opts mo = tsl__milp_opts_default();
-    mo.time_limit_s = o->time_limit_s;
     mo.threads = o->threads;
     tsl__milp_result res = {0};
     x0 = st == TSL_OK ? calloc((size_t)tsl__milp_n_cols(m) + 1, sizeof *x0) : NULL;
     if (x0 && start && schedule_start(J, n_jobs, c, o, start, budget, excess, 0, x0) &&
         tsl__milp_violation(m, x0, 0) <= 1e-6)
         mo.start = x0;
-    if (st == TSL_OK) st = tsl__milp_solve(m, &mo, &res);
-    if (st == TSL_OK) take(out, &res, m);
+    if (st == TSL_OK) st = solve_in_time(m, &mo, o, &res, out);
     const double *sol = NULL; /* the solution taken */
     if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
         sol = res.x;
@@ -525,8 +555,7 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
             }
             mo.start = x0;
         }
-        st = tsl__milp_solve(m, &mo, &res);
-        if (st == TSL_OK) take(out, &res, m);
+        st = solve_in_time(m, &mo, o, &res, out);
         out->budget_relaxed = 1;
         if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
             sol = res.x;

@@ -110,6 +110,9 @@ double tsl__ilp_stage_load(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32
 /* What the program may decide. */
 typedef struct tsl__ilp_opts {
     double time_limit_s;  /* per solve (INFINITY: none) */
+    double deadline;      /* tsl__milp_now() by which every solve has ended (0: none):
+                             a solve gets the time left (less its grace), none when too
+                             little is left */
     int threads;          /* CBC's */
     int max_chain;        /* recomputations chained before one op: 1 = only the tensors the
                              op reads, 2 = also their producers' inputs, ... (0: none). The
@@ -129,6 +132,9 @@ typedef struct tsl__ilp_outcome {
     int hit_limit, n_cols, n_rows, solves;
     int budget_relaxed;   /* the budget had no solution: the schedule is the one of least
                              memory the solver found */
+    int deadline_hit;     /* a solve was cut short or skipped for the whole-plan deadline
+                             (hit_limit too) */
+    int crashed;          /* CBC's process died in a solve (taken as no solution) */
 } tsl__ilp_outcome;
 
 /* STR's greedy (policy_str.c) over the n jobs J, their schedules s
@@ -161,6 +167,8 @@ tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_pla
  * policy_checkmate.c, policy_mosos.c). */
 typedef struct tsl__ilp_popts {
     double time_limit_s;  /* "time-limit": seconds per solve */
+    double deadline_s;    /* "deadline": seconds for the whole planning call (analysis, STR's
+                             greedy, every solve); the solves are cut to fit */
     int threads;          /* "threads": CBC's (1: deterministic) */
     int recompute;        /* "recompute" (mosos): 0 = offload only; checkmate: 1 */
     double min_swap_bytes;/* "min-swap-bytes" (mosos): smaller tensors stay on the device */

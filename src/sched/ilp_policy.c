@@ -31,6 +31,7 @@ static void report(const tsl_plan_request *rq, const tsl__ilp_outcome *out) {
 
 tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl__ilp_popts *po,
                          int swap) {
+    double t0 = tsl__milp_now();
     int n = rq->n_jobs;
     tsl__ilp_job *J = calloc((size_t)n, sizeof *J);
     tsl__ilp_sched *s = calloc((size_t)n, sizeof *s);
@@ -46,6 +47,7 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
         }
     }
     tsl__ilp_opts o = {.time_limit_s = po->time_limit_s,
+                       .deadline = t0 + po->deadline_s,
                        .threads = po->threads,
                        .max_chain = po->recompute ? 1 : 0,
                        .swap = swap,

@@ -225,8 +225,7 @@ double tsl__milp_violation(const tsl__milp *m, const double *x, int relax) {
     return worst;
 }
 
-/* Monotonic wall clock, seconds. */
-static double now_s(void) {
+double tsl__milp_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -393,7 +392,7 @@ static ssize_t read_until(int fd, char *buf, size_t cap, double deadline) {
     for (;;) {
         int ms = -1;
         if (isfinite(deadline)) {
-            double left = deadline - now_s();
+            double left = deadline - tsl__milp_now();
             if (left <= 0) return -1;
             ms = (int)fmin(ceil(left * 1000.0), 1e9);
         }
@@ -428,10 +427,10 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
             return tsl_fail(TSL_ERR_INVALID, "milp: column %lld: bounds [%g, %g] are empty",
                             (long long)c, m->lb[c], m->ub[c]);
     r->n_cols = (int)m->n_cols;
-    double t0 = now_s();
+    double t0 = tsl__milp_now();
     if (m->n_cols == 0) {
         solve_empty(m, r);
-        r->seconds = now_s() - t0;
+        r->seconds = tsl__milp_now() - t0;
         return TSL_OK;
     }
     int any_int = 0;
@@ -491,7 +490,7 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
         }
     }
     free(buf);
-    r->seconds = now_s() - t0;
+    r->seconds = tsl__milp_now() - t0;
     if (st != TSL_OK) tsl__milp_result_free(r);
     return st;
 }

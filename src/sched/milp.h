@@ -106,7 +106,13 @@ typedef struct tsl__milp_opts {
 
 /* The seconds past its time limit L after which a solve's process is
  * killed: CBC's preprocessing and root LP do not stop at the limit. */
-#define TSL__MILP_GRACE(L) (1.0 + 0.25 * (L))
+#define TSL__MILP_GRACE_S 1.0
+#define TSL__MILP_GRACE_SHARE 0.25
+#define TSL__MILP_GRACE(L) (TSL__MILP_GRACE_S + TSL__MILP_GRACE_SHARE * (L))
+/* The largest time limit L whose solve ends within `seconds` (L plus its
+ * grace); <= 0 when none does. */
+#define TSL__MILP_LIMIT_WITHIN(seconds) \
+    (((seconds) - TSL__MILP_GRACE_S) / (1.0 + TSL__MILP_GRACE_SHARE))
 
 /* No time or node limit, one thread, the integer program, silent. */
 tsl__milp_opts tsl__milp_opts_default(void);
@@ -135,6 +141,9 @@ typedef struct tsl__milp_result {
  * program failed to grow earlier). On error r is zeroed. */
 tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__milp_result *r);
 void tsl__milp_result_free(tsl__milp_result *r);
+
+/* The monotonic wall clock, seconds (for deadlines over several solves). */
+double tsl__milp_now(void);
 
 /* The largest violation of m's rows and bounds (integrality too, unless
  * relax) by x (n_cols values): 0 for a feasible point. For checks and

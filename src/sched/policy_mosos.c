@@ -44,6 +44,8 @@
 static const tsl_policy_option options[] = {
     {"time-limit", "seconds CBC may spend per solve (a solution found by then is used)",
      TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
+    {"deadline", "seconds for the whole planning (the solves are cut to fit; a solution "
+     "found by then is used)", TSL_OPT_DOUBLE, 1, 86400, 20, offsetof(tsl__ilp_popts, deadline_s)},
     {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
      offsetof(tsl__ilp_popts, threads)},
     {"recompute", "recomputation besides offload and prefetch (0: offload only)", TSL_OPT_BOOL,
