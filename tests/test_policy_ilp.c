@@ -31,6 +31,7 @@
 #include "policy_check.h"
 #include "random_workload.h"
 #include "rt_fixture.h"
+#include "sched/ilp_internal.h"
 #include "tensile/models.h"
 #include "tensile/policy.h"
 #include "tensile/verify.h"
@@ -410,6 +411,53 @@ Test(ilp_brute, str_stays_within_what_exists) {
     rw_free(w);
 }
 
+
+/* ---- the emission -------------------------------------------------------------------- */
+
+Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it) {
+    /* pool_behind_relu on exact copies (10 us ops, r's 20000 bytes in 20 us):
+     * r offloaded at stage 3 (off the device from stage 5), prefetched at
+     * stage 6 to land by stage 8, where p is recomputed from it before op 8
+     * (fc.dw, which reads p, not r); op 9 (pool.bwd) reads r. The swap-in
+     * must precede op 9: a swap-in precedes an op reading its tensor (it
+     * preceded op 8, and str's plans on inception3 failed verification) */
+    tsl_workload *w = pool_behind_relu();
+    tsl_device_profile dev = pc_exact_profile();
+    tsl__ilp_job J;
+    tsl__ilp_sched s;
+    cr_assert_eq(tsl__ilp_job_init(&J, w, &dev, 0), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl__ilp_sched_init(&s, &J), TSL_OK);
+    int32_t r = J.cand_of[4], p = J.cand_of[5];
+    cr_assert(r >= 0 && p >= 0);
+#define CELL(t, k) ((size_t)(t) * (size_t)J.nc + (size_t)(k))
+    cr_assert_eq(J.sf_out[CELL(3, r)], 5);
+    cr_assert_eq(J.sf_in[CELL(6, r)], 8);
+    cr_assert(J.rc_at[CELL(8, p)]);
+    s.O[CELL(3, r)] = 1;
+    s.P[CELL(6, r)] = 1;
+    for (int32_t t = 5; t < 8; t++) s.S[CELL(t, r)] = 0;
+    for (int32_t t = 4; t <= 8; t++) s.S[CELL(t, p)] = 0;
+    s.R[CELL(8, p)] = 1;
+#undef CELL
+    tsl_plan *pl = tsl_plan_new(w->job);
+    cr_assert_eq(tsl__ilp_emit(&J, &s, pl), TSL_OK, "%s", tsl_last_error());
+    tsl_plan_sort(pl);
+    int swap_ins = 0;
+    for (int32_t e = 0; e < pl->n_events; e++)
+        if (pl->events[e].type == TSL_EV_SWAP_IN) {
+            cr_assert_eq(pl->events[e].precede, 9, "the swap-in precedes op %d",
+                         (int)pl->events[e].precede);
+            swap_ins++;
+        }
+    cr_assert_eq(swap_ins, 1);
+    size_t peak;
+    double period;
+    cr_assert(judge(w, pl, &dev, &peak, &period), "the emitted plan fails verification");
+    tsl_plan_free(pl);
+    tsl__ilp_sched_free(&s);
+    tsl__ilp_job_free(&J);
+    rw_free(w);
+}
 
 /* ---- through tsl_plan_jobs: the common checks ----------------------------------------- */
 
