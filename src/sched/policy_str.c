@@ -114,10 +114,12 @@ static int gap_of(const sjob *x, int32_t k, int32_t tp, int32_t *a, int32_t *b) 
     return 1;
 }
 
-/* The swap of k's gap (a, b) freeing stage tp, if the channels allow. */
+/* The swap of k's gap (a, b) freeing stage tp, if the channels allow and
+ * op b reads k (a swap-in precedes an op reading its tensor; b may be a
+ * use by a planned recomputation only). */
 static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t tp, option *op) {
     const tsl__ilp_job *J = x->J_;
-    if (!J->c[k].swap_ok) return 0;
+    if (!J->c[k].swap_ok || !J->reads[AT(J, b, k)]) return 0;
     int32_t o = -1, d = a + 1;
     if (x->host[k] < 0) {
         for (o = a + 1; o <= tp; o++) {
@@ -137,10 +139,12 @@ static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t t
     return 0;
 }
 
-/* The recomputation of k before b, if its inputs are resident there. */
+/* The recomputation of k before b, if op b reads k (one level: not for a
+ * recomputation's input, as the programs' R columns) and its inputs are
+ * resident there. */
 static int rc_option(const sjob *x, int32_t k, int32_t a, int32_t b, option *op) {
     const tsl__ilp_job *J = x->J_;
-    if (!J->rc_at[AT(J, b, k)]) return 0;
+    if (!J->reads[AT(J, b, k)] || !J->rc_at[AT(J, b, k)]) return 0;
     const tsl_wl_op *o = &J->w->ops[J->c[k].q];
     for (int i = 0; i < o->n_in; i++) {
         int32_t y = J->cand_of[o->in[i]];
