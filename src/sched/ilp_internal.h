@@ -139,10 +139,12 @@ typedef struct tsl__ilp_outcome {
 
 /* STR's greedy (policy_str.c) over the n jobs J, their schedules s
  * (vanilla on entry) taken until the summed peaks of the stage model fit
- * budget or nothing frees a peak stage; *steps: decisions taken.
+ * budget or nothing frees a peak stage; swaps, recomputations: which
+ * decisions it may take (the programs' start: checkmate's recomputations
+ * only, mosos's without them at recompute 0); *steps: decisions taken.
  * TSL_ERR_OOM. */
-tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
-                           int *steps);
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget, int swaps,
+                           int recomputations, int *steps);
 
 /* Builds the program over the n_jobs jobs for a budget of `budget` bytes
  * of summed peak loads, solves it and writes its decisions into s[j]

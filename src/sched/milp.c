@@ -299,7 +299,9 @@ static tsl_status read_back(const tsl__milp *m, Cbc_Model *cbc, int relax, int a
     const double *sol = NULL;
     int optimal = Cbc_isProvenOptimal(cbc), infeasible = Cbc_isProvenInfeasible(cbc);
     int secondary = Cbc_secondaryStatus(cbc);
-    r->hit_limit = secondary == 3 || secondary == 4;
+    /* stopped on nodes or time; or on limits (status 1) with another reason given: CBC
+     * 2.10 reports some stops at its time limit so */
+    r->hit_limit = secondary == 3 || secondary == 4 || Cbc_status(cbc) == 1;
     r->nodes = Cbc_getNodeCount(cbc);
     if (relax || !any_int) {
         if (optimal) sol = Cbc_getColSolution(cbc);

@@ -51,6 +51,7 @@ typedef struct sjob {
                                     duplex) */
     uint8_t *use;      /* n x nc: uses (reads, and inputs of planned recomputations) */
     int32_t *host;     /* per candidate: stage its host copy exists by, -1 */
+    int swaps, rcs;    /* the decisions allowed */
 } sjob;
 
 static void sjob_free(sjob *x) {
@@ -61,10 +62,12 @@ static void sjob_free(sjob *x) {
     free(x->host);
 }
 
-static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s) {
+static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s, int swaps, int rcs) {
     memset(x, 0, sizeof *x);
     x->J_ = J;
     x->s_ = s;
+    x->swaps = swaps;
+    x->rcs = rcs;
     size_t n = (size_t)J->n + 1, cells = n * ((size_t)J->nc + 1);
     x->load = malloc(n * sizeof *x->load);
     x->busy_out = calloc(n, 1);
@@ -196,8 +199,9 @@ static int step(sjob *x) {
         int32_t a, b;
         if (!gap_of(x, k, tp, &a, &b)) continue;
         option op;
-        if (swap_option(x, k, a, b, tp, &op) && op.score > best_sw.score) best_sw = op;
-        if (rc_option(x, k, a, b, &op) && op.score > best_rc.score) best_rc = op;
+        if (x->swaps && swap_option(x, k, a, b, tp, &op) && op.score > best_sw.score)
+            best_sw = op;
+        if (x->rcs && rc_option(x, k, a, b, &op) && op.score > best_rc.score) best_rc = op;
     }
     if (best_sw.kind) apply(x, &best_sw);
     else if (best_rc.kind) apply(x, &best_rc);
@@ -211,14 +215,14 @@ static double peak(const sjob *x) {
     return p;
 }
 
-tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
-                           int *steps) {
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget, int swaps,
+                           int recomputations, int *steps) {
     sjob *x = calloc((size_t)n, sizeof *x);
     uint8_t *stuck = calloc((size_t)n, 1);
     tsl_status st = x && stuck ? TSL_OK : tsl_fail(TSL_ERR_OOM, "str: out of host memory");
     int built = 0;
     for (; built < n && st == TSL_OK; built++) {
-        st = sjob_init(&x[built], &J[built], &s[built]);
+        st = sjob_init(&x[built], &J[built], &s[built], swaps, recomputations);
         if (st != TSL_OK) break;
     }
     *steps = 0;
@@ -262,7 +266,7 @@ static tsl_status plan_str(const tsl_plan_request *rq, tsl_plan **plans, int *it
             break;
         }
     }
-    if (st == TSL_OK) st = tsl__str_greedy(J, s, n, rq->budget, iterations);
+    if (st == TSL_OK) st = tsl__str_greedy(J, s, n, rq->budget, 1, 1, iterations);
     for (int j = 0; j < n && st == TSL_OK; j++) st = tsl__ilp_emit(&J[j], &s[j], plans[j]);
     for (int j = 0; j < built; j++) {
         tsl__ilp_sched_free(&s[j]);
