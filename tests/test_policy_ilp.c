@@ -459,6 +459,49 @@ Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it
     rw_free(w);
 }
 
+Test(ilp_emit, str_on_random_workloads_is_valid_and_a_start_of_the_programs) {
+    /* str's own plans (no layout rounds) at three budgets: valid, no wait; its
+     * greedy recomputes only before an op reading the tensor (the programs'
+     * R columns: mosos refused STR's start when a recomputation fed another,
+     * and str's swap-ins preceded ops not reading their tensor) */
+    tsl_device_profile dev = pc_exact_profile();
+    rw_opts ro = rw_opts_default();
+    tsl_policy_opts *o = opts_of("str", NULL);
+    int decided = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        tsl_workload *w = rw_generate(seed, &ro, "rand");
+        cr_assert_not_null(w);
+        size_t vp = rw_vanilla_peak(w);
+        for (int f = 2; f <= 4; f++) {
+            size_t budget = vp * 2 / (size_t)f;
+            tsl_solver_report sv;
+            tsl_plan *p = plan_direct("str", o, w, &dev, budget, &sv);
+            size_t peak;
+            double period;
+            cr_assert(judge(w, p, &dev, &peak, &period), "seed %llu, budget %zu: invalid",
+                      (unsigned long long)seed, budget);
+            tsl_plan_free(p);
+            tsl__ilp_job J;
+            tsl__ilp_sched s;
+            int steps;
+            cr_assert_eq(tsl__ilp_job_init(&J, w, &dev, 0), TSL_OK);
+            cr_assert_eq(tsl__ilp_sched_init(&s, &J), TSL_OK);
+            cr_assert_eq(tsl__str_greedy(&J, &s, 1, budget, 1, 1, &steps), TSL_OK);
+            decided += steps;
+            for (size_t i = 0; i < (size_t)J.n * (size_t)J.nc; i++)
+                cr_assert(!s.R[i] || J.reads[i], "seed %llu: a recomputation of '%s' before "
+                          "op %zu, which does not read it", (unsigned long long)seed,
+                          w->tensors[J.c[i % (size_t)J.nc].tensor].name, i / (size_t)J.nc);
+            tsl__ilp_sched_free(&s);
+            tsl__ilp_job_free(&J);
+        }
+        rw_free(w);
+    }
+    printf("str on random workloads: %d decisions\n", decided);
+    cr_assert_gt(decided, 50);
+    tsl_policy_opts_free(o);
+}
+
 /* ---- through tsl_plan_jobs: the common checks ----------------------------------------- */
 
 /* Plans w (n jobs) with policy at the budget and runs the common checks
