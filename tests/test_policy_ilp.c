@@ -655,6 +655,39 @@ Test(ilp_limits, the_time_limit_is_reported_with_its_gap, .timeout = 600) {
     tsl_workload_free(w);
 }
 
+Test(ilp_limits, the_whole_plan_ends_by_its_deadline, .timeout = 120) {
+    /* mosos on resnet18 at half its activations, CBC allowed 600 s a solve:
+     * the deadline of 3 s for the whole planning cuts the solves (inception3's
+     * program ran past 300 s with a 10 s limit per solve). The budget is
+     * infeasible (proven at once); CBC stopped at the cut limit of the
+     * least-memory solve crashed there (CglPreProcess::postProcess) when it
+     * ran in the planner's process: the plan is then the solve's start */
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload("resnet18", &dev, 0);
+    tsl_plan *v = NULL;
+    tsl_plan_opts po = pc_opts("vanilla", NULL, 0);
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &po, &v, &rep), TSL_OK);
+    size_t pers = pc_persistent_bytes(w), vf = rep.vanilla_footprint[0];
+    tsl_plan_free(v);
+    tsl_plan_report_free(&rep);
+    const char *kv[] = {"time-limit", "600", "deadline", "3", NULL};
+    tsl_policy_opts *o = opts_of("mosos", kv);
+    tsl_solver_report sv;
+    double t0 = tsl__milp_now();
+    tsl_plan *p = plan_direct("mosos", o, w, &dev, pers + (vf - pers) / 2, &sv);
+    double took = tsl__milp_now() - t0;
+    printf("resnet18 mosos, deadline 3 s: %s after %d solves, %.2f s of CBC, %.2f s in all, "
+           "limit %d, gap %g\n", sv.status, sv.solves, sv.seconds, took, sv.hit_limit, sv.gap);
+    cr_assert_leq(took, 3.0 + 1.0, "planning took %.2f s", took);
+    size_t peak;
+    double period;
+    cr_assert(judge(w, p, &dev, &peak, &period), "the plan at the deadline is invalid");
+    tsl_plan_free(p);
+    tsl_policy_opts_free(o);
+    tsl_workload_free(w);
+}
+
 /* ---- the algorithm choice (MO-SOS) ------------------------------------------------------ */
 
 Test(ilp_algos, mosos_chooses_a_faster_algorithm_where_its_workspace_fits) {

@@ -426,6 +426,14 @@ static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, ts
     }
 }
 
+/* 1 if a solve given a feasible start ended without a solution: stopped
+ * (or crashed) before it took the start, or "infeasible", which the start
+ * disproves (CBC 2.10 says so at times when its limit stops its
+ * preprocessing). */
+static int no_answer(const tsl__milp_result *res) {
+    return res->status == TSL__MILP_NO_SOLUTION || res->status == TSL__MILP_INFEASIBLE;
+}
+
 /* The start x0 taken as the solution (CBC stopped at its limit before
  * taking it): feasible, its objective, no bound. Returns x0. */
 static const double *use_start(tsl__ilp_outcome *out, const tsl__milp *m, const double *x0) {
@@ -534,7 +542,7 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
     const double *sol = NULL; /* the solution taken */
     if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
         sol = res.x;
-    else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+    else if (st == TSL_OK && no_answer(&res) && mo.start)
         sol = use_start(out, m, x0); /* CBC stopped before taking the start */
     if (st == TSL_OK && !sol) {
         /* no schedule within the budget (or none found in the limit): the least
@@ -559,7 +567,7 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
         out->budget_relaxed = 1;
         if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
             sol = res.x;
-        else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+        else if (st == TSL_OK && no_answer(&res) && mo.start)
             sol = use_start(out, m, x0);
     }
     if (sol)
