@@ -392,15 +392,18 @@ static int schedule_start(const tsl__ilp_job *J, int n_jobs, const jcols *c,
             if (c[j].S[AT(Jj, Jj->c[k].q + 1, k)] < 0)
                 for (int32_t t = Jj->c[k].q + 1; t <= Jj->c[k].last; t++)
                     if (!st[j].S[AT(Jj, t, k)]) return 0;
-        double pk = 0;
+        double pk = 0, *load = malloc(((size_t)Jj->n + 1) * sizeof *load);
+        if (!load) return 0; /* out of host memory: no start */
+        tsl__ilp_stage_loads(Jj, &st[j], load);
         for (int32_t t = 0; t < Jj->n; t++) {
-            double l = tsl__ilp_stage_load(Jj, &st[j], t);
+            double l = load[t];
             if (c[j].A[t] >= 0) {
                 x[c[j].A[t]] = 1;
                 l += (double)al->ws[t][0] - (double)Jj->w->ops[t].workspace;
             }
             pk = fmax(pk, l / KIB);
         }
+        free(load);
         x[c[j].pk] = pk;
         sum += pk;
     }

@@ -104,8 +104,9 @@ typedef struct tsl__ilp_sched {
 /* All-resident (vanilla) decisions for J. TSL_ERR_OOM. */
 tsl_status tsl__ilp_sched_init(tsl__ilp_sched *s, const tsl__ilp_job *J);
 void tsl__ilp_sched_free(tsl__ilp_sched *s);
-/* The load the model predicts for stage t under s (bytes). */
-double tsl__ilp_stage_load(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32_t t);
+/* The loads the model predicts for every stage under s (bytes), into
+ * load[0 .. J->n). */
+void tsl__ilp_stage_loads(const tsl__ilp_job *J, const tsl__ilp_sched *s, double *load);
 
 /* What the program may decide. */
 typedef struct tsl__ilp_opts {

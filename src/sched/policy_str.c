@@ -78,7 +78,7 @@ static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s, int swa
         sjob_free(x);
         return tsl_fail(TSL_ERR_OOM, "str: out of host memory for job '%s'", J->w->job);
     }
-    for (int32_t t = 0; t < J->n; t++) x->load[t] = tsl__ilp_stage_load(J, s, t);
+    tsl__ilp_stage_loads(J, s, x->load);
     memcpy(x->use, J->reads, (size_t)J->n * (size_t)J->nc);
     for (int32_t k = 0; k < J->nc; k++) x->host[k] = -1;
     return TSL_OK;
