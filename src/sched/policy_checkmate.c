@@ -10,7 +10,13 @@
  * Checkmate's: a stage per op, S (kept) and R (recomputed) per candidate
  * and stage, the recomputation time minimised under the request's budget
  * of summed peak loads, solved by CBC under a time limit (a solution found
- * by then is used, and the report gives its gap). Departures, and why:
+ * by then is used, and the report gives its gap) and a deadline for the
+ * whole planning (option deadline: the solves are cut to fit; CBC runs in
+ * a process of its own, killed past its limit, milp.h). Departures, and
+ * why:
+ *  - CBC starts from STR's greedy (policy_str.c) with recomputations only,
+ *    on the same model: checkmate is never worse than that greedy (CBC
+ *    found no schedule in 10 s on inception3 without it);
  *  - a recomputation runs right before the op that reads the tensor (a
  *    RECOMPUTE event), so R exists only where op t reads candidate k
  *    (Checkmate lets any stage recompute any earlier op: O(n^2) columns,

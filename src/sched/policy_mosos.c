@@ -24,6 +24,9 @@
  *    the producer and before a read (the paper has them at every stage:
  *    too many columns for CBC on the zoo's graphs); CBC starts from STR's
  *    greedy (policy_str.c) on the same model, so mosos is never worse;
+ *  - a deadline for the whole planning (option deadline, 20 s): the
+ *    solves' limits are cut to fit it (CBC runs in a process of its own,
+ *    killed past its limit: milp.h), the report says the limit was hit;
  *  - the paper limits each stage to one copy starting per direction; here
  *    a channel carries one copy at a time over the stages it spans, so
  *    copies never overlap and no op waits for one (the plans have no

@@ -31,7 +31,11 @@
  *    integer programs (copies start at stage starts and hold their channel
  *    until the stage they have ended by), so that STR, Checkmate and
  *    MO-SOS are compared on one model, and no op ever waits for a copy;
- *  - recomputation is one level (the producer's inputs must be resident);
+ *  - recomputation is one level (the producer's inputs must be resident),
+ *    and a gap is closed (by a swap or a recomputation) only where it ends
+ *    at an op reading the tensor, not at a recomputation's input: a
+ *    swap-in precedes an op reading its tensor, and the programs, which
+ *    start from this greedy, have R only there;
  *  - several jobs need channel shares, as for mosos.
  */
 #include <math.h>
