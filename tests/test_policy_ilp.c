@@ -545,7 +545,7 @@ static void zoo_model(const char *model, int n_policies) {
     size_t pers = pc_persistent_bytes(w), vf = rep.vanilla_footprint[0];
     tsl_plan_free(v);
     tsl_plan_report_free(&rep);
-    const char *kv[] = {"time-limit", "600", NULL};
+    const char *kv[] = {"time-limit", "600", "deadline", "3600", NULL};
     for (int i = 0; i < n_policies; i++)
         for (int f = 1; f <= 3; f++)
             checked(&w, 1, &dev, ILP_POLICIES[i], strcmp(ILP_POLICIES[i], "str") ? kv : NULL,
@@ -572,7 +572,7 @@ Test(ilp_random, workloads, .timeout = 900) {
         size_t vp = rw_vanilla_peak(w);
         char what[32];
         snprintf(what, sizeof what, "random %d", s);
-        const char *kv[] = {"time-limit", "600", NULL};
+        const char *kv[] = {"time-limit", "600", "deadline", "3600", NULL};
         for (int i = 0; i < 3; i++)
             checked(&w, 1, &dev, ILP_POLICIES[i], strcmp(ILP_POLICIES[i], "str") ? kv : NULL,
                     vp * 3 / 4, NULL, what);
@@ -587,7 +587,7 @@ Test(ilp_jobs, several_jobs_share_the_budget, .timeout = 600) {
     cr_assert_eq(rw_generate_jobs(7, &ro, 2, w), 0);
     size_t vp = rw_vanilla_peak(w[0]) + rw_vanilla_peak(w[1]);
     const double share[2] = {0.5, 0.5};
-    const char *kv[] = {"time-limit", "600", NULL};
+    const char *kv[] = {"time-limit", "600", "deadline", "3600", NULL};
     checked(w, 2, &dev, "checkmate", kv, vp * 4 / 5, NULL, "2 jobs");
     checked(w, 2, &dev, "mosos", kv, vp * 4 / 5, share, "2 jobs");
     checked(w, 2, &dev, "str", NULL, vp * 4 / 5, share, "2 jobs");
