@@ -138,7 +138,10 @@ typedef struct tsl__milp_result {
  * tsl__milp_result_free). Returns TSL_OK whatever the status (the status
  * says what was found); TSL_ERR_INVALID for bad options (named with their
  * values) or a column whose lb > ub (named), TSL_ERR_OOM (also if the
- * program failed to grow earlier). On error r is zeroed. */
+ * program failed to grow earlier), TSL_ERR_IO if the solver's process or
+ * its pipe cannot be made. A solve lasts at most time_limit_s plus
+ * TSL__MILP_GRACE(time_limit_s) (then NO_SOLUTION, hit_limit); a crash of
+ * CBC is NO_SOLUTION with crashed. On error r is zeroed. */
 tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__milp_result *r);
 void tsl__milp_result_free(tsl__milp_result *r);
 
