@@ -80,8 +80,11 @@ static tsl_workload *skip(void) {
  *   op1 relu [c] -> r (ws)   op6 loss.dlogits [L] -> gy   op11 conv.dw [gc, in] -> dw
  *   op2 pool [r] -> p        op7 fc.dx [gy, w2] -> gp     op12, op13 the updates
  *   op3 fc [p, w2] -> y1     op8 fc.dw [gy, p] -> dw2
- *   op4 big [y1] -> y        op9 pool.bwd [gp, r] -> gr */
-static tsl_workload *pool_behind_relu(void) {
+ *   op4 big [y1] -> y        op9 pool.bwd [gp, r] -> gr
+ * pads > 0: as many ops between fc.dw and pool.bwd (pad1 [gp] -> gp1, pad2
+ * [gp1] -> gp2, ...; their tensors after dw, pool.bwd reading the last),
+ * which lengthen r's gap before pool.bwd. */
+static tsl_workload *pool_behind_relu_padded(int pads) {
     rw_builder *b = rw_build_begin("chain");
     struct { const char *n; size_t b; tsl_tensor_kind k; } t[] = {
         {"in", 1000, TSL_KIND_INPUT},      {"w", 100, TSL_KIND_PARAM},
@@ -93,8 +96,13 @@ static tsl_workload *pool_behind_relu(void) {
         {"gr", 2000, TSL_KIND_GRADIENT},   {"gc", 2000, TSL_KIND_GRADIENT},
         {"dw", 100, TSL_KIND_GRADIENT},
     };
-    for (int i = 0; i < (int)(sizeof t / sizeof t[0]); i++)
-        cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
+    int nt = (int)(sizeof t / sizeof t[0]);
+    for (int i = 0; i < nt; i++) cr_assert_eq(rw_build_tensor(b, t[i].n, t[i].b, t[i].k), i);
+    for (int i = 0; i < pads; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gp%d", i + 1);
+        cr_assert_eq(rw_build_tensor(b, name, 500, TSL_KIND_GRADIENT), nt + i);
+    }
     PC_OP(b, "conv", PC_L2(0, 1), PC_L1(3));
     rw_build_op(b, "relu", 10.0, 64, (const int32_t[]){3}, 1, (const int32_t[]){4}, 1);
     PC_OP(b, "pool", PC_L1(4), PC_L1(5));
@@ -104,7 +112,14 @@ static tsl_workload *pool_behind_relu(void) {
     PC_OP(b, "loss.dlogits", PC_L1(8), PC_L1(9));
     PC_OP(b, "fc.dx", PC_L2(9, 2), PC_L1(10));
     PC_OP(b, "fc.dw", PC_L2(9, 5), PC_L1(11));
-    PC_OP(b, "pool.bwd", PC_L2(10, 4), PC_L1(12));
+    for (int i = 0; i < pads; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "pad%d", i + 1);
+        int32_t in = i ? nt + i - 1 : 10, out = nt + i;
+        rw_build_op(b, name, 10.0, 0, &in, 1, &out, 1);
+    }
+    int32_t gp = pads ? nt + pads - 1 : 10;
+    PC_OP(b, "pool.bwd", PC_L2(gp, 4), PC_L1(12));
     PC_OP(b, "relu.dx", PC_L2(12, 4), PC_L1(13));
     PC_OP(b, "conv.dw", PC_L2(13, 0), PC_L1(14));
     rw_build_mark_optimizer(b);
@@ -114,6 +129,8 @@ static tsl_workload *pool_behind_relu(void) {
     cr_assert_not_null(w);
     return w;
 }
+
+static tsl_workload *pool_behind_relu(void) { return pool_behind_relu_padded(0); }
 
 /* The policy's options with the settings name=value (NULL-terminated
  * pairs); free with tsl_policy_opts_free. */
@@ -450,6 +467,55 @@ Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it
             swap_ins++;
         }
     cr_assert_eq(swap_ins, 1);
+    size_t peak;
+    double period;
+    cr_assert(judge(w, pl, &dev, &peak, &period), "the emitted plan fails verification");
+    tsl_plan_free(pl);
+    tsl__ilp_sched_free(&s);
+    tsl__ilp_job_free(&J);
+    rw_free(w);
+}
+
+Test(ilp_emit, a_stay_serving_a_recomputation_only_holds_the_tensor_to_its_next_read) {
+    /* pool_behind_relu with 3 ops between fc.dw (op 8) and pool.bwd (op 12):
+     * r offloaded at stage 3, prefetched at 6 (landing by 8, where p is
+     * recomputed from it), dropped at 9 and prefetched again at 9 (landing by
+     * 11) for op 12. The first stay has no op reading r: the swap-in precedes
+     * op 12 and r stays until then (no release, the second prefetch left
+     * out): more memory than the schedule's, a valid plan */
+    tsl_workload *w = pool_behind_relu_padded(3);
+    tsl_device_profile dev = pc_exact_profile();
+    tsl__ilp_job J;
+    tsl__ilp_sched s;
+    cr_assert_eq(tsl__ilp_job_init(&J, w, &dev, 0), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl__ilp_sched_init(&s, &J), TSL_OK);
+    int32_t r = J.cand_of[4], p = J.cand_of[5];
+    cr_assert(r >= 0 && p >= 0);
+#define CELL(t, k) ((size_t)(t) * (size_t)J.nc + (size_t)(k))
+    cr_assert_eq(J.sf_out[CELL(3, r)], 5);
+    cr_assert_eq(J.sf_in[CELL(6, r)], 8);
+    cr_assert_eq(J.sf_in[CELL(9, r)], 11);
+    s.O[CELL(3, r)] = 1;
+    s.P[CELL(6, r)] = s.P[CELL(9, r)] = 1;
+    for (int32_t t = 5; t < 11; t++) s.S[CELL(t, r)] = t == 8;
+    for (int32_t t = 4; t <= 8; t++) s.S[CELL(t, p)] = 0;
+    s.R[CELL(8, p)] = 1;
+#undef CELL
+    tsl_plan *pl = tsl_plan_new(w->job);
+    cr_assert_eq(tsl__ilp_emit(&J, &s, pl), TSL_OK, "%s", tsl_last_error());
+    tsl_plan_sort(pl);
+    int swap_ins = 0, releases = 0;
+    for (int32_t e = 0; e < pl->n_events; e++) {
+        const tsl_event *ev = &pl->events[e];
+        if (ev->tensor != 4) continue;
+        if (ev->type == TSL_EV_SWAP_IN) {
+            cr_assert_eq(ev->precede, 12, "the swap-in precedes op %d", (int)ev->precede);
+            swap_ins++;
+        }
+        releases += ev->type == TSL_EV_RELEASE;
+    }
+    cr_assert_eq(swap_ins, 1);
+    cr_assert_eq(releases, 1, "r released %d times (once, at the offload)", releases);
     size_t peak;
     double period;
     cr_assert(judge(w, pl, &dev, &peak, &period), "the emitted plan fails verification");
