@@ -521,7 +521,8 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
         int32_t *po = malloc(((size_t)J[j].n + 1) * sizeof *po);
         int32_t *pp = malloc(((size_t)J[j].n + 1) * sizeof *pp);
         if (!po || !pp) r.oom = 1;
-        for (int32_t k = 0; k < J[j].nc && !r.oom; k++) candidate_rows(m, &J[j], &c[j], k, &r, po, pp);
+        for (int32_t k = 0; k < J[j].nc && !r.oom; k++)
+            candidate_rows(m, &J[j], &c[j], k, &r, po, pp);
         free(po);
         free(pp);
         channel_rows(m, &J[j], &c[j], &r);

@@ -458,8 +458,8 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
         return tsl_fail(TSL_ERR_IO, "milp: cannot start the solver's process (%s)",
                         strerror(errno));
     }
-    double deadline = isfinite(o->time_limit_s) ? t0 + o->time_limit_s + TSL__MILP_GRACE(o->time_limit_s)
-                                                : INFINITY;
+    double lim = o->time_limit_s;
+    double deadline = isfinite(lim) ? t0 + lim + TSL__MILP_GRACE(lim) : INFINITY;
     ssize_t got = read_until(fd[0], buf, cap, deadline);
     close(fd[0]);
     int killed = got < 0, ws = 0;
@@ -488,7 +488,9 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
         if (h.has_x) {
             r->x = malloc(((size_t)m->n_cols + 1) * sizeof *r->x);
             if (r->x) memcpy(r->x, buf + sizeof h, (size_t)m->n_cols * sizeof *r->x);
-            else st = tsl_fail(TSL_ERR_OOM, "milp: out of host memory for %d values", (int)m->n_cols);
+            else
+                st = tsl_fail(TSL_ERR_OOM, "milp: out of host memory for %d values",
+                              (int)m->n_cols);
         }
     }
     free(buf);
