@@ -15,14 +15,15 @@
  * stops it (CglPreProcess::postProcess, a segmentation fault that killed
  * `tensile bench paper`). The parent waits at most the limit plus a grace
  * (TSL__MILP_GRACE), kills the child then, and takes a kill or a crash as
- * "no solution" (hit_limit, crashed). Each solve has a process of its own,
- * so CBC's static state (its command-line driver keeps some) is never
- * shared and solves need no lock.
+ * "no solution" (hit_limit, crashed). Solves are serialized by one
+ * process-wide lock: a child forked by one thread would hold the write end
+ * of another solve's pipe open, and that solve would not see its answer end.
  */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@
 #include "core/assert.h"
 #include "core/grow.h"
 #include "sched/milp.h"
+
+/* One solve (its child process and pipe) at a time in the process. */
+static pthread_mutex_t solve_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct tsl__milp {
     /* columns */
@@ -441,7 +445,9 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
     char *buf = malloc(cap);
     int fd[2] = {-1, -1};
     if (!buf) return tsl_fail(TSL_ERR_OOM, "milp: out of host memory for the solver's answer");
+    pthread_mutex_lock(&solve_mu);
     if (pipe(fd) != 0) {
+        pthread_mutex_unlock(&solve_mu);
         free(buf);
         return tsl_fail(TSL_ERR_IO, "milp: no pipe for the solver (%s)", strerror(errno));
     }
@@ -453,6 +459,7 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
     }
     close(fd[1]);
     if (pid < 0) {
+        pthread_mutex_unlock(&solve_mu);
         close(fd[0]);
         free(buf);
         return tsl_fail(TSL_ERR_IO, "milp: cannot start the solver's process (%s)",
@@ -465,6 +472,7 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
     int killed = got < 0, ws = 0;
     if (killed) kill(pid, SIGKILL);
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    pthread_mutex_unlock(&solve_mu);
     tsl_status st = TSL_OK;
     wire h;
     int whole = !killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && (size_t)got >= sizeof h;
