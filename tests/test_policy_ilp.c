@@ -725,9 +725,11 @@ Test(ilp_limits, the_whole_plan_ends_by_its_deadline, .timeout = 120) {
     /* mosos on resnet18 at half its activations, CBC allowed 600 s a solve:
      * the deadline of 3 s for the whole planning cuts the solves (inception3's
      * program ran past 300 s with a 10 s limit per solve). The budget is
-     * infeasible (proven at once); CBC stopped at the cut limit of the
-     * least-memory solve crashed there (CglPreProcess::postProcess) when it
-     * ran in the planner's process: the plan is then the solve's start */
+     * infeasible (proven at once); on a loaded machine CBC, stopped at the
+     * cut limit of the least-memory solve, died there of SIGSEGV
+     * (CglPreProcess::postProcess; seen 4 times in 4 runs, not on an idle
+     * machine), which ended the planner when CBC ran in its process: the
+     * plan is then the solve's start */
     tsl_device_profile dev = rtf_cpu_profile();
     tsl_workload *w = pc_zoo_workload("resnet18", &dev, 0);
     tsl_plan *v = NULL;

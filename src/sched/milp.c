@@ -504,8 +504,10 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
     free(buf);
     r->seconds = tsl__milp_now() - t0;
     /* a solution not proven optimal at the limit: CBC 2.10 does not always say why it
-     * stopped (status 0, no secondary status) */
-    if (st == TSL_OK && r->status == TSL__MILP_FEASIBLE && r->seconds >= o->time_limit_s)
+     * stopped (status 0, no secondary status); a crash past the limit: CBC stopped by
+     * it died in its postprocessing */
+    if (st == TSL_OK && (r->status == TSL__MILP_FEASIBLE || r->crashed) &&
+        r->seconds >= o->time_limit_s)
         r->hit_limit = 1;
     if (st != TSL_OK) tsl__milp_result_free(r);
     return st;

@@ -131,7 +131,8 @@ typedef struct tsl__milp_result {
     double seconds;      /* wall clock of the solve */
     int hit_limit;       /* 1 if it stopped at the time or node limit (or was killed at
                             the limit plus its grace: then NO_SOLUTION) */
-    int crashed;         /* 1 if CBC's process died (NO_SOLUTION) */
+    int crashed;         /* 1 if CBC's process died (NO_SOLUTION); past the time limit,
+                            hit_limit too (CBC stopped by it dies in its postprocessing) */
 } tsl__milp_result;
 
 /* Solves m with o (NULL: the defaults) into *r (free with
