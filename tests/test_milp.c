@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,60 @@ Test(milp, silent_at_log_level_zero) {
     cr_assert_eq(st, TSL_OK);
     cr_assert_float_eq(r.objective, -2, 1e-9);
     cr_assert_eq(size, 0, "CBC wrote %lld bytes to stdout at log level 0", (long long)size);
+    tsl__milp_result_free(&r);
+    tsl__milp_free(m);
+}
+
+/* Stand-ins for a CBC that dies (CglPreProcess::postProcess segfaulted at
+ * its time limit on inception3's Checkmate program, killing `tensile bench
+ * paper`) and one that overruns its limit (its preprocessing and root LP
+ * are not interrupted), run in the solver's process. */
+static void cbc_crashes(void) { raise(SIGSEGV); }
+static void cbc_overruns(void) { sleep(30); }
+
+/* x + y <= 1, maximise x + 2y. */
+static tsl__milp *tiny(void) {
+    tsl__milp *m = tsl__milp_new();
+    int x = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, -1);
+    int y = tsl__milp_col(m, TSL__MILP_BINARY, 0, 1, -2);
+    tsl__milp_row(m, 2, (int[]){x, y}, (double[]){1, 1}, 'L', 1);
+    return m;
+}
+
+Test(milp, a_crash_of_cbc_is_no_solution_not_the_callers_end) {
+    tsl__milp *m = tiny();
+    tsl__milp_opts o = tsl__milp_opts_default();
+    o.test_hook = cbc_crashes;
+    tsl__milp_result r;
+    cr_assert_eq(tsl__milp_solve(m, &o, &r), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(r.status, TSL__MILP_NO_SOLUTION);
+    cr_assert_eq(r.crashed, 1);
+    cr_assert_null(r.x);
+    tsl__milp_result_free(&r);
+    /* the next solve is whole */
+    cr_assert_eq(tsl__milp_solve(m, NULL, &r), TSL_OK);
+    cr_assert_eq(r.status, TSL__MILP_OPTIMAL);
+    cr_assert_float_eq(r.objective, -2, 1e-9);
+    cr_assert_eq(r.crashed, 0);
+    tsl__milp_result_free(&r);
+    tsl__milp_free(m);
+}
+
+Test(milp, a_solve_ends_by_its_limit_plus_the_grace) {
+    tsl__milp *m = tiny();
+    tsl__milp_opts o = tsl__milp_opts_default();
+    o.test_hook = cbc_overruns;
+    o.time_limit_s = 0.5;
+    tsl__milp_result r;
+    double t0 = tsl__milp_now();
+    cr_assert_eq(tsl__milp_solve(m, &o, &r), TSL_OK, "%s", tsl_last_error());
+    double took = tsl__milp_now() - t0;
+    cr_assert_eq(r.status, TSL__MILP_NO_SOLUTION);
+    cr_assert_eq(r.hit_limit, 1);
+    cr_assert_eq(r.crashed, 0);
+    cr_assert_leq(took, 0.5 + TSL__MILP_GRACE(0.5) + 1.0, "took %.2f s", took);
+    cr_assert_geq(took, 0.5 + TSL__MILP_GRACE(0.5) - 0.05, "took %.2f s", took);
+    cr_assert_float_eq(TSL__MILP_LIMIT_WITHIN(0.5 + TSL__MILP_GRACE(0.5)), 0.5, 1e-12);
     tsl__milp_result_free(&r);
     tsl__milp_free(m);
 }

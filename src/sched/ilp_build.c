@@ -171,20 +171,31 @@ static int add_columns(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_opts 
     return c->pk >= 0;
 }
 
-/* The rows of one candidate: continuity, uses, chains, copies. */
+/* The stages in (q, last] of candidate k where cols has a column, into
+ * at[] (room for the span); returns their count. */
+static int32_t with_cols(const tsl__ilp_job *J, const int *cols, int32_t k, int32_t *at) {
+    int32_t n = 0;
+    for (int32_t t = J->c[k].q + 1; t <= J->c[k].last; t++)
+        if (cols[AT(J, t, k)] >= 0) at[n++] = t;
+    return n;
+}
+
+/* The rows of one candidate: continuity, uses, chains, copies. po, pp:
+ * room for the candidate's span (its stages with an offload, a prefetch
+ * column). */
 static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, int32_t k,
-                           rowb *r) {
+                           rowb *r, int32_t *po, int32_t *pp) {
     const tsl__ilp_cand *cd = &J->c[k];
     if (c->S[AT(J, cd->q + 1, k)] < 0) return; /* no columns: as in vanilla */
-    int any_o = 0;
+    int32_t no = with_cols(J, c->O, k, po), np = with_cols(J, c->P, k, pp);
     for (int32_t t = cd->q + 1; t <= cd->last; t++) {
         size_t i = AT(J, t, k);
         if (t > cd->q + 1) { /* continuity */
             rb_add(r, c->S[i], 1);
             rb_add(r, c->S[AT(J, t - 1, k)], -1);
             rb_add(r, c->R[AT(J, t - 1, k)], -1);
-            for (int32_t p = cd->q + 1; p < t; p++)
-                if (J->sf_in[AT(J, p, k)] == t) rb_add(r, c->P[AT(J, p, k)], -1);
+            for (int32_t a = 0; a < np && pp[a] < t; a++)
+                if (J->sf_in[AT(J, pp[a], k)] == t) rb_add(r, c->P[AT(J, pp[a], k)], -1);
             rb_emit(m, r, 'L', 0);
         }
         if (J->reads[i]) { /* use */
@@ -205,12 +216,11 @@ static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, 
                 rb_emit(m, r, 'L', 0);
             }
         }
-        any_o |= c->O[i] >= 0;
         /* resident while an offload copies: sum of O[p] with p <= t < sf_out[p] */
         int n0 = 0;
-        for (int32_t p = cd->q + 1; p <= t; p++)
-            if (c->O[AT(J, p, k)] >= 0 && J->sf_out[AT(J, p, k)] > t) {
-                rb_add(r, c->O[AT(J, p, k)], 1);
+        for (int32_t a = 0; a < no && po[a] <= t; a++)
+            if (J->sf_out[AT(J, po[a], k)] > t) {
+                rb_add(r, c->O[AT(J, po[a], k)], 1);
                 n0++;
             }
         if (n0) {
@@ -219,9 +229,9 @@ static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, 
         }
         /* absent from a prefetch's start until it lands, nor recomputed */
         n0 = 0;
-        for (int32_t p = cd->q + 1; p <= t; p++)
-            if (c->P[AT(J, p, k)] >= 0 && J->sf_in[AT(J, p, k)] > t) {
-                rb_add(r, c->P[AT(J, p, k)], 1);
+        for (int32_t a = 0; a < np && pp[a] <= t; a++)
+            if (J->sf_in[AT(J, pp[a], k)] > t) {
+                rb_add(r, c->P[AT(J, pp[a], k)], 1);
                 n0++;
             }
         if (n0) {
@@ -232,41 +242,78 @@ static void candidate_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, 
         /* a prefetch only once an offload has ended */
         if (c->P[i] >= 0) {
             rb_add(r, c->P[i], 1);
-            for (int32_t p = cd->q + 1; p <= t; p++)
-                if (c->O[AT(J, p, k)] >= 0 && J->sf_out[AT(J, p, k)] <= t)
-                    rb_add(r, c->O[AT(J, p, k)], -1);
+            for (int32_t a = 0; a < no && po[a] <= t; a++)
+                if (J->sf_out[AT(J, po[a], k)] <= t) rb_add(r, c->O[AT(J, po[a], k)], -1);
             rb_emit(m, r, 'L', 0);
         }
     }
-    if (any_o) { /* one offload */
-        for (int32_t t = cd->q + 1; t <= cd->last; t++) rb_add(r, c->O[AT(J, t, k)], 1);
+    if (no) { /* one offload */
+        for (int32_t a = 0; a < no; a++) rb_add(r, c->O[AT(J, po[a], k)], 1);
         rb_emit(m, r, 'L', 1);
     }
 }
 
-/* Channel rows of job J: per stage, the copies holding it. */
+/* Adds to held[u] (one row per stage) coef times each copy column of cols
+ * (n x nc, -1: none) for the stages u in [p, sf[p]) that the copy started
+ * at p holds. */
+static void copies_holding(const tsl__ilp_job *J, const int *cols, const int32_t *sf,
+                           double coef_per_byte, rowb *held) {
+    for (int32_t k = 0; k < J->nc; k++) {
+        double coef = coef_per_byte > 0 ? coef_per_byte * (double)J->c[k].bytes : 1;
+        for (int32_t p = J->c[k].q + 1; p <= J->c[k].last; p++) {
+            size_t i = AT(J, p, k);
+            if (cols[i] < 0) continue;
+            for (int32_t u = p; u < sf[i]; u++) rb_add(&held[u], cols[i], coef);
+        }
+    }
+}
+
+/* 1 if any of held[0 .. n) ran out of host memory. */
+static int held_oom(const rowb *held, int32_t n) {
+    for (int32_t u = 0; u < n; u++)
+        if (held[u].oom) return 1;
+    return 0;
+}
+
+static void held_free(rowb *held, int32_t n) {
+    for (int32_t u = 0; held && u < n; u++) {
+        free(held[u].col);
+        free(held[u].v);
+    }
+    free(held);
+}
+
+/* Channel rows of job J: per stage, the copies holding it, per direction
+ * (one channel if not duplex). */
 static void channel_rows(tsl__milp *m, const tsl__ilp_job *J, const jcols *c, rowb *r) {
     int duplex = J->dev->duplex;
-    for (int32_t u = 0; u < J->n; u++) {
-        for (int dir = 0; dir < 2; dir++) {
-            if (!duplex && dir == 1) break;
-            for (int32_t k = 0; k < J->nc; k++)
-                for (int32_t p = J->c[k].q + 1; p <= u && p <= J->c[k].last; p++) {
-                    size_t i = AT(J, p, k);
-                    if ((dir == 0 || !duplex) && c->O[i] >= 0 && J->sf_out[i] > u)
-                        rb_add(r, c->O[i], 1);
-                    if ((dir == 1 || !duplex) && c->P[i] >= 0 && J->sf_in[i] > u)
-                        rb_add(r, c->P[i], 1);
-                }
-            if (r->n > 1) rb_emit(m, r, 'L', 1);
-            r->n = 0;
+    for (int dir = 0; dir < 2; dir++) {
+        if (!duplex && dir == 1) break;
+        rowb *held = calloc((size_t)J->n + 1, sizeof *held);
+        if (!held) {
+            r->oom = 1;
+            return;
         }
+        if (dir == 0 || !duplex) copies_holding(J, c->O, J->sf_out, 0, held);
+        if (dir == 1 || !duplex) copies_holding(J, c->P, J->sf_in, 0, held);
+        if (held_oom(held, J->n)) r->oom = 1;
+        for (int32_t u = 0; u < J->n && !r->oom; u++)
+            if (held[u].n > 1) rb_emit(m, &held[u], 'L', 1);
+        for (int32_t u = 0; u < J->n; u++) r->oom |= held[u].oom;
+        held_free(held, J->n);
     }
 }
 
 /* Memory rows of job J, and its alternatives' rows. */
 static void memory_rows(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_algos *al,
                         const jcols *c, rowb *r) {
+    rowb *flight = calloc((size_t)J->n + 1, sizeof *flight); /* prefetches in flight */
+    if (!flight) {
+        r->oom = 1;
+        return;
+    }
+    copies_holding(J, c->P, J->sf_in, 1.0 / KIB, flight);
+    if (held_oom(flight, J->n)) r->oom = 1;
     for (int32_t t = 0; t < J->n; t++) {
         double fixed = J->fixed[t];
         if (c->A[t] >= 0) {
@@ -286,13 +333,12 @@ static void memory_rows(tsl__milp *m, const tsl__ilp_job *J, const tsl__ilp_algo
             }
             rb_add(r, c->S[i], b);
             rb_add(r, c->R[i], b);
-            for (int32_t p = cd->q + 1; p <= t; p++)
-                if (c->P[AT(J, p, k)] >= 0 && J->sf_in[AT(J, p, k)] > t)
-                    rb_add(r, c->P[AT(J, p, k)], b);
         }
+        for (int a = 0; a < flight[t].n; a++) rb_add(r, flight[t].col[a], flight[t].v[a]);
         rb_add(r, c->pk, -1);
         rb_emit(m, r, 'L', -fixed / KIB);
     }
+    held_free(flight, J->n);
 }
 
 /* The vanilla schedule as a solution with the budget relaxed (excess
@@ -346,15 +392,18 @@ static int schedule_start(const tsl__ilp_job *J, int n_jobs, const jcols *c,
             if (c[j].S[AT(Jj, Jj->c[k].q + 1, k)] < 0)
                 for (int32_t t = Jj->c[k].q + 1; t <= Jj->c[k].last; t++)
                     if (!st[j].S[AT(Jj, t, k)]) return 0;
-        double pk = 0;
+        double pk = 0, *load = malloc(((size_t)Jj->n + 1) * sizeof *load);
+        if (!load) return 0; /* out of host memory: no start */
+        tsl__ilp_stage_loads(Jj, &st[j], load);
         for (int32_t t = 0; t < Jj->n; t++) {
-            double l = tsl__ilp_stage_load(Jj, &st[j], t);
+            double l = load[t];
             if (c[j].A[t] >= 0) {
                 x[c[j].A[t]] = 1;
                 l += (double)al->ws[t][0] - (double)Jj->w->ops[t].workspace;
             }
             pk = fmax(pk, l / KIB);
         }
+        free(load);
         x[c[j].pk] = pk;
         sum += pk;
     }
@@ -380,6 +429,14 @@ static void read_back(const tsl__ilp_job *J, const jcols *c, const double *x, ts
     }
 }
 
+/* 1 if a solve given a feasible start ended without a solution: stopped
+ * (or crashed) before it took the start, or "infeasible", which the start
+ * disproves (CBC 2.10 says so at times when its limit stops its
+ * preprocessing). */
+static int no_answer(const tsl__milp_result *res) {
+    return res->status == TSL__MILP_NO_SOLUTION || res->status == TSL__MILP_INFEASIBLE;
+}
+
 /* The start x0 taken as the solution (CBC stopped at its limit before
  * taking it): feasible, its objective, no bound. Returns x0. */
 static const double *use_start(tsl__ilp_outcome *out, const tsl__milp *m, const double *x0) {
@@ -391,16 +448,48 @@ static const double *use_start(tsl__ilp_outcome *out, const tsl__milp *m, const 
     return x0;
 }
 
-static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__milp *m) {
+/* A solve's result into the outcome (ran: 0 for a solve skipped for the
+ * deadline). */
+static void take(tsl__ilp_outcome *out, const tsl__milp_result *res, const tsl__milp *m, int ran) {
     out->status = res->status;
     out->objective = res->objective;
     out->bound = res->bound;
     out->gap = res->gap;
     out->seconds += res->seconds;
     out->hit_limit |= res->hit_limit;
+    out->crashed |= res->crashed;
     out->n_cols = tsl__milp_n_cols(m);
     out->n_rows = tsl__milp_n_rows(m);
-    out->solves++;
+    out->solves += ran;
+}
+
+/* Below this many seconds left before the deadline a solve is not started. */
+#define MIN_SOLVE_S 0.5
+
+/* Solves m with mo, its time limit o's cut to what o's deadline leaves
+ * (the solve's process is killed at its limit plus TSL__MILP_GRACE), into
+ * res and out; with too little time left nothing runs (no solution, the
+ * limit hit). TSL_OK or tsl__milp_solve's errors. */
+static tsl_status solve_in_time(const tsl__milp *m, tsl__milp_opts *mo, const tsl__ilp_opts *o,
+                                tsl__milp_result *res, tsl__ilp_outcome *out) {
+    double left = o->deadline > 0 ? o->deadline - tsl__milp_now() : INFINITY;
+    double fit = TSL__MILP_LIMIT_WITHIN(left);
+    int cut = fit < o->time_limit_s;
+    mo->time_limit_s = cut ? fit : o->time_limit_s;
+    if (cut && !(fit >= MIN_SOLVE_S)) {
+        memset(res, 0, sizeof *res);
+        res->status = TSL__MILP_NO_SOLUTION;
+        res->objective = res->bound = res->gap = NAN;
+        res->hit_limit = 1;
+        out->deadline_hit = 1;
+        take(out, res, m, 0);
+        return TSL_OK;
+    }
+    tsl_status st = tsl__milp_solve(m, mo, res);
+    if (st != TSL_OK) return st;
+    if (cut && res->hit_limit) out->deadline_hit = 1;
+    take(out, res, m, 1);
+    return TSL_OK;
 }
 
 tsl_status tsl__ilp_solve(tsl__ilp_job *J, int n_jobs, size_t budget, const tsl__ilp_opts *o,
@@ -429,7 +518,13 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
             st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's columns");
     int excess = st == TSL_OK ? tsl__milp_col(m, TSL__MILP_CONTINUOUS, 0, 0, 0.0) : -1;
     for (int j = 0; j < n_jobs && st == TSL_OK; j++) {
-        for (int32_t k = 0; k < J[j].nc; k++) candidate_rows(m, &J[j], &c[j], k, &r);
+        int32_t *po = malloc(((size_t)J[j].n + 1) * sizeof *po);
+        int32_t *pp = malloc(((size_t)J[j].n + 1) * sizeof *pp);
+        if (!po || !pp) r.oom = 1;
+        for (int32_t k = 0; k < J[j].nc && !r.oom; k++)
+            candidate_rows(m, &J[j], &c[j], k, &r, po, pp);
+        free(po);
+        free(pp);
         channel_rows(m, &J[j], &c[j], &r);
         memory_rows(m, &J[j], o->choose_algos ? &J[j].alg : NULL, &c[j], &r);
     }
@@ -441,19 +536,17 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
     if (st == TSL_OK && (r.oom || excess < 0))
         st = tsl_fail(TSL_ERR_OOM, "ilp: out of host memory for the program's rows");
     tsl__milp_opts mo = tsl__milp_opts_default();
-    mo.time_limit_s = o->time_limit_s;
     mo.threads = o->threads;
     tsl__milp_result res = {0};
     x0 = st == TSL_OK ? calloc((size_t)tsl__milp_n_cols(m) + 1, sizeof *x0) : NULL;
     if (x0 && start && schedule_start(J, n_jobs, c, o, start, budget, excess, 0, x0) &&
         tsl__milp_violation(m, x0, 0) <= 1e-6)
         mo.start = x0;
-    if (st == TSL_OK) st = tsl__milp_solve(m, &mo, &res);
-    if (st == TSL_OK) take(out, &res, m);
+    if (st == TSL_OK) st = solve_in_time(m, &mo, o, &res, out);
     const double *sol = NULL; /* the solution taken */
     if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
         sol = res.x;
-    else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+    else if (st == TSL_OK && no_answer(&res) && mo.start)
         sol = use_start(out, m, x0); /* CBC stopped before taking the start */
     if (st == TSL_OK && !sol) {
         /* no schedule within the budget (or none found in the limit): the least
@@ -474,12 +567,11 @@ tsl_status tsl__ilp_solve_from(tsl__ilp_job *J, int n_jobs, size_t budget,
             }
             mo.start = x0;
         }
-        st = tsl__milp_solve(m, &mo, &res);
-        if (st == TSL_OK) take(out, &res, m);
+        st = solve_in_time(m, &mo, o, &res, out);
         out->budget_relaxed = 1;
         if (st == TSL_OK && (res.status == TSL__MILP_OPTIMAL || res.status == TSL__MILP_FEASIBLE))
             sol = res.x;
-        else if (st == TSL_OK && res.status == TSL__MILP_NO_SOLUTION && mo.start)
+        else if (st == TSL_OK && no_answer(&res) && mo.start)
             sol = use_start(out, m, x0);
     }
     if (sol)

@@ -8,10 +8,14 @@
  *   - O[t]: SWAP_OUT triggered by op t-1 (the copy starts at stage t);
  *   - resident and not S[t]: RELEASE triggered by op t-1 (it waits for an
  *     offload still copying, which the model keeps resident until it ends);
- *   - P[t]: SWAP_IN triggered by op t-1, preceding the first stage from its
- *     landing on that uses the tensor (op t reads it, or a recomputation
- *     there reads it); a prefetch the tensor is dropped again before any
- *     use of is left out;
+ *   - P[t]: SWAP_IN triggered by op t-1, preceding the first op from its
+ *     landing on that reads the tensor (the verifier's rule: a swap-in
+ *     precedes an op reading its tensor; a recomputation reading it before
+ *     that op finds it landed); a prefetch the tensor is dropped again
+ *     before any use of is left out; one whose stay serves recomputations
+ *     only (the schedule drops the tensor again before any op reads it)
+ *     keeps it resident through the next op reading it - more memory than
+ *     the schedule's, but a valid plan;
  *   - R[t] and not resident: RECOMPUTE preceding op t (several before one
  *     op run in tensor order, which the chain rows respect);
  *   - a use finding the tensor absent is an inconsistent schedule.
@@ -39,17 +43,24 @@ static int used_at(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32_t t, in
     return 0;
 }
 
-/* The stage a prefetch of k started at t serves: the first use from its
- * landing on while the schedule keeps k resident; -1 if k is dropped
- * before any use. */
+/* The op a prefetch of k started at t precedes: the first op from its
+ * landing on that reads k; -1 if the schedule drops k again before any use.
+ * *hold: 1 if the schedule drops k before that op (the stay serves
+ * recomputations only), 0 otherwise. */
 static int32_t prefetch_use(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32_t t,
-                            int32_t k) {
+                            int32_t k, int *hold) {
     int32_t land = J->sf_in[AT(J, t, k)];
+    int used = 0;
+    *hold = 0;
     for (int32_t u = land; u >= 0 && u <= J->c[k].last; u++) {
-        if (!s->S[AT(J, u, k)]) return -1;
-        if (used_at(J, s, u, k)) return u;
+        if (!s->S[AT(J, u, k)]) {
+            if (!used) return -1;
+            *hold = 1;
+        }
+        if (J->reads[AT(J, u, k)]) return u;
+        used |= used_at(J, s, u, k);
     }
-    return -1;
+    return -1; /* not reached where used: the last access reads k */
 }
 
 static tsl_status add(tsl_plan *p, tsl_event_type ty, int32_t x, int32_t trig, int32_t pre) {
@@ -62,7 +73,7 @@ tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_pla
         if (s->algo[t]) st = tsl_plan_set_algo(p, t, s->algo[t]);
     for (int32_t k = 0; k < J->nc && st == TSL_OK; k++) {
         const tsl__ilp_cand *c = &J->c[k];
-        int32_t x = c->tensor, land = -1;
+        int32_t x = c->tensor, land = -1, hold = -1; /* resident whatever S through hold */
         int res = 1, host = 0;
         for (int32_t t = c->q + 1; t <= c->last && st == TSL_OK; t++) {
             size_t i = AT(J, t, k);
@@ -74,15 +85,17 @@ tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_pla
                 st = add(p, TSL_EV_SWAP_OUT, x, t - 1, -1);
                 host = J->sf_out[i];
             }
-            if (st == TSL_OK && res && !s->S[i]) {
+            if (st == TSL_OK && res && !s->S[i] && t > hold) {
                 st = add(p, TSL_EV_RELEASE, x, t - 1, -1);
                 res = 0;
             }
             if (st == TSL_OK && s->P[i] && !res && land < 0 && host > 0 && host <= t) {
-                int32_t u = prefetch_use(J, s, t, k);
+                int held;
+                int32_t u = prefetch_use(J, s, t, k, &held);
                 if (u >= 0) {
                     st = add(p, TSL_EV_SWAP_IN, x, t - 1, u);
                     land = J->sf_in[i];
+                    if (held) hold = u;
                 }
             }
             if (st == TSL_OK && s->R[i] && !res && land < 0) {

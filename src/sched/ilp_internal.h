@@ -104,12 +104,16 @@ typedef struct tsl__ilp_sched {
 /* All-resident (vanilla) decisions for J. TSL_ERR_OOM. */
 tsl_status tsl__ilp_sched_init(tsl__ilp_sched *s, const tsl__ilp_job *J);
 void tsl__ilp_sched_free(tsl__ilp_sched *s);
-/* The load the model predicts for stage t under s (bytes). */
-double tsl__ilp_stage_load(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32_t t);
+/* The loads the model predicts for every stage under s (bytes), into
+ * load[0 .. J->n). */
+void tsl__ilp_stage_loads(const tsl__ilp_job *J, const tsl__ilp_sched *s, double *load);
 
 /* What the program may decide. */
 typedef struct tsl__ilp_opts {
     double time_limit_s;  /* per solve (INFINITY: none) */
+    double deadline;      /* tsl__milp_now() by which every solve has ended (0: none):
+                             a solve gets the time left (less its grace), none when too
+                             little is left */
     int threads;          /* CBC's */
     int max_chain;        /* recomputations chained before one op: 1 = only the tensors the
                              op reads, 2 = also their producers' inputs, ... (0: none). The
@@ -129,14 +133,19 @@ typedef struct tsl__ilp_outcome {
     int hit_limit, n_cols, n_rows, solves;
     int budget_relaxed;   /* the budget had no solution: the schedule is the one of least
                              memory the solver found */
+    int deadline_hit;     /* a solve was cut short or skipped for the whole-plan deadline
+                             (hit_limit too) */
+    int crashed;          /* CBC's process died in a solve (taken as no solution) */
 } tsl__ilp_outcome;
 
 /* STR's greedy (policy_str.c) over the n jobs J, their schedules s
  * (vanilla on entry) taken until the summed peaks of the stage model fit
- * budget or nothing frees a peak stage; *steps: decisions taken.
+ * budget or nothing frees a peak stage; swaps, recomputations: which
+ * decisions it may take (the programs' start: checkmate's recomputations
+ * only, mosos's without them at recompute 0); *steps: decisions taken.
  * TSL_ERR_OOM. */
-tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
-                           int *steps);
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget, int swaps,
+                           int recomputations, int *steps);
 
 /* Builds the program over the n_jobs jobs for a budget of `budget` bytes
  * of summed peak loads, solves it and writes its decisions into s[j]
@@ -161,6 +170,8 @@ tsl_status tsl__ilp_emit(const tsl__ilp_job *J, const tsl__ilp_sched *s, tsl_pla
  * policy_checkmate.c, policy_mosos.c). */
 typedef struct tsl__ilp_popts {
     double time_limit_s;  /* "time-limit": seconds per solve */
+    double deadline_s;    /* "deadline": seconds for the whole planning call (analysis, STR's
+                             greedy, every solve); the solves are cut to fit */
     int threads;          /* "threads": CBC's (1: deterministic) */
     int recompute;        /* "recompute" (mosos): 0 = offload only; checkmate: 1 */
     double min_swap_bytes;/* "min-swap-bytes" (mosos): smaller tensors stay on the device */

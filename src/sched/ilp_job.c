@@ -259,18 +259,27 @@ void tsl__ilp_sched_free(tsl__ilp_sched *s) {
     memset(s, 0, sizeof *s);
 }
 
-double tsl__ilp_stage_load(const tsl__ilp_job *J, const tsl__ilp_sched *s, int32_t t) {
+void tsl__ilp_stage_loads(const tsl__ilp_job *J, const tsl__ilp_sched *s, double *load) {
     size_t nc = (size_t)J->nc;
-    double l = J->fixed[t];
-    for (int32_t k = 0; k < J->nc; k++) {
-        size_t i = (size_t)t * nc + (size_t)k;
-        int in = s->S[i] || s->R[i];
-        /* a prefetch in flight over [p, sf_in) */
-        for (int32_t p = J->c[k].q + 1; !in && p <= t; p++) {
-            size_t ip = (size_t)p * nc + (size_t)k;
-            if (s->P[ip] && J->sf_in[ip] > t) in = 1;
+    for (int32_t t = 0; t < J->n; t++) {
+        load[t] = J->fixed[t];
+        for (int32_t k = 0; k < J->nc; k++) {
+            size_t i = (size_t)t * nc + (size_t)k;
+            if (s->S[i] || s->R[i]) load[t] += (double)J->c[k].bytes;
         }
-        if (in) l += (double)J->c[k].bytes;
     }
-    return l;
+    /* the stages where a prefetch is in flight, over [p, sf_in), and the tensor is not
+     * counted already (neither S nor R; covered: the union of the spans so far) */
+    for (int32_t k = 0; k < J->nc; k++) {
+        int32_t covered = 0;
+        for (int32_t p = J->c[k].q + 1; p <= J->c[k].last; p++) {
+            size_t ip = (size_t)p * nc + (size_t)k;
+            if (!s->P[ip]) continue;
+            for (int32_t u = p > covered ? p : covered; u < J->sf_in[ip]; u++) {
+                size_t iu = (size_t)u * nc + (size_t)k;
+                if (!s->S[iu] && !s->R[iu]) load[u] += (double)J->c[k].bytes;
+            }
+            if (J->sf_in[ip] > covered) covered = J->sf_in[ip];
+        }
+    }
 }

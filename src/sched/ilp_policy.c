@@ -31,6 +31,7 @@ static void report(const tsl_plan_request *rq, const tsl__ilp_outcome *out) {
 
 tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl__ilp_popts *po,
                          int swap) {
+    double t0 = tsl__milp_now();
     int n = rq->n_jobs;
     tsl__ilp_job *J = calloc((size_t)n, sizeof *J);
     tsl__ilp_sched *s = calloc((size_t)n, sizeof *s);
@@ -46,6 +47,7 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
         }
     }
     tsl__ilp_opts o = {.time_limit_s = po->time_limit_s,
+                       .deadline = t0 + po->deadline_s,
                        .threads = po->threads,
                        .max_chain = po->recompute ? 1 : 0,
                        .swap = swap,
@@ -61,11 +63,12 @@ tsl_status tsl__ilp_plan(const tsl_plan_request *rq, tsl_plan **plans, const tsl
     int solve = vanilla > rq->budget || alts;
     /* the vanilla loads fit and no algorithm to choose: nothing to decide (the
      * empty plan, optimal) */
-    /* mosos starts CBC from STR's greedy on the same model (never worse than it) */
-    tsl__ilp_sched *g = swap && st == TSL_OK && solve ? calloc((size_t)n, sizeof *g) : NULL;
+    /* CBC starts from STR's greedy on the same model with the decisions the
+     * program has (never worse than it; checkmate: recomputations only) */
+    tsl__ilp_sched *g = st == TSL_OK && solve ? calloc((size_t)n, sizeof *g) : NULL;
     int n_g = 0, steps;
     for (; g && n_g < n && st == TSL_OK; n_g++) st = tsl__ilp_sched_init(&g[n_g], &J[n_g]);
-    if (g && st == TSL_OK) st = tsl__str_greedy(J, g, n, rq->budget, &steps);
+    if (g && st == TSL_OK) st = tsl__str_greedy(J, g, n, rq->budget, swap, o.max_chain > 0, &steps);
     if (st == TSL_OK && solve) st = tsl__ilp_solve_from(J, n, rq->budget, &o, g, s, &out);
     for (int j = 0; j < n_g; j++) tsl__ilp_sched_free(&g[j]);
     free(g);

@@ -7,21 +7,41 @@
  * parameters (log level, wall-clock time limit, nodes, threads), runs
  * Cbc_solve and reads back the status, the objective, the proven bound and
  * the values. Infinite bounds are CBC's COIN_DBL_MAX (DBL_MAX).
+ *
+ * CBC runs in a child process (fork), which sends its answer back through
+ * a pipe: CBC 2.10 does not always honour its time limit (its
+ * preprocessing and the root LP run to their end: a 1 s limit took 6 s on
+ * inception3's Checkmate program), and it crashes at times when the limit
+ * stops it (CglPreProcess::postProcess, a segmentation fault that killed
+ * `tensile bench paper`). The parent waits at most the limit plus a grace
+ * (TSL__MILP_GRACE), kills the child then, and takes a kill or a crash as
+ * "no solution" (hit_limit, crashed). Solves are serialized by one
+ * process-wide lock: a child forked by one thread would hold the write end
+ * of another solve's pipe open, and that solve would not see its answer end.
  */
+#include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <coin/Cbc_C_Interface.h>
 
 #include "core/assert.h"
 #include "core/grow.h"
 #include "sched/milp.h"
+
+/* One solve (its child process and pipe) at a time in the process. */
+static pthread_mutex_t solve_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct tsl__milp {
     /* columns */
@@ -39,9 +59,6 @@ struct tsl__milp {
     int failed;            /* a growth failed: the program is incomplete */
 };
 
-/* CBC's command-line driver (Cbc_solve) keeps static state: one solve at a
- * time in the process. */
-static pthread_mutex_t solve_mu = PTHREAD_MUTEX_INITIALIZER;
 
 const char *tsl__milp_status_name(tsl__milp_status s) {
     switch (s) {
@@ -184,7 +201,7 @@ void tsl__milp_row_terms(const tsl__milp *m, int r, int *n, const int **cols,
 }
 
 tsl__milp_opts tsl__milp_opts_default(void) {
-    tsl__milp_opts o = {INFINITY, 0, 1, 0, 0, NULL};
+    tsl__milp_opts o = {INFINITY, 0, 1, 0, 0, NULL, NULL};
     return o;
 }
 
@@ -212,8 +229,7 @@ double tsl__milp_violation(const tsl__milp *m, const double *x, int relax) {
     return worst;
 }
 
-/* Monotonic wall clock, seconds. */
-static double now_s(void) {
+double tsl__milp_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -287,7 +303,9 @@ static tsl_status read_back(const tsl__milp *m, Cbc_Model *cbc, int relax, int a
     const double *sol = NULL;
     int optimal = Cbc_isProvenOptimal(cbc), infeasible = Cbc_isProvenInfeasible(cbc);
     int secondary = Cbc_secondaryStatus(cbc);
-    r->hit_limit = secondary == 3 || secondary == 4;
+    /* stopped on nodes or time; or on limits (status 1) with another reason given: CBC
+     * 2.10 reports some stops at its time limit so */
+    r->hit_limit = secondary == 3 || secondary == 4 || Cbc_status(cbc) == 1;
     r->nodes = Cbc_getNodeCount(cbc);
     if (relax || !any_int) {
         if (optimal) sol = Cbc_getColSolution(cbc);
@@ -323,6 +341,82 @@ static tsl_status read_back(const tsl__milp *m, Cbc_Model *cbc, int relax, int a
     return TSL_OK;
 }
 
+/* What the child sends ahead of the values. */
+typedef struct wire {
+    int status, nodes, hit_limit, has_x;
+    double objective, bound, gap;
+} wire;
+
+/* Writes n bytes of p to fd; 0 on success. */
+static int write_all(int fd, const void *p, size_t n) {
+    const char *b = p;
+    while (n > 0) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* The child: CBC on m with o, its answer (wire, then n_cols values) to fd.
+ * Never returns. */
+static void child_solve(const tsl__milp *m, const tsl__milp_opts *o, int any_int, int fd) {
+    if (o->test_hook) o->test_hook();
+    Cbc_Model *cbc = Cbc_newModel();
+    if (!cbc || load(m, cbc, o->relax) != 0) _exit(2);
+    char buf[32];
+    Cbc_setLogLevel(cbc, o->log);
+    Cbc_setParameter(cbc, "timeMode", "elapsed");
+    if (isfinite(o->time_limit_s)) Cbc_setMaximumSeconds(cbc, o->time_limit_s);
+    if (o->max_nodes > 0) Cbc_setMaximumNodes(cbc, o->max_nodes);
+    snprintf(buf, sizeof buf, "%d", o->threads);
+    if (o->threads > 1) Cbc_setParameter(cbc, "threads", buf);
+    int *idx = o->start && !o->relax ? malloc((size_t)m->n_cols * sizeof *idx) : NULL;
+    if (idx) {
+        for (int c = 0; c < (int)m->n_cols; c++) idx[c] = c;
+        Cbc_setMIPStartI(cbc, (int)m->n_cols, idx, o->start);
+        free(idx);
+    }
+    Cbc_solve(cbc);
+    tsl__milp_result r = {0};
+    if (read_back(m, cbc, o->relax, any_int, &r) != TSL_OK) _exit(2);
+    wire h = {(int)r.status, r.nodes, r.hit_limit, r.x != NULL, r.objective, r.bound, r.gap};
+    fflush(stdout); /* CBC's log */
+    if (write_all(fd, &h, sizeof h) != 0 ||
+        (r.x && write_all(fd, r.x, (size_t)m->n_cols * sizeof *r.x) != 0))
+        _exit(3);
+    _exit(0); /* no exit handlers: the parent's state is the parent's */
+}
+
+/* Reads the child's answer from fd into buf (cap bytes) until its end or
+ * the monotonic time deadline (INFINITY: none). Returns the bytes read, or
+ * -1 if the deadline passed first. */
+static ssize_t read_until(int fd, char *buf, size_t cap, double deadline) {
+    size_t got = 0;
+    for (;;) {
+        int ms = -1;
+        if (isfinite(deadline)) {
+            double left = deadline - tsl__milp_now();
+            if (left <= 0) return -1;
+            ms = (int)fmin(ceil(left * 1000.0), 1e9);
+        }
+        struct pollfd pf = {fd, POLLIN, 0};
+        int k = poll(&pf, 1, ms);
+        if (k < 0 && errno == EINTR) continue;
+        if (k == 0) continue; /* re-checks the deadline */
+        if (k < 0) return (ssize_t)got;
+        char sink[4096];
+        char *to = got < cap ? buf + got : sink;
+        size_t room = got < cap ? cap - got : sizeof sink;
+        ssize_t n = read(fd, to, room);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return (ssize_t)got;
+        if (got < cap) got += (size_t)n;
+    }
+}
+
 tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__milp_result *r) {
     TSL_ASSERT(m && r);
     memset(r, 0, sizeof *r);
@@ -339,40 +433,82 @@ tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__mil
             return tsl_fail(TSL_ERR_INVALID, "milp: column %lld: bounds [%g, %g] are empty",
                             (long long)c, m->lb[c], m->ub[c]);
     r->n_cols = (int)m->n_cols;
-    double t0 = now_s();
+    double t0 = tsl__milp_now();
     if (m->n_cols == 0) {
         solve_empty(m, r);
-        r->seconds = now_s() - t0;
+        r->seconds = tsl__milp_now() - t0;
         return TSL_OK;
     }
     int any_int = 0;
     for (int64_t c = 0; c < m->n_cols && !any_int; c++) any_int = m->kind[c] != TSL__MILP_CONTINUOUS;
+    size_t cap = sizeof(wire) + (size_t)m->n_cols * sizeof(double);
+    char *buf = malloc(cap);
+    int fd[2] = {-1, -1};
+    if (!buf) return tsl_fail(TSL_ERR_OOM, "milp: out of host memory for the solver's answer");
     pthread_mutex_lock(&solve_mu);
-    Cbc_Model *cbc = Cbc_newModel();
+    if (pipe(fd) != 0) {
+        pthread_mutex_unlock(&solve_mu);
+        free(buf);
+        return tsl_fail(TSL_ERR_IO, "milp: no pipe for the solver (%s)", strerror(errno));
+    }
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        child_solve(m, o, any_int, fd[1]);
+    }
+    close(fd[1]);
+    if (pid < 0) {
+        pthread_mutex_unlock(&solve_mu);
+        close(fd[0]);
+        free(buf);
+        return tsl_fail(TSL_ERR_IO, "milp: cannot start the solver's process (%s)",
+                        strerror(errno));
+    }
+    double lim = o->time_limit_s;
+    double deadline = isfinite(lim) ? t0 + lim + TSL__MILP_GRACE(lim) : INFINITY;
+    ssize_t got = read_until(fd[0], buf, cap, deadline);
+    close(fd[0]);
+    int killed = got < 0, ws = 0;
+    if (killed) kill(pid, SIGKILL);
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    pthread_mutex_unlock(&solve_mu);
     tsl_status st = TSL_OK;
-    if (!cbc || load(m, cbc, o->relax) != 0) {
+    wire h;
+    int whole = !killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && (size_t)got >= sizeof h;
+    if (whole) memcpy(&h, buf, sizeof h);
+    if (whole && h.has_x && (size_t)got < cap) whole = 0;
+    if (!killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 2) {
         st = tsl_fail(TSL_ERR_OOM, "milp: out of host memory for a program of %d columns, %d rows",
                       (int)m->n_cols, (int)m->n_rows);
+    } else if (!whole) { /* killed at the deadline, or crashed */
+        r->status = TSL__MILP_NO_SOLUTION;
+        r->objective = r->bound = r->gap = NAN;
+        r->hit_limit = killed;
+        r->crashed = !killed;
     } else {
-        char buf[32];
-        Cbc_setLogLevel(cbc, o->log);
-        Cbc_setParameter(cbc, "timeMode", "elapsed");
-        if (isfinite(o->time_limit_s)) Cbc_setMaximumSeconds(cbc, o->time_limit_s);
-        if (o->max_nodes > 0) Cbc_setMaximumNodes(cbc, o->max_nodes);
-        snprintf(buf, sizeof buf, "%d", o->threads);
-        if (o->threads > 1) Cbc_setParameter(cbc, "threads", buf);
-        int *idx = o->start && !o->relax ? malloc((size_t)m->n_cols * sizeof *idx) : NULL;
-        if (idx) {
-            for (int c = 0; c < (int)m->n_cols; c++) idx[c] = c;
-            Cbc_setMIPStartI(cbc, (int)m->n_cols, idx, o->start);
-            free(idx);
+        r->status = (tsl__milp_status)h.status;
+        r->nodes = h.nodes;
+        r->hit_limit = h.hit_limit;
+        r->objective = h.objective;
+        r->bound = h.bound;
+        r->gap = h.gap;
+        if (h.has_x) {
+            r->x = malloc(((size_t)m->n_cols + 1) * sizeof *r->x);
+            if (r->x) memcpy(r->x, buf + sizeof h, (size_t)m->n_cols * sizeof *r->x);
+            else
+                st = tsl_fail(TSL_ERR_OOM, "milp: out of host memory for %d values",
+                              (int)m->n_cols);
         }
-        Cbc_solve(cbc);
-        st = read_back(m, cbc, o->relax, any_int, r);
     }
-    if (cbc) Cbc_deleteModel(cbc);
-    pthread_mutex_unlock(&solve_mu);
-    r->seconds = now_s() - t0;
+    free(buf);
+    r->seconds = tsl__milp_now() - t0;
+    /* a solution not proven optimal at the limit: CBC 2.10 does not always say why it
+     * stopped (status 0, no secondary status); a crash past the limit: CBC stopped by
+     * it died in its postprocessing */
+    if (st == TSL_OK && (r->status == TSL__MILP_FEASIBLE || r->crashed) &&
+        r->seconds >= o->time_limit_s)
+        r->hit_limit = 1;
     if (st != TSL_OK) tsl__milp_result_free(r);
     return st;
 }

@@ -11,9 +11,11 @@
  * solve makes a fresh CBC model from the program (CBC's own models are not
  * meant to be solved twice), silent unless asked (log level 0), single-
  * threaded unless asked: with one thread and no time limit reached, CBC is
- * deterministic, so the plans made from its answers are too. Solves are
- * serialized by one process-wide lock (CBC's command-line driver, which
- * Cbc_solve runs, keeps static state).
+ * deterministic, so the plans made from its answers are too. Each solve
+ * runs CBC in a child process of its own (fork; milp.c says why): a solve
+ * lasts at most its time limit plus TSL__MILP_GRACE of it, whatever CBC
+ * does, and a crash of CBC is an answer without a solution (crashed), not
+ * the caller's end.
  *
  * Example usage:
  *
@@ -98,7 +100,19 @@ typedef struct tsl__milp_opts {
     int log;             /* CBC's log level (0: silent) */
     const double *start; /* n_cols values of a feasible solution to start from (CBC's MIP
                             start), or NULL; ignored with relax */
+    void (*test_hook)(void); /* tests only (NULL): runs in the solver's process before CBC,
+                                to stand for a CBC that crashes or overruns */
 } tsl__milp_opts;
+
+/* The seconds past its time limit L after which a solve's process is
+ * killed: CBC's preprocessing and root LP do not stop at the limit. */
+#define TSL__MILP_GRACE_S 1.0
+#define TSL__MILP_GRACE_SHARE 0.25
+#define TSL__MILP_GRACE(L) (TSL__MILP_GRACE_S + TSL__MILP_GRACE_SHARE * (L))
+/* The largest time limit L whose solve ends within `seconds` (L plus its
+ * grace); <= 0 when none does. */
+#define TSL__MILP_LIMIT_WITHIN(seconds) \
+    (((seconds) - TSL__MILP_GRACE_S) / (1.0 + TSL__MILP_GRACE_SHARE))
 
 /* No time or node limit, one thread, the integer program, silent. */
 tsl__milp_opts tsl__milp_opts_default(void);
@@ -115,16 +129,25 @@ typedef struct tsl__milp_result {
     int n_cols;
     int nodes;           /* branch-and-bound nodes explored */
     double seconds;      /* wall clock of the solve */
-    int hit_limit;       /* 1 if it stopped at the time or node limit */
+    int hit_limit;       /* 1 if it stopped at the time or node limit (or was killed at
+                            the limit plus its grace: then NO_SOLUTION) */
+    int crashed;         /* 1 if CBC's process died (NO_SOLUTION); past the time limit,
+                            hit_limit too (CBC stopped by it dies in its postprocessing) */
 } tsl__milp_result;
 
 /* Solves m with o (NULL: the defaults) into *r (free with
  * tsl__milp_result_free). Returns TSL_OK whatever the status (the status
  * says what was found); TSL_ERR_INVALID for bad options (named with their
  * values) or a column whose lb > ub (named), TSL_ERR_OOM (also if the
- * program failed to grow earlier). On error r is zeroed. */
+ * program failed to grow earlier), TSL_ERR_IO if the solver's process or
+ * its pipe cannot be made. A solve lasts at most time_limit_s plus
+ * TSL__MILP_GRACE(time_limit_s) (then NO_SOLUTION, hit_limit); a crash of
+ * CBC is NO_SOLUTION with crashed. On error r is zeroed. */
 tsl_status tsl__milp_solve(const tsl__milp *m, const tsl__milp_opts *o, tsl__milp_result *r);
 void tsl__milp_result_free(tsl__milp_result *r);
+
+/* The monotonic wall clock, seconds (for deadlines over several solves). */
+double tsl__milp_now(void);
 
 /* The largest violation of m's rows and bounds (integrality too, unless
  * relax) by x (n_cols values): 0 for a feasible point. For checks and

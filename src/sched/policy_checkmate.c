@@ -10,7 +10,13 @@
  * Checkmate's: a stage per op, S (kept) and R (recomputed) per candidate
  * and stage, the recomputation time minimised under the request's budget
  * of summed peak loads, solved by CBC under a time limit (a solution found
- * by then is used, and the report gives its gap). Departures, and why:
+ * by then is used, and the report gives its gap) and a deadline for the
+ * whole planning (option deadline: the solves are cut to fit; CBC runs in
+ * a process of its own, killed past its limit, milp.h). Departures, and
+ * why:
+ *  - CBC starts from STR's greedy (policy_str.c) with recomputations only,
+ *    on the same model: checkmate is never worse than that greedy (CBC
+ *    found no schedule in 10 s on inception3 without it);
  *  - a recomputation runs right before the op that reads the tensor (a
  *    RECOMPUTE event), so R exists only where op t reads candidate k
  *    (Checkmate lets any stage recompute any earlier op: O(n^2) columns,
@@ -41,6 +47,8 @@
 static const tsl_policy_option options[] = {
     {"time-limit", "seconds CBC may spend per solve (a solution found by then is used)",
      TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
+    {"deadline", "seconds for the whole planning (the solves are cut to fit; a solution "
+     "found by then is used)", TSL_OPT_DOUBLE, 1, 86400, 20, offsetof(tsl__ilp_popts, deadline_s)},
     {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
      offsetof(tsl__ilp_popts, threads)},
 };

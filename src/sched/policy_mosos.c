@@ -24,6 +24,9 @@
  *    the producer and before a read (the paper has them at every stage:
  *    too many columns for CBC on the zoo's graphs); CBC starts from STR's
  *    greedy (policy_str.c) on the same model, so mosos is never worse;
+ *  - a deadline for the whole planning (option deadline, 20 s): the
+ *    solves' limits are cut to fit it (CBC runs in a process of its own,
+ *    killed past its limit: milp.h), the report says the limit was hit;
  *  - the paper limits each stage to one copy starting per direction; here
  *    a channel carries one copy at a time over the stages it spans, so
  *    copies never overlap and no op waits for one (the plans have no
@@ -44,6 +47,8 @@
 static const tsl_policy_option options[] = {
     {"time-limit", "seconds CBC may spend per solve (a solution found by then is used)",
      TSL_OPT_DOUBLE, 0.01, 86400, 10, offsetof(tsl__ilp_popts, time_limit_s)},
+    {"deadline", "seconds for the whole planning (the solves are cut to fit; a solution "
+     "found by then is used)", TSL_OPT_DOUBLE, 1, 86400, 20, offsetof(tsl__ilp_popts, deadline_s)},
     {"threads", "CBC's threads (1: deterministic)", TSL_OPT_INT, 1, 64, 1,
      offsetof(tsl__ilp_popts, threads)},
     {"recompute", "recomputation besides offload and prefetch (0: offload only)", TSL_OPT_BOOL,

@@ -31,7 +31,11 @@
  *    integer programs (copies start at stage starts and hold their channel
  *    until the stage they have ended by), so that STR, Checkmate and
  *    MO-SOS are compared on one model, and no op ever waits for a copy;
- *  - recomputation is one level (the producer's inputs must be resident);
+ *  - recomputation is one level (the producer's inputs must be resident),
+ *    and a gap is closed (by a swap or a recomputation) only where it ends
+ *    at an op reading the tensor, not at a recomputation's input: a
+ *    swap-in precedes an op reading its tensor, and the programs, which
+ *    start from this greedy, have R only there;
  *  - several jobs need channel shares, as for mosos.
  */
 #include <math.h>
@@ -51,6 +55,7 @@ typedef struct sjob {
                                     duplex) */
     uint8_t *use;      /* n x nc: uses (reads, and inputs of planned recomputations) */
     int32_t *host;     /* per candidate: stage its host copy exists by, -1 */
+    int swaps, rcs;    /* the decisions allowed */
 } sjob;
 
 static void sjob_free(sjob *x) {
@@ -61,10 +66,12 @@ static void sjob_free(sjob *x) {
     free(x->host);
 }
 
-static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s) {
+static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s, int swaps, int rcs) {
     memset(x, 0, sizeof *x);
     x->J_ = J;
     x->s_ = s;
+    x->swaps = swaps;
+    x->rcs = rcs;
     size_t n = (size_t)J->n + 1, cells = n * ((size_t)J->nc + 1);
     x->load = malloc(n * sizeof *x->load);
     x->busy_out = calloc(n, 1);
@@ -75,7 +82,7 @@ static tsl_status sjob_init(sjob *x, tsl__ilp_job *J, tsl__ilp_sched *s) {
         sjob_free(x);
         return tsl_fail(TSL_ERR_OOM, "str: out of host memory for job '%s'", J->w->job);
     }
-    for (int32_t t = 0; t < J->n; t++) x->load[t] = tsl__ilp_stage_load(J, s, t);
+    tsl__ilp_stage_loads(J, s, x->load);
     memcpy(x->use, J->reads, (size_t)J->n * (size_t)J->nc);
     for (int32_t k = 0; k < J->nc; k++) x->host[k] = -1;
     return TSL_OK;
@@ -114,10 +121,12 @@ static int gap_of(const sjob *x, int32_t k, int32_t tp, int32_t *a, int32_t *b) 
     return 1;
 }
 
-/* The swap of k's gap (a, b) freeing stage tp, if the channels allow. */
+/* The swap of k's gap (a, b) freeing stage tp, if the channels allow and
+ * op b reads k (a swap-in precedes an op reading its tensor; b may be a
+ * use by a planned recomputation only). */
 static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t tp, option *op) {
     const tsl__ilp_job *J = x->J_;
-    if (!J->c[k].swap_ok) return 0;
+    if (!J->c[k].swap_ok || !J->reads[AT(J, b, k)]) return 0;
     int32_t o = -1, d = a + 1;
     if (x->host[k] < 0) {
         for (o = a + 1; o <= tp; o++) {
@@ -137,10 +146,12 @@ static int swap_option(const sjob *x, int32_t k, int32_t a, int32_t b, int32_t t
     return 0;
 }
 
-/* The recomputation of k before b, if its inputs are resident there. */
+/* The recomputation of k before b, if op b reads k (one level: not for a
+ * recomputation's input, as the programs' R columns) and its inputs are
+ * resident there. */
 static int rc_option(const sjob *x, int32_t k, int32_t a, int32_t b, option *op) {
     const tsl__ilp_job *J = x->J_;
-    if (!J->rc_at[AT(J, b, k)]) return 0;
+    if (!J->reads[AT(J, b, k)] || !J->rc_at[AT(J, b, k)]) return 0;
     const tsl_wl_op *o = &J->w->ops[J->c[k].q];
     for (int i = 0; i < o->n_in; i++) {
         int32_t y = J->cand_of[o->in[i]];
@@ -192,8 +203,9 @@ static int step(sjob *x) {
         int32_t a, b;
         if (!gap_of(x, k, tp, &a, &b)) continue;
         option op;
-        if (swap_option(x, k, a, b, tp, &op) && op.score > best_sw.score) best_sw = op;
-        if (rc_option(x, k, a, b, &op) && op.score > best_rc.score) best_rc = op;
+        if (x->swaps && swap_option(x, k, a, b, tp, &op) && op.score > best_sw.score)
+            best_sw = op;
+        if (x->rcs && rc_option(x, k, a, b, &op) && op.score > best_rc.score) best_rc = op;
     }
     if (best_sw.kind) apply(x, &best_sw);
     else if (best_rc.kind) apply(x, &best_rc);
@@ -207,14 +219,14 @@ static double peak(const sjob *x) {
     return p;
 }
 
-tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget,
-                           int *steps) {
+tsl_status tsl__str_greedy(tsl__ilp_job *J, tsl__ilp_sched *s, int n, size_t budget, int swaps,
+                           int recomputations, int *steps) {
     sjob *x = calloc((size_t)n, sizeof *x);
     uint8_t *stuck = calloc((size_t)n, 1);
     tsl_status st = x && stuck ? TSL_OK : tsl_fail(TSL_ERR_OOM, "str: out of host memory");
     int built = 0;
     for (; built < n && st == TSL_OK; built++) {
-        st = sjob_init(&x[built], &J[built], &s[built]);
+        st = sjob_init(&x[built], &J[built], &s[built], swaps, recomputations);
         if (st != TSL_OK) break;
     }
     *steps = 0;
@@ -258,7 +270,7 @@ static tsl_status plan_str(const tsl_plan_request *rq, tsl_plan **plans, int *it
             break;
         }
     }
-    if (st == TSL_OK) st = tsl__str_greedy(J, s, n, rq->budget, iterations);
+    if (st == TSL_OK) st = tsl__str_greedy(J, s, n, rq->budget, 1, 1, iterations);
     for (int j = 0; j < n && st == TSL_OK; j++) st = tsl__ilp_emit(&J[j], &s[j], plans[j]);
     for (int j = 0; j < built; j++) {
         tsl__ilp_sched_free(&s[j]);
