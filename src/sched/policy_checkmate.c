@@ -2,9 +2,11 @@
  * policy_checkmate.c - the "checkmate" policy: Checkmate (Jain et al.,
  * "Checkmate: Breaking the Memory Wall with Optimal Tensor
  * Rematerialization", MLSys 2020), the recomputation-only integer program
- * the MO-SOS paper compares against as "Checkmate-Auto" (its "Auto"
- * half, cuDNN's per-call pick of the fastest algorithm that fits, is not
- * built: every op runs its default algorithm).
+ * the MO-SOS paper compares against as "Checkmate-Auto". Every op runs
+ * its default algorithm, which is what the "Auto" half (cuDNN's per-call
+ * pick of the fastest algorithm that fits) picks on this menu: the default
+ * is every op's fastest and the plan holds its workspace
+ * (docs/SCHEDULING.md, "Integer programs").
  *
  * The program (ilp_build.c, docs/SCHEDULING.md "Integer programs") is
  * Checkmate's: a stage per op, S (kept) and R (recomputed) per candidate

@@ -2,9 +2,10 @@
  * policy_str.c - the "str" policy: STR (Wen et al., "A Swap Dominated
  * Tensor Re-generation Strategy for Training Deep Learning Models", IPDPS
  * 2022), the swap-plus-recomputation heuristic the MO-SOS paper compares
- * against as "STR-Auto" (its "Auto" half, cuDNN's per-call
- * pick of the fastest algorithm that fits, is not built: every op runs its
- * default algorithm). No solver: a greedy over the integer
+ * against as "STR-Auto". Every op runs its default algorithm, which is
+ * what the "Auto" half (cuDNN's per-call pick of the fastest algorithm
+ * that fits) picks on this menu (docs/SCHEDULING.md, "Integer
+ * programs"). No solver: a greedy over the integer
  * programs' stages and decisions (ilp_internal.h), turned into events by
  * the same code (ilp_emit.c).
  *
