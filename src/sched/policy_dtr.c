@@ -348,7 +348,8 @@ static tsl_status plan_dtr(const tsl_plan_request *rq, tsl_plan **plans, int *it
 
 const tsl_policy tsl__policy_dtr = {
     "dtr",
-    "DTR (Kirisame et al. 2021): online in the runtime, tensors dropped by h = cost / (size x "
-    "staleness) and rematerialised on demand; its plan simulates DTR (the prediction)",
+    "DTR (Kirisame et al. 2021): its online eviction (tensors dropped by h = cost / (size x "
+    "staleness), rematerialised on demand) simulated over one iteration; the decisions are "
+    "the plan the runtime carries out",
     0, NULL, 0, plan_dtr, NULL,
 };
