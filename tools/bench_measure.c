@@ -232,8 +232,8 @@ bm_state bm_measure_isolated(bm_jobs *J, const char *policy, size_t budget, bm_r
     if (vanilla(J, r)) return r->state;
     int fd[2];
     if (pipe(fd) != 0) return bm_measure(J, policy, budget, NULL, r);
-    fflush(stdout);
-    fflush(stderr);
+    fflush(NULL); /* every output stream: what the child flushes (a solver's
+                   * fork does) must not be written a second time */
     pid_t pid = fork();
     if (pid < 0) {
         close(fd[0]);
