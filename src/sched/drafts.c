@@ -48,16 +48,7 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
         tsl__sweep sw;
         tsl__sweep_run(w, a, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
                        NULL);
-        /* what runs at the peak keeps its tensors */
-        const tsl_wl_op *o = &w->ops[op];
-        for (int i = 0; i < o->n_in; i++) J->resident[o->in[i]] = 0;
-        for (int i = 0; i < o->n_out; i++) J->resident[o->out[i]] = 0;
-        if (J->pk.rc >= 0) {
-            int32_t t = J->tl.rc_tensor[J->pk.rc];
-            const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
-            J->resident[t] = 0;
-            for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
-        }
+        tsl__pjob_keep_peak_users(J); /* what runs at the peak keeps its tensors */
         for (int32_t t = 0; t < w->n_tensors; t++) {
             if (!J->resident[t] || a->data[t] || w->tensors[t].bytes == 0 ||
                 w->tensors[t].bytes < min_bytes)

@@ -434,6 +434,12 @@ tsl_status tsl__pjob_add_event(tsl__pjob *J, const tsl_device_profile *dev, tsl_
 void tsl__pjob_pop_events(tsl__pjob *J, int n);
 /* Re-runs the peak analysis of J (J->pk, J->prof; bumps J->analyses). */
 void tsl__pjob_analyse(tsl__pjob *J);
+/* Clears J->resident (filled by a sweep to J's peak) for what runs at the
+ * peak and must stay: the peak op's inputs and outputs, and, when a
+ * recomputation runs there, its tensor and its producer's inputs. Shared
+ * by the planners that pick what to move at the peak (TENSILE's swap
+ * candidates, the drafts of Capuchin and the budget mode). */
+void tsl__pjob_keep_peak_users(tsl__pjob *J);
 /* Rebuilds J's timeline from its plan (after a recomputation or a planned
  * wait was added or removed) and every event time and memory effect.
  * TSL_ERR_OOM. */

@@ -452,3 +452,18 @@ void tsl__kit_free(tsl__kit *K) {
     tsl__chan_free(&K->h2d);
     memset(K, 0, sizeof *K);
 }
+
+void tsl__pjob_keep_peak_users(tsl__pjob *J) {
+    const tsl_workload *w = J->w;
+    if (J->pk.op >= 0) {
+        const tsl_wl_op *o = &w->ops[J->pk.op];
+        for (int i = 0; i < o->n_in; i++) J->resident[o->in[i]] = 0;
+        for (int i = 0; i < o->n_out; i++) J->resident[o->out[i]] = 0;
+    }
+    if (J->pk.rc >= 0) {
+        int32_t t = J->tl.rc_tensor[J->pk.rc];
+        const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
+        J->resident[t] = 0;
+        for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
+    }
+}

@@ -134,20 +134,9 @@ static void collect_mpt(tsl__tensile *T, int j) {
     tsl__sweep sw;
     tsl__sweep_run(w, &J->act, &J->tl, J->eff, J->n_eff, J->absent0, J->resident, J->pk.step, &sw,
                    NULL);
-    int32_t op = J->pk.op;
     /* the op running at the peak keeps its inputs and outputs; so does a
      * recomputation running there */
-    if (op >= 0) {
-        const tsl_wl_op *o = &w->ops[op];
-        for (int i = 0; i < o->n_in; i++) J->resident[o->in[i]] = 0;
-        for (int i = 0; i < o->n_out; i++) J->resident[o->out[i]] = 0;
-    }
-    if (J->pk.rc >= 0) {
-        int32_t t = J->tl.rc_tensor[J->pk.rc];
-        const tsl_wl_op *q = &w->ops[w->tensors[t].producer];
-        J->resident[t] = 0;
-        for (int i = 0; i < q->n_in; i++) J->resident[q->in[i]] = 0;
-    }
+    tsl__pjob_keep_peak_users(J);
     int32_t n = 0;
     size_t min_bytes = X->min_swap;
     for (int32_t t = 0; t < w->n_tensors; t++)
