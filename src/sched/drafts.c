@@ -198,45 +198,6 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c) {
 
 /* ---- committing ------------------------------------------------------------------------- */
 
-/* Takes J back to its first n0 events: the copies booked now - at cur
- * (issue, end pairs in event order), or at their events' times if cur is
- * NULL - unbooked, the events removed, the job re-timed and its remaining
- * copies booked at old (their pairs before the change). */
-static void rollback(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *cur, const double *old) {
-    int32_t m = 0;
-    for (int32_t k = 0; k < J->plan->n_events; k++) {
-        tsl_event_type ty = J->plan->events[k].type;
-        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-        tsl__chan *ch = tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN);
-        if (cur) tsl__chan_unbook(ch, cur[2 * m], cur[2 * m + 1]);
-        else tsl__chan_unbook(ch, J->ev_time[k], J->ev_end[k]);
-        m++;
-    }
-    tsl__pjob_pop_events(J, J->plan->n_events - n0);
-    tsl_status st = tsl__pjob_retime(J, J->dev);
-    if (st != TSL_OK) K->status = st;
-    m = 0;
-    for (int32_t k = 0; k < n0; k++) {
-        tsl_event_type ty = J->plan->events[k].type;
-        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-        if (tsl__chan_book(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), old[2 * m],
-                           old[2 * m + 1]) != TSL_OK)
-            K->status = TSL_ERR_OOM;
-        m++;
-    }
-    tsl__pjob_analyse(J);
-}
-
-/* Room for the (issue, end) pairs of J's copies and `more` more. */
-static double *copy_buf(tsl__kit *K, const tsl__pjob *J, int more) {
-    int32_t n = 0;
-    for (int32_t k = 0; k < J->plan->n_events; k++)
-        n += J->plan->events[k].type == TSL_EV_SWAP_OUT || J->plan->events[k].type == TSL_EV_SWAP_IN;
-    double *v = malloc(2 * ((size_t)n + (size_t)more + 1) * sizeof *v);
-    if (!v) K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
-    return v;
-}
-
 /* 1 if every recomputation of J's plan finds its producer's inputs ready
  * while it runs: resident with their data in place (tsl__rc_input_ready),
  * or regenerated before it for the same op (a chain). A commit checks them
@@ -263,7 +224,7 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     const tsl__swap_draft *d = &c->sw;
-    double *old = copy_buf(K, J, 2);
+    double *old = tsl__kit_copy_buf(K, J, 2);
     if (!old) return 0;
     int32_t n0 = J->plan->n_events, m = tsl__pjob_copy_times(J, old);
     size_t before = J->pk.peak;
@@ -276,7 +237,7 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     int32_t n_wait = J->tl.n_wait;
     double stall = J->tl.stall;
     if (ok && !tsl__commit_swap_in(K, J, d)) {
-        rollback(K, J, n0, NULL, old);
+        tsl__kit_undo(K, J, n0, NULL, old);
         ok = 0;
     }
     if (ok && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
@@ -284,14 +245,14 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
         old[2 * m] = d->si_issue;
         old[2 * m + 1] = d->si_end;
         if (!tsl__kit_rebook(K, J, old)) { /* booked at old again */
-            rollback(K, J, n0, old, old);
+            tsl__kit_undo(K, J, n0, old, old);
             ok = 0;
         }
     }
     if (ok) {
         tsl__pjob_analyse(J);
         if (J->pk.peak > before || !rc_inputs_ready(J)) {
-            rollback(K, J, n0, NULL, old);
+            tsl__kit_undo(K, J, n0, NULL, old);
             ok = 0;
         }
     }
@@ -303,7 +264,7 @@ int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     int32_t t = c->tensor, b = c->back_op;
-    double *old = copy_buf(K, J, 0);
+    double *old = tsl__kit_copy_buf(K, J, 0);
     if (!old) return 0;
     int32_t n0 = J->plan->n_events;
     tsl__pjob_copy_times(J, old);
@@ -330,7 +291,7 @@ int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
     if (ok) {
         tsl__pjob_analyse(J);
         if (J->pk.peak > before || !rc_inputs_ready(J)) {
-            rollback(K, J, n0, NULL, old);
+            tsl__kit_undo(K, J, n0, NULL, old);
             ok = 0;
         }
     }

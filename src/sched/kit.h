@@ -575,4 +575,13 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old);
  * in event order) into old, two doubles per copy - tsl__kit_rebook's
  * input - and returns how many copies. */
 int32_t tsl__pjob_copy_times(const tsl__pjob *J, double *old);
+/* Room for the (issue, end) pairs of J's copies and `more` more: a
+ * malloc'd buffer (the caller's), or NULL with K->status TSL_ERR_OOM. */
+double *tsl__kit_copy_buf(tsl__kit *K, const tsl__pjob *J, int more);
+/* Undoes the events J gained since it had n0: its copies unbooked (at the
+ * pairs cur holds, tsl__pjob_copy_times' order, or with cur NULL at their
+ * current times), the events popped, J re-timed, its remaining copies
+ * booked at the pairs old holds again, J analysed. Errors go to
+ * K->status. */
+void tsl__kit_undo(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *cur, const double *old);
 #endif

@@ -10,7 +10,9 @@
  * multi-output op such as batch norm would update its running statistics
  * twice, or need memory for outputs the doc does not count), and its inputs
  * are resident, landed and unchanged since it ran. Which tensor to
- * recompute is the policy's choice (tensile_recompute.c).
+ * recompute is the policy's choice (tensile_recompute.c). And undoing a
+ * change that moved the timeline: its events removed, the copies booked
+ * back where they were (tsl__kit_undo).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -115,4 +117,38 @@ int tsl__kit_rebook(tsl__kit *K, tsl__pjob *J, const double *old) {
         m++;
     }
     return 0;
+}
+
+double *tsl__kit_copy_buf(tsl__kit *K, const tsl__pjob *J, int more) {
+    int32_t n = 0;
+    for (int32_t k = 0; k < J->plan->n_events; k++)
+        n += J->plan->events[k].type == TSL_EV_SWAP_OUT || J->plan->events[k].type == TSL_EV_SWAP_IN;
+    double *v = malloc(2 * ((size_t)n + (size_t)more + 1) * sizeof *v);
+    if (!v) K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    return v;
+}
+
+void tsl__kit_undo(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *cur, const double *old) {
+    int32_t m = 0;
+    for (int32_t k = 0; k < J->plan->n_events; k++) {
+        tsl_event_type ty = J->plan->events[k].type;
+        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
+        tsl__chan *ch = tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN);
+        if (cur) tsl__chan_unbook(ch, cur[2 * m], cur[2 * m + 1]);
+        else tsl__chan_unbook(ch, J->ev_time[k], J->ev_end[k]);
+        m++;
+    }
+    tsl__pjob_pop_events(J, J->plan->n_events - n0);
+    tsl_status st = tsl__pjob_retime(J, J->dev);
+    if (st != TSL_OK) K->status = st;
+    m = 0;
+    for (int32_t k = 0; k < n0; k++) {
+        tsl_event_type ty = J->plan->events[k].type;
+        if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
+        if (tsl__chan_book(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), old[2 * m],
+                           old[2 * m + 1]) != TSL_OK)
+            K->status = TSL_ERR_OOM;
+        m++;
+    }
+    tsl__pjob_analyse(J);
 }

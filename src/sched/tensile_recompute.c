@@ -28,23 +28,21 @@
 static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t b) {
     tsl__kit *K = &T->K;
     size_t before = J->pk.peak;
-    int32_t n_sw = 0;
-    for (int32_t k = 0; k < J->plan->n_events; k++)
-        n_sw += J->plan->events[k].type == TSL_EV_SWAP_OUT ||
-                J->plan->events[k].type == TSL_EV_SWAP_IN;
-    double *old = malloc(((size_t)n_sw + 1) * 2 * sizeof *old);
-    if (!old) {
-        K->status = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
-        return 0;
-    }
-    int32_t m = tsl__pjob_copy_times(J, old);
+    double *old = tsl__kit_copy_buf(K, J, 0);
+    if (!old) return 0;
+    tsl__pjob_copy_times(J, old);
     int32_t n0 = J->plan->n_events;
     tsl_status st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, t, prev, 0.0, -1});
     if (st == TSL_OK)
         st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
     if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
     int ok = st == TSL_OK && tsl__kit_rebook(K, J, old);
-    if (ok) {
+    if (!ok) { /* the bookings are the old ones (tsl__kit_rebook restored them) */
+        if (st != TSL_OK) K->status = st;
+        tsl__pjob_pop_events(J, J->plan->n_events - n0);
+        if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
+        tsl__pjob_analyse(J);
+    } else {
         tsl__pjob_analyse(J);
         /* events triggered at or after b moved later: the inputs must still
          * be there when the recomputation starts */
@@ -52,30 +50,9 @@ static int apply(tsl__tensile *T, tsl__pjob *J, int32_t t, int32_t prev, int32_t
         for (int32_t r = J->tl.rc_off[b]; r < J->tl.rc_off[b + 1]; r++)
             if (J->tl.rc_tensor[r] == t) at = J->tl.rc_start[r];
         if (J->pk.peak > before || !tsl__rc_inputs_ready(J, J->w->tensors[t].producer, b, at)) {
-            /* undo: bookings back to the old times */
-            m = 0;
-            for (int32_t k = 0; k < J->plan->n_events; k++) {
-                tsl_event_type ty = J->plan->events[k].type;
-                if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-                tsl__chan_unbook(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), J->ev_time[k],
-                                 J->ev_end[k]);
-            }
-            for (int32_t k = 0; k < J->plan->n_events; k++) {
-                tsl_event_type ty = J->plan->events[k].type;
-                if (ty != TSL_EV_SWAP_OUT && ty != TSL_EV_SWAP_IN) continue;
-                if (tsl__chan_book(tsl__chan_of(K, J, ty == TSL_EV_SWAP_IN), old[2 * m],
-                                   old[2 * m + 1]) != TSL_OK)
-                    K->status = TSL_ERR_OOM;
-                m++;
-            }
+            tsl__kit_undo(K, J, n0, NULL, old);
             ok = 0;
         }
-    }
-    if (!ok) {
-        if (st != TSL_OK) K->status = st;
-        tsl__pjob_pop_events(J, J->plan->n_events - n0);
-        if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
-        tsl__pjob_analyse(J);
     }
     free(old);
     return ok;
