@@ -396,21 +396,25 @@ static int on_resume(tsl__daemon *d, int c, const tsl_msg *m) {
     int64_t id = tsl_msg_int(m, "job_id", 0);
     int slot = (int)tsl_msg_int(m, "slot", -1);
     size_t region = (size_t)tsl_msg_int(m, "region_bytes", 0);
-    /* the device must hold its slot, as this job, with that region */
+    /* the device must hold its slot, as this job, with at least the region
+     * its plan needs: a daemon that died after sending a smaller plan left
+     * the slot at the larger region until that plan was in force (the job
+     * counts the plan's), and the slot's region is what stays reserved */
     tsl_shdev_info *in = malloc(sizeof *in);
     int ok = in != NULL;
     if (ok) {
         tsl_shdev_read(d->dev, in);
         ok = slot >= 0 && slot < d->o.max_jobs && in->slot[slot].in_use &&
-             in->slot[slot].job_id == (uint64_t)id && in->slot[slot].region_bytes == region;
+             in->slot[slot].job_id == (uint64_t)id && region <= in->slot[slot].region_bytes;
+        if (ok) region = in->slot[slot].region_bytes;
     }
     free(in);
     if (!ok) {
         tsl_workload_free(pw);
         tsl_plan_free(plan);
         return refuse(d, c, TSL_MSG_ERR_REFUSED,
-                      "RESUME: the device holds no such job in that slot with that region (a "
-                      "daemon started afresh cannot adopt it)");
+                      "RESUME: the device holds no such job in that slot with room for its "
+                      "region (a daemon started afresh cannot adopt it)");
     }
     tsl__djob *j;
     st = tsl__ms_resume(&d->ms, id, tsl_msg_str(m, "name", "?"), tsl_msg_str(m, "model", "?"),
