@@ -431,34 +431,68 @@ Test(ilp_brute, str_stays_within_what_exists) {
 
 /* ---- the emission -------------------------------------------------------------------- */
 
-Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it) {
-    /* pool_behind_relu on exact copies (10 us ops, r's 20000 bytes in 20 us):
-     * r offloaded at stage 3 (off the device from stage 5), prefetched at
-     * stage 6 to land by stage 8, where p is recomputed from it before op 8
-     * (fc.dw, which reads p, not r); op 9 (pool.bwd) reads r. The swap-in
-     * must precede op 9: a swap-in precedes an op reading its tensor (it
-     * preceded op 8, and str's plans on inception3 failed verification) */
-    tsl_workload *w = pool_behind_relu();
-    tsl_device_profile dev = pc_exact_profile();
+/* The emission cases on pool_behind_relu(_padded) with exact copies: r
+ * (tensor 4) offloaded at stage 3 (off the device from stage 5) and
+ * prefetched at stage 6 (landing by stage 8), where p (tensor 5) is
+ * recomputed from it before op 8; r's stays from stage 5 on are the
+ * case's to set. */
+typedef struct emit_case {
+    tsl_workload *w;
+    tsl_device_profile dev;
     tsl__ilp_job J;
     tsl__ilp_sched s;
-    cr_assert_eq(tsl__ilp_job_init(&J, w, &dev, 0), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl__ilp_sched_init(&s, &J), TSL_OK);
-    int32_t r = J.cand_of[4], p = J.cand_of[5];
-    cr_assert(r >= 0 && p >= 0);
-#define CELL(t, k) ((size_t)(t) * (size_t)J.nc + (size_t)(k))
-    cr_assert_eq(J.sf_out[CELL(3, r)], 5);
-    cr_assert_eq(J.sf_in[CELL(6, r)], 8);
-    cr_assert(J.rc_at[CELL(8, p)]);
-    s.O[CELL(3, r)] = 1;
-    s.P[CELL(6, r)] = 1;
-    for (int32_t t = 5; t < 8; t++) s.S[CELL(t, r)] = 0;
-    for (int32_t t = 4; t <= 8; t++) s.S[CELL(t, p)] = 0;
-    s.R[CELL(8, p)] = 1;
-#undef CELL
-    tsl_plan *pl = tsl_plan_new(w->job);
-    cr_assert_eq(tsl__ilp_emit(&J, &s, pl), TSL_OK, "%s", tsl_last_error());
+    int32_t r, p;
+} emit_case;
+
+static size_t cell(const emit_case *c, int32_t t, int32_t k) {
+    return (size_t)t * (size_t)c->J.nc + (size_t)k;
+}
+
+static void emit_case_init(emit_case *c, tsl_workload *w) {
+    c->w = w;
+    c->dev = pc_exact_profile();
+    cr_assert_eq(tsl__ilp_job_init(&c->J, w, &c->dev, 0), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl__ilp_sched_init(&c->s, &c->J), TSL_OK);
+    c->r = c->J.cand_of[4];
+    c->p = c->J.cand_of[5];
+    cr_assert(c->r >= 0 && c->p >= 0);
+    cr_assert_eq(c->J.sf_out[cell(c, 3, c->r)], 5);
+    cr_assert_eq(c->J.sf_in[cell(c, 6, c->r)], 8);
+    cr_assert(c->J.rc_at[cell(c, 8, c->p)]);
+    c->s.O[cell(c, 3, c->r)] = 1;
+    c->s.P[cell(c, 6, c->r)] = 1;
+    for (int32_t t = 4; t <= 8; t++) c->s.S[cell(c, t, c->p)] = 0;
+    c->s.R[cell(c, 8, c->p)] = 1;
+}
+
+/* The case's schedule emitted as a plan (sorted). */
+static tsl_plan *emit_case_plan(emit_case *c) {
+    tsl_plan *pl = tsl_plan_new(c->w->job);
+    cr_assert_eq(tsl__ilp_emit(&c->J, &c->s, pl), TSL_OK, "%s", tsl_last_error());
     tsl_plan_sort(pl);
+    return pl;
+}
+
+/* The plan verifies; everything freed. */
+static void emit_case_finish(emit_case *c, tsl_plan *pl) {
+    size_t peak;
+    double period;
+    cr_assert(judge(c->w, pl, &c->dev, &peak, &period), "the emitted plan fails verification");
+    tsl_plan_free(pl);
+    tsl__ilp_sched_free(&c->s);
+    tsl__ilp_job_free(&c->J);
+    rw_free(c->w);
+}
+
+Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it) {
+    /* pool_behind_relu (10 us ops, r's 20000 bytes in 20 us): fc.dw (op 8)
+     * reads p, not r; op 9 (pool.bwd) reads r. The swap-in must precede op
+     * 9: a swap-in precedes an op reading its tensor (it preceded op 8, and
+     * str's plans on inception3 failed verification) */
+    emit_case c;
+    emit_case_init(&c, pool_behind_relu());
+    for (int32_t t = 5; t < 8; t++) c.s.S[cell(&c, t, c.r)] = 0;
+    tsl_plan *pl = emit_case_plan(&c);
     int swap_ins = 0;
     for (int32_t e = 0; e < pl->n_events; e++)
         if (pl->events[e].type == TSL_EV_SWAP_IN) {
@@ -467,43 +501,21 @@ Test(ilp_emit, a_prefetch_a_recomputation_reads_first_precedes_the_op_reading_it
             swap_ins++;
         }
     cr_assert_eq(swap_ins, 1);
-    size_t peak;
-    double period;
-    cr_assert(judge(w, pl, &dev, &peak, &period), "the emitted plan fails verification");
-    tsl_plan_free(pl);
-    tsl__ilp_sched_free(&s);
-    tsl__ilp_job_free(&J);
-    rw_free(w);
+    emit_case_finish(&c, pl);
 }
 
 Test(ilp_emit, a_stay_serving_a_recomputation_only_holds_the_tensor_to_its_next_read) {
     /* pool_behind_relu with 3 ops between fc.dw (op 8) and pool.bwd (op 12):
-     * r offloaded at stage 3, prefetched at 6 (landing by 8, where p is
-     * recomputed from it), dropped at 9 and prefetched again at 9 (landing by
-     * 11) for op 12. The first stay has no op reading r: the swap-in precedes
-     * op 12 and r stays until then (no release, the second prefetch left
-     * out): more memory than the schedule's, a valid plan */
-    tsl_workload *w = pool_behind_relu_padded(3);
-    tsl_device_profile dev = pc_exact_profile();
-    tsl__ilp_job J;
-    tsl__ilp_sched s;
-    cr_assert_eq(tsl__ilp_job_init(&J, w, &dev, 0), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl__ilp_sched_init(&s, &J), TSL_OK);
-    int32_t r = J.cand_of[4], p = J.cand_of[5];
-    cr_assert(r >= 0 && p >= 0);
-#define CELL(t, k) ((size_t)(t) * (size_t)J.nc + (size_t)(k))
-    cr_assert_eq(J.sf_out[CELL(3, r)], 5);
-    cr_assert_eq(J.sf_in[CELL(6, r)], 8);
-    cr_assert_eq(J.sf_in[CELL(9, r)], 11);
-    s.O[CELL(3, r)] = 1;
-    s.P[CELL(6, r)] = s.P[CELL(9, r)] = 1;
-    for (int32_t t = 5; t < 11; t++) s.S[CELL(t, r)] = t == 8;
-    for (int32_t t = 4; t <= 8; t++) s.S[CELL(t, p)] = 0;
-    s.R[CELL(8, p)] = 1;
-#undef CELL
-    tsl_plan *pl = tsl_plan_new(w->job);
-    cr_assert_eq(tsl__ilp_emit(&J, &s, pl), TSL_OK, "%s", tsl_last_error());
-    tsl_plan_sort(pl);
+     * r dropped at 9 and prefetched again at 9 (landing by 11) for op 12.
+     * The first stay has no op reading r: the swap-in precedes op 12 and r
+     * stays until then (no release, the second prefetch left out): more
+     * memory than the schedule's, a valid plan */
+    emit_case c;
+    emit_case_init(&c, pool_behind_relu_padded(3));
+    cr_assert_eq(c.J.sf_in[cell(&c, 9, c.r)], 11);
+    c.s.P[cell(&c, 9, c.r)] = 1;
+    for (int32_t t = 5; t < 11; t++) c.s.S[cell(&c, t, c.r)] = t == 8;
+    tsl_plan *pl = emit_case_plan(&c);
     int swap_ins = 0, releases = 0;
     for (int32_t e = 0; e < pl->n_events; e++) {
         const tsl_event *ev = &pl->events[e];
@@ -516,13 +528,7 @@ Test(ilp_emit, a_stay_serving_a_recomputation_only_holds_the_tensor_to_its_next_
     }
     cr_assert_eq(swap_ins, 1);
     cr_assert_eq(releases, 1, "r released %d times (once, at the offload)", releases);
-    size_t peak;
-    double period;
-    cr_assert(judge(w, pl, &dev, &peak, &period), "the emitted plan fails verification");
-    tsl_plan_free(pl);
-    tsl__ilp_sched_free(&s);
-    tsl__ilp_job_free(&J);
-    rw_free(w);
+    emit_case_finish(&c, pl);
 }
 
 Test(ilp_emit, str_on_random_workloads_is_valid_and_a_start_of_the_programs) {
