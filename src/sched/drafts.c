@@ -220,6 +220,17 @@ static int rc_inputs_ready(const tsl__pjob *J) {
     return 1;
 }
 
+/* After a commit's events were added and its copies re-booked: J analysed
+ * again, and the commit kept (1) unless it raised J's peak above `before`
+ * or left a recomputation without its inputs - then undone (0; old: the
+ * copies' pairs before it, n0 its events before it). */
+static int kept(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *old, size_t before) {
+    tsl__pjob_analyse(J);
+    if (J->pk.peak <= before && rc_inputs_ready(J)) return 1;
+    tsl__kit_undo(K, J, n0, NULL, old);
+    return 0;
+}
+
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
@@ -249,13 +260,7 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
             ok = 0;
         }
     }
-    if (ok) {
-        tsl__pjob_analyse(J);
-        if (J->pk.peak > before || !rc_inputs_ready(J)) {
-            tsl__kit_undo(K, J, n0, NULL, old);
-            ok = 0;
-        }
-    }
+    if (ok) ok = kept(K, J, n0, old, before);
     free(old);
     return ok && K->status == TSL_OK;
 }
@@ -288,13 +293,7 @@ int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
         if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
         tsl__pjob_analyse(J);
     }
-    if (ok) {
-        tsl__pjob_analyse(J);
-        if (J->pk.peak > before || !rc_inputs_ready(J)) {
-            tsl__kit_undo(K, J, n0, NULL, old);
-            ok = 0;
-        }
-    }
+    if (ok) ok = kept(K, J, n0, old, before);
     free(old);
     return ok && K->status == TSL_OK;
 }
