@@ -45,7 +45,8 @@ void bp_mosos_figure(bp_ctx *c) {
     bt_note(t, "Tensile: Adam, profile tesla-p40, simulated; memory ratio = footprint budget / "
             "vanilla footprint; each cell the simulated time of a step (ms) of the policy's plan "
             "for that budget, \"unmet (MSR x)\" when its best plan saves only x, \"n/a\" when "
-            "the policy is not in this build. Tensile has one convolution algorithm per op, so "
-            "no policy here trades workspace for speed as MO-SOS does.");
+            "the policy is not in this build. The convolutions' default algorithm is their "
+            "fastest here (docs/SCHEDULING.md, \"Algorithms\"), so MO-SOS has no speed to buy "
+            "with freed memory and the -Auto baselines are checkmate and str.");
     bp_finish(c, t);
 }
