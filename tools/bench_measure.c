@@ -82,6 +82,31 @@ static tsl_sim_opts sim_opts(const bm_jobs *J, const char *trace_path) {
     return (tsl_sim_opts){.iterations = 3, .offset_us = J->offset_us, .trace_path = trace_path};
 }
 
+/* Frees actual_latencies' first n tables and the array (NULL: nothing). */
+static void actual_latencies_free(tsl_latency_table *t, int n) {
+    if (!t) return;
+    for (int i = 0; i < n; i++) free((void *)t[i].us);
+    free(t);
+}
+
+/* J's op latencies (end - start) as one table per job, for simulating plans
+ * made from other latencies; NULL when out of host memory. */
+static tsl_latency_table *actual_latencies(const bm_jobs *J) {
+    tsl_latency_table *t = calloc((size_t)J->n, sizeof *t);
+    if (!t) return NULL;
+    for (int i = 0; i < J->n; i++) {
+        const tsl_workload *w = J->w[i];
+        double *us = malloc((size_t)(w->n_ops ? w->n_ops : 1) * sizeof *us);
+        if (!us) {
+            actual_latencies_free(t, i);
+            return NULL;
+        }
+        for (int32_t k = 0; k < w->n_ops; k++) us[k] = w->ops[k].end_us - w->ops[k].start_us;
+        t[i] = (tsl_latency_table){w->n_ops, us};
+    }
+    return t;
+}
+
 /* Simulates the empty plans once per phases. 0, or -1 with r failed. */
 static int vanilla(bm_jobs *J, bm_result *r) {
     if (J->have_vanilla) return 0;
@@ -162,9 +187,16 @@ bm_state bm_measure_from(bm_jobs *J, const bm_jobs *P, const char *policy, size_
         return set_state(r, BM_FAILED, why);
     }
     tsl_sim_result sim = {0};
-    if (verify(P, plans, r) == 0) {
+    /* The plans are simulated on the workloads they were made from, their
+     * ops taking J's latencies (drift): an event's planned time is anchored
+     * on its plan's timeline, so the order of a tensor's events (a release
+     * after the swap-out it waits for) is the plan's. */
+    tsl_latency_table *actual = P == J ? NULL : actual_latencies(J);
+    if (P != J && !actual) set_state(r, BM_FAILED, "failed: out of host memory");
+    else if (verify(P, plans, r) == 0) {
         tsl_sim_opts so = sim_opts(J, trace_path);
-        if (tsl_simulate(J->w, plans, J->n, J->dev, &so, &sim) != TSL_OK) {
+        so.actual = actual;
+        if (tsl_simulate(P->w, plans, J->n, J->dev, &so, &sim) != TSL_OK) {
             char why[320];
             snprintf(why, sizeof why, "failed: simulation: %.280s", tsl_last_error());
             set_state(r, BM_FAILED, why);
@@ -176,6 +208,7 @@ bm_state bm_measure_from(bm_jobs *J, const bm_jobs *P, const char *policy, size_
     }
     for (int i = 0; i < J->n; i++) tsl_plan_free(plans[i]);
     free(plans);
+    actual_latencies_free(actual, J->n);
     tsl_plan_report_free(&rep);
     tsl_sim_result_free(&sim);
     return r->state;
