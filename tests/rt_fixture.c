@@ -85,14 +85,21 @@ void rtf_free(rtf_case *c) {
 /* See rt_fixture.h. Precondition: p valid for c->w (or empty). */
 tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan *p, int vclock,
                               double gbps, const char *what) {
+    tsl_runtime_opts ro = tsl_runtime_opts_default();
+    ro.virtual_clock = vclock;
+    return rtf_open_runtime_with(c, capacity, p, &ro, gbps, what);
+}
+
+/* See rt_fixture.h. */
+tsl_session *rtf_open_runtime_with(const rtf_case *c, size_t capacity, const tsl_plan *p,
+                                   const tsl_runtime_opts *o, double gbps, const char *what) {
     tsl_session_opts so = th_session_opts();
     so.device_memory = capacity;
     so.nthreads = 2;
     so.pcie_gbps = gbps;
     tsl_session *s;
     cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
-    tsl_runtime_opts ro = tsl_runtime_opts_default();
-    ro.virtual_clock = vclock;
+    tsl_runtime_opts ro = *o;
     ro.profile = c->dev; /* nobody replans: the plan under test stays in force */
     cr_assert_eq(tsl_session_attach_runtime(s, &ro, c->w), TSL_OK, "%s %s: attach: %s", c->model,
                  what, tsl_last_error());

@@ -75,6 +75,9 @@ void rtf_free(rtf_case *c);
 tsl_session *rtf_open_runtime(const rtf_case *c, size_t capacity, const tsl_plan *p, int vclock,
                               double gbps, const char *what);
 
+/* The same with the runtime's options o (its profile set to c->dev). */
+tsl_session *rtf_open_runtime_with(const rtf_case *c, size_t capacity, const tsl_plan *p,
+                                   const tsl_runtime_opts *o, double gbps, const char *what);
 /* TENSILE's plan for c's workload within `budget` bytes (0: the profile's
  * memory), finished and checked by pg_finish_and_verify. */
 tsl_plan *rtf_tensile_plan(const rtf_case *c, size_t budget);

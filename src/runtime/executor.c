@@ -108,6 +108,12 @@ typedef struct step {
                                the item's own tensors are placed */
 } step;
 
+/* Item k: the plan's executed sequence (k >= 0), or DTR's rematerialisation
+ * of tensor -1 - k (remat_online.c). */
+static const tsl__rt_item *item_at(const tsl__runtime *rt, int32_t k) {
+    return k >= 0 ? &rt->cur->items[k] : tsl__dtr_item(rt, -1 - k);
+}
+
 /* ---- waiting ------------------------------------------------------------------------- */
 
 /* One wait for any change (see tsl__se_wait); real time accumulates the
@@ -154,6 +160,12 @@ static int make_room(step *S) {
         return 1;
     }
     if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;
+    int dead;
+    int32_t d = tsl__dtr_victim(rt, &dead); /* DTR (opts.remat): dropped, no copy */
+    if (d >= 0) {
+        tsl__dtr_drop(rt, d, dead);
+        return 1;
+    }
     int32_t v = tsl__rt_pick_victim(rt);
     if (v >= 0 && tsl__rt_evict(rt, v)) return 1;
     /* nothing to evict now, but a copy under way changes that: a swap-in
@@ -238,6 +250,19 @@ static tsl_status acquire(step *S, int32_t t, int32_t ws_op, size_t n, int how, 
 
 /* ---- inputs and outputs ---------------------------------------------------------------- */
 
+static tsl_status run_item(step *S, int32_t k);
+
+/* Regenerates t, which DTR dropped (remat_online.c), by re-running its
+ * producer (run_item of its rematerialisation: its own dropped inputs are
+ * regenerated first, recursively); the time the current item waited so far
+ * stays its own. */
+static tsl_status rematerialise(step *S, int32_t t) {
+    double waited = S->waited_us;
+    tsl_status rc = run_item(S, -1 - t);
+    S->waited_us = waited;
+    return rc;
+}
+
 /* Makes input t resident and readable (see the head of the file). */
 static tsl_status ensure_input(step *S, int32_t t) {
     tsl__runtime *rt = S->rt;
@@ -291,6 +316,11 @@ static tsl_status ensure_input(step *S, int32_t t) {
             else if (!wait_step(S)) no_plan = 1;
             continue;
         }
+        if (tsl__dtr_gone(rt, t)) { /* DTR: its producer again */
+            tsl_status rc = rematerialise(S, t);
+            if (rc != TSL_OK) return rc;
+            continue;
+        }
         if (!tsl__rt_host_valid(rt, t))
             return tsl_fail(TSL_ERR_INTERNAL,
                             "runtime: tensor '%s' read by op '%s' is neither on the device nor "
@@ -320,14 +350,15 @@ static int swap_out_behind(const tsl__runtime *rt, int32_t t) {
     return 0;
 }
 
-/* Makes room for writing output t: allocated if absent; in real time no
+/* Makes room for writing output t: allocated if absent (`how`: 0 for the
+ * plan's allocations, TSL__A_PASSIVE for DTR's); in real time no
  * copy may read or write its block while the kernel writes it (swap-outs
  * planned before this write are triggered - their kernels retired - and
  * issued now). */
-static tsl_status prepare_output(step *S, int32_t t) {
+static tsl_status prepare_output(step *S, int32_t t, int how) {
     tsl__runtime *rt = S->rt;
     tsl__res *r = &rt->res[t];
-    if (!rt->s->ptr[t]) return acquire(S, t, -1, 0, 0, NULL);
+    if (!rt->s->ptr[t]) return acquire(S, t, -1, 0, how, NULL);
     r->dying = 0;
     r->cold = 0;
     if (rt->virtual_clock) return TSL_OK;
@@ -426,7 +457,7 @@ static void drop_entry(tsl__runtime *rt, tsl__launched *l, int sync) {
  * whose last use it was (activity analysis). */
 static void free_after_item(step *S, tsl__launched *l) {
     tsl__runtime *rt = S->rt;
-    const tsl__rt_item *it = &rt->cur->items[l->item];
+    const tsl__rt_item *it = item_at(rt, l->item);
     tsl__rt_free_raw(rt, l->ws, l->ws_bytes);
     for (int j = 0; j < TSL__MAX_OUT; j++) tsl__rt_free_raw(rt, l->scratch[j], l->scratch_bytes[j]);
     l->ws = NULL;
@@ -447,7 +478,7 @@ static void free_after_item(step *S, tsl__launched *l) {
  * (step 4). Its memory went back already (free_after_item). */
 static tsl_status retire_item(step *S, tsl__launched *l, double start, double end) {
     tsl__runtime *rt = S->rt;
-    const tsl__rt_item *it = &rt->cur->items[l->item];
+    const tsl__rt_item *it = item_at(rt, l->item);
     const tsl_op *op = tsl_graph_op(rt->g, it->op);
     int is_rc = it->tensor >= 0;
     if (rt->last_compute == l->end) rt->last_compute = NULL; /* the stream caught up */
@@ -461,7 +492,8 @@ static tsl_status retire_item(step *S, tsl__launched *l, double start, double en
     double us = rt->virtual_clock ? it->ne - it->ns : end - start;
     S->st->kernel_ms += us * 1e-3;
     if (is_rc) {
-        rt->st.recomputes++;
+        if (l->item < 0) rt->st.remats++;
+        else rt->st.recomputes++;
         return TSL_OK;
     }
     S->s->op_ms[it->op] = us * 1e-3;
@@ -524,18 +556,20 @@ static void run_to_start(tsl__runtime *rt, double t, int zero) {
 static tsl_status run_item(step *S, int32_t k) {
     tsl__runtime *rt = S->rt;
     const tsl__rt_plan *pl = rt->cur;
-    const tsl__rt_item *it = &pl->items[k];
+    const tsl__rt_item *it = item_at(rt, k);
     const tsl_op *op = tsl_graph_op(rt->g, it->op);
     int is_rc = it->tensor >= 0;
+    int dtr = k < 0; /* DTR's rematerialisation: not the plan's, before the op at rt->pos */
+    int how = dtr ? TSL__A_PASSIVE : 0;
     int zero = it->ne == it->ns;
-    rt->pos = is_rc ? pl->p->events[it->event].precede - 1 : it->op;
+    if (!dtr) rt->pos = is_rc ? pl->p->events[it->event].precede - 1 : it->op;
     if (rt->virtual_clock) run_to_start(rt, S->order_ready, zero);
     S->waited_us = 0.0;
     double prep_at = tsl__rt_now(rt);
     tsl_status rc0 = TSL_OK;
     /* a recomputation follows the plan's releases: those of the kernels in
      * flight are applied first */
-    while (is_rc && rt->inflight.n > 0 && rc0 == TSL_OK) rc0 = retire_oldest(S, 1);
+    while (is_rc && !dtr && rt->inflight.n > 0 && rc0 == TSL_OK) rc0 = retire_oldest(S, 1);
     if (rc0 != TSL_OK) return rc0;
     pin(rt, op, it->tensor, 1);
     int skip = is_rc && rt->s->ptr[it->tensor] && rt->res[it->tensor].readable;
@@ -547,8 +581,9 @@ static tsl_status run_item(step *S, int32_t k) {
     if (rt->virtual_clock) run_to_start(rt, ready, zero);
     if (ready - S->order_ready <= EPS_US) ready = S->order_ready;
     double vmark = rt->vnow;
-    if (is_rc && !skip && rc == TSL_OK) rc = prepare_output(S, it->tensor);
-    for (int j = 0; j < op->n_out && rc == TSL_OK && !is_rc; j++) rc = prepare_output(S, op->out[j]);
+    if (is_rc && !skip && rc == TSL_OK) rc = prepare_output(S, it->tensor, how);
+    for (int j = 0; j < op->n_out && rc == TSL_OK && !is_rc; j++)
+        rc = prepare_output(S, op->out[j], 0);
     tsl__launched L;
     memset(&L, 0, sizeof L);
     L.item = k;
@@ -557,7 +592,7 @@ static tsl_status run_item(step *S, int32_t k) {
         tsl__place_skip(rt, it->tensor, -1);
         if (pl->w->ops[it->op].workspace > 0) tsl__place_skip(rt, -1, it->op);
     }
-    if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, 0, &L.ws);
+    if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, how, &L.ws);
     if (S->hold) { /* the item's tensors are placed: swap-ins may allocate again */
         S->hold = 0;
         rt->compute_wants_mem = 0;
@@ -584,6 +619,7 @@ static tsl_status run_item(step *S, int32_t k) {
         for (int j = 0; j < op->n_out; j++) rt->res[op->out[j]].gen++; /* host copies go stale */
     uint64_t seq_end = rt->virtual_clock ? tsl__vc_next_seq(rt) : 0;
     L.launched_at = prep_at;
+    if (!skip) tsl__dtr_touch(rt, op, it->tensor);
     if (!skip) rc = launch_item(S, it, &L);
     if (rc != TSL_OK) {
         drop_entry(rt, &L, 1);
@@ -850,6 +886,7 @@ tsl_status tsl__rt_step(tsl_session *s, const float *x, const int32_t *y, tsl_st
     step S = {.rt = rt, .s = s, .y = y, .st = st};
     tsl__rt_note_mem(rt);
     if (rt->virtual_clock) item_times(rt);
+    tsl__dtr_begin(rt);
     tsl__place_begin(rt);
     if (rc == TSL_OK) rc = load_data(&S, x, y);
     if (rc == TSL_OK) rc = plan_step(&S);

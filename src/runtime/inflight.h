@@ -23,7 +23,8 @@
 #define TSL__MAX_OUT 16 /* outputs of one op (TSL_ASSERT'd by the executors) */
 
 typedef struct tsl__launched {
-    int32_t item;                      /* op index, or item of the executed sequence */
+    int32_t item;                      /* op index, or item of the executed sequence
+                                          (< 0: DTR's rematerialisation of -1 - item) */
     tsl_dev_event *start, *end;        /* around the kernel on the compute stream */
     void *ws;                          /* workspace block (NULL if none) */
     size_t ws_bytes;

@@ -313,6 +313,7 @@ tsl_status tsl_session_attach_runtime(tsl_session *s, const tsl_runtime_opts *o,
     st = rt->w0 ? TSL_OK : tsl_fail(TSL_ERR_OOM, "attach runtime: out of host memory");
     if (st == TSL_OK) st = tsl__res_init(rt);
     if (st == TSL_OK) st = tsl__evict_init(rt);
+    if (st == TSL_OK) st = tsl__dtr_init(rt);
     if (st == TSL_OK) st = tsl__place_init(rt);
     if (st == TSL_OK) st = tsl__lat_init(rt);
     if (st == TSL_OK) st = adopt_initial(rt);
@@ -331,6 +332,7 @@ void tsl__rt_free(tsl__runtime *rt) {
     tsl__se_stop(rt);
     tsl__res_free(rt);
     tsl__evict_free(rt);
+    tsl__dtr_free(rt);
     tsl__place_free(rt);
     tsl__rt_plan_free(rt->cur);
     tsl__rt_plan_free(rt->pending);

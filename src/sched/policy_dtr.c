@@ -143,12 +143,9 @@ static int32_t victim(dtr_sim *S) {
         if (!S->res[t] || !S->rm.droppable[t] || S->pin[t] == S->pos + 1) continue;
         double cost = tsl__remat_estar_cost(S->w, &S->rm, t, gone, S, S->lat, S->mark, ++S->stamp,
                                             S->stack);
-        double stale = S->now - S->last[t] + 1e-3;
-        double h = cost / ((double)S->w->tensors[t].bytes * stale);
         size_t b = S->w->tensors[t].bytes;
-        if (best < 0 || h < best_h ||
-            (h == best_h && (b > S->w->tensors[best].bytes ||
-                             (b == S->w->tensors[best].bytes && t < best)))) {
+        double h = tsl__remat_h(cost, b, S->now - S->last[t]);
+        if (tsl__remat_beats(h, b, t, best_h, best < 0 ? 0 : S->w->tensors[best].bytes, best)) {
             best = t;
             best_h = h;
         }

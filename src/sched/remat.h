@@ -49,6 +49,7 @@
 #ifndef TSL_SCHED_REMAT_H
 #define TSL_SCHED_REMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "tensile/workload.h"
 
@@ -87,6 +88,20 @@ typedef int (*tsl__remat_gone_fn)(void *ctx, int32_t x);
 double tsl__remat_estar_cost(const tsl_workload *w, const tsl__remat *r, int32_t t,
                              tsl__remat_gone_fn gone, void *ctx, const double *op_us,
                              uint32_t *mark, uint32_t stamp, int32_t *stack);
+
+/* DTR's heuristic h(t) = cost / (size x staleness), staleness in µs with 1
+ * ns added (a tensor used right now is not infinitely valuable). The
+ * victim is the tensor with the smallest h. */
+static inline double tsl__remat_h(double cost, size_t bytes, double stale_us) {
+    return cost / ((double)bytes * (stale_us + 1e-3));
+}
+/* 1 if candidate t (h, bytes) beats the best so far (best < 0: none): the
+ * smaller h, ties the larger, then the lower index. */
+static inline int tsl__remat_beats(double h, size_t bytes, int32_t t, double best_h,
+                                   size_t best_bytes, int32_t best) {
+    return best < 0 || h < best_h ||
+           (h == best_h && (bytes > best_bytes || (bytes == best_bytes && t < best)));
+}
 
 /* The producer's latency of tensor t in w (its op's end - start), 0 for a
  * tensor without producer: what regenerating t costs. */
