@@ -88,9 +88,9 @@ import json,sys; d=json.loads(sys.argv[1]); s=d['scheduled']; pa=s['passive_iter
 print(1 if pa['iter_ms']>0 and pa['evictions']>0 and s['swaps']>0 and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
 json=$("$bin" run --model resnet18 --batch 8 --dataset synthetic --image-size 32 --iterations 2 --device-memory 95% --policy dtr --threads 2 --json --quiet 2>/dev/null); rc=$?
 check "run dtr in 95% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
-check "dtr's run recomputes, results identical: ${json:0:300}" "$(python3 -c "
+check "dtr runs online: drops and regenerates, no planned swap nor recomputation, results identical: ${json:0:300}" "$(python3 -c "
 import json,sys; d=json.loads(sys.argv[1]); s=d['scheduled']
-print(1 if s['recomputes']>0 and s['swaps']==0 and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
+print(1 if s['drops']>0 and s['remats']>0 and s['recomputes']==0 and s['swaps']==0 and d['identical'] else 0)" "$json" 2>/dev/null || echo 0)"
 
 # channel shares and phases
 expect_exit 0 "equal shares, random phases, fair channels" "$bin" plan --jobs mlp:2,cnn:4,mlp:8 --channel-share equal --phases random:5 --channels fair --json

@@ -73,7 +73,10 @@ static const char help[] =
     "iteration each, and each run's time is its median over that stretch.\n"
     "capuchin runs its first iteration in passive mode (no plan; tensors\n"
     "evicted on out-of-memory, least recently used first) and plans from the\n"
-    "kernel times that iteration measured.\n"
+    "kernel times that iteration measured. dtr runs online in the runtime\n"
+    "(no plan: tensors dropped on out-of-memory by DTR's heuristic and\n"
+    "regenerated when read); its planned figures are DTR's decisions\n"
+    "simulated over one iteration (tensile plan --policy dtr).\n"
     "\n"
     "  --model M            a model of the zoo (tensile info --help lists them)\n"
     "  --batch B            batch size (default 64)\n"
@@ -551,6 +554,10 @@ static int predict(tsl_job *job, prediction *pr) {
  * "Capuchin"). */
 static int passive_first(const run_opts *t) { return !strcmp(t->policy, "capuchin"); }
 
+/* 1 if the policy runs online in the runtime, under vanilla's plan: DTR
+ * (tsl_runtime_opts.remat; docs/SCHEDULING.md, "DTR"). */
+static int online_dtr(const run_opts *t) { return !strcmp(t->policy, "dtr"); }
+
 /* Capuchin's eviction on out-of-memory (tsl_evict_fn; user: the graph): a
  * dead tensor first, else the least recently used - the latest access
  * before op `pos`, a tensor not accessed yet in this iteration counting
@@ -584,12 +591,15 @@ static int evict_lru(void *user, int32_t pos, const tsl_evict_candidate *cand, i
     return best;
 }
 
-/* Capuchin after its passive iteration (the job's first, run under
- * vanilla's plan: tensors evicted on out-of-memory): its plan made from the
- * kernel times that iteration measured, within `budget`, set to take
- * effect at the next iteration, and the planner's and the simulator's
- * figures for it into *pr. Returns 0 with a message printed on failure. */
-static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, prediction *pr) {
+/* The policy's plan for u's job made from kernel times lat_us (NULL: those
+ * u's session measured last), within `budget`, and the planner's and the
+ * simulator's figures for it into *pr; with `install`, set to take effect
+ * at the next iteration. Capuchin after its passive iteration (the job's
+ * first, run under vanilla's plan: tensors evicted on out-of-memory); DTR's
+ * decisions simulated as a plan, the prediction of its online run. Returns
+ * 0 with a message printed on failure. */
+static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
+                        int install, prediction *pr) {
     const run_opts *t = e->o;
     int32_t n_ops = tsl_graph_n_ops(e->g);
     double *us = malloc(sizeof *us * ((size_t)n_ops + 1));
@@ -597,7 +607,7 @@ static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, p
         fprintf(stderr, "tensile run: out of host memory\n");
         return 0;
     }
-    for (int32_t i = 0; i < n_ops; i++) us[i] = 1e3 * tsl_session_op_ms(u->s, i);
+    for (int32_t i = 0; i < n_ops; i++) us[i] = lat_us ? lat_us[i] : 1e3 * tsl_session_op_ms(u->s, i);
     tsl_job_opts jo = tsl_job_opts_default();
     jo.name = tsl_job_workload(u->job)->job;
     jo.session = session_opts(t, capacity);
@@ -646,7 +656,7 @@ static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, p
         tsl_sim_result_free(&vsim);
         tsl_plan_free(empty);
     }
-    if (st == TSL_OK) {
+    if (st == TSL_OK && install) {
         st = tsl_job_set_plan(u->job, w, p, NULL);
         w = NULL;
         p = NULL;
@@ -655,8 +665,8 @@ static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, p
     tsl_workload_free(w);
     tsl_plan_free(p);
     if (st != TSL_OK) {
-        fprintf(stderr, "tensile run: %s: planning after the passive iteration: %s\n", t->policy,
-                tsl_last_error());
+        fprintf(stderr, "tensile run: %s: planning%s: %s\n", t->policy,
+                install ? " after the passive iteration" : "", tsl_last_error());
         return 0;
     }
     return 1;
@@ -687,9 +697,16 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
     jo.plan.opts = tsl_policy_opts_values(t->popts);
     jo.runtime.online_placement = t->online_placement;
     tsl_job *made = NULL;
-    if (passive_first(t)) { /* Capuchin: the first iteration under vanilla's plan */
-        jo.runtime.evict = evict_lru;
-        jo.runtime.evict_user = e->g;
+    if (passive_first(t) || online_dtr(t)) { /* Capuchin: the first iteration under vanilla's
+                                                 plan; DTR: every iteration, online */
+        if (online_dtr(t)) {
+            jo.runtime.remat = 1;
+            jo.runtime.online_placement = 1; /* DTR allocates online */
+            jo.plan.policy = tsl_policy_find("vanilla"); /* a replan: vanilla's plan again */
+        } else {
+            jo.runtime.evict = evict_lru;
+            jo.runtime.evict_user = e->g;
+        }
         tsl_device_profile pdev;
         tsl_workload *w = NULL;
         tsl_plan *p = NULL;
@@ -721,7 +738,11 @@ static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, c
             runner_close(u);
             return 0;
         }
-        return 1; /* the prediction comes with the plan (passive_plan) */
+        if (online_dtr(t) && !passive_plan(e, u, capacity, budget, lat_us, 0, pr)) {
+            runner_close(u);
+            return 0;
+        }
+        return 1; /* Capuchin: the prediction comes with the plan (passive_plan) */
     }
     if (!runner_open(e, u, capacity, n_iter, NULL, &jo, r)) {
         int refused = r->refused; /* reported by the caller */
@@ -756,6 +777,8 @@ static json_t *json_run(const run_result *r, int scheduled) {
         json_object_set_new(o, "recomputes", json_integer(s->recomputes));
         json_object_set_new(o, "passive_swaps", json_integer(s->passive_swaps));
         json_object_set_new(o, "evictions", json_integer(s->evictions));
+        json_object_set_new(o, "drops", json_integer(s->drops));
+        json_object_set_new(o, "remats", json_integer(s->remats));
         json_object_set_new(o, "displaced", json_integer(s->displaced));
         json_object_set_new(o, "stall_ms", json_real(s->stall_ms));
         json_object_set_new(o, "replans", json_integer(r->js.replans));
@@ -1008,7 +1031,7 @@ static int run_parsed(run_opts t) {
                 tsl_session_runtime_stats(T.s, &passive.rs);
                 passive.ms = T.ms[0];
                 passive.done = 1;
-                tok = passive_plan(&e, &T, budget ? budget : roomy, budget, &pr);
+                tok = passive_plan(&e, &T, budget ? budget : roomy, budget, NULL, 1, &pr);
                 if (!tok) {
                     progress_end(&p);
                     rc = 1;
@@ -1178,10 +1201,12 @@ static int run_parsed(run_opts t) {
                    fmt_bytes(pr.planned_peak, b4, sizeof b4), fmt_bytes(pr.vanilla_peak, b5, sizeof b5),
                    pr.planning_ms, dev.name, pr.budget_met ? "" : "; the budget is NOT met");
             printf("done: %lld swap-outs (%s), %lld swap-ins (%s), %lld recomputations, %lld passive "
-                   "swap-ins, %lld evictions, %lld displaced, %lld stalls (%.2f ms), %lld replans%s%s\n",
+                   "swap-ins, %lld evictions, %lld drops, %lld rematerialisations, %lld displaced, "
+                   "%lld stalls (%.2f ms), %lld replans%s%s\n",
                    (long long)s->swaps_out, fmt_bytes(s->bytes_d2h, b1, sizeof b1), (long long)s->swaps_in,
                    fmt_bytes(s->bytes_h2d, b3, sizeof b3), (long long)s->recomputes,
-                   (long long)s->passive_swaps, (long long)s->evictions,
+                   (long long)s->passive_swaps, (long long)s->evictions, (long long)s->drops,
+                   (long long)s->remats,
                    (long long)s->displaced, (long long)s->stalls,
                    s->stall_ms, (long long)sched.js.replans, sched.js.replans ? ": " : "",
                    sched.js.replans ? sched.js.last_replan_reason : "");

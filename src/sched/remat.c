@@ -41,15 +41,38 @@ static int listed(const int32_t *v, int j, int32_t t) {
     return 0;
 }
 
-/* 1 if op q's only output is x and it does not read x. */
-static int single_output(const tsl_wl_op *o, int32_t x) {
-    if (o->n_out != 1 || o->out[0] != x) return 0;
+/* 1 if op o reads tensor t. */
+static int reads(const tsl_wl_op *o, int32_t t) {
     for (int i = 0; i < o->n_in; i++)
-        if (o->in[i] == x) return 0;
+        if (o->in[i] == t) return 1;
+    return 0;
+}
+
+/* 1 if re-running o (with `multi`: an op whose outputs are a function of
+ * the values of its inputs other than its in-place state) writes x, not in
+ * place, and nothing else that stays: x is its only output, or (multi)
+ * every other output is a transient tensor it does not read (written to
+ * scratch by the re-run) or persistent state it updates in place (the
+ * re-run's update goes to scratch). */
+static int replays(const tsl_workload *w, const tsl_wl_op *o, int32_t x, int multi) {
+    if (reads(o, x)) return 0;
+    if (o->n_out == 1) return o->out[0] == x;
+    if (!multi) return 0;
+    for (int j = 0; j < o->n_out; j++) {
+        int32_t z = o->out[j];
+        if (z == x) continue;
+        int persistent = tsl_kind_is_persistent(w->tensors[z].kind);
+        if (reads(o, z) ? !persistent : persistent) return 0;
+    }
     return 1;
 }
 
 tsl_status tsl__remat_build(const tsl_workload *w, int flags, tsl__remat *r) {
+    return tsl__remat_build_multi(w, flags, NULL, r);
+}
+
+tsl_status tsl__remat_build_multi(const tsl_workload *w, int flags, const uint8_t *multi,
+                                  tsl__remat *r) {
     memset(r, 0, sizeof *r);
     int32_t nt = w->n_tensors, no = w->n_ops;
     r->n_tensors = nt;
@@ -98,29 +121,30 @@ tsl_status tsl__remat_build(const tsl_workload *w, int flags, tsl__remat *r) {
     /* now the writers of t are wr[off[t] .. off[t+1]) */
     for (int32_t q = 0; q < no; q++) {
         const tsl_wl_op *o = &w->ops[q];
-        if (o->n_out != 1) continue;
-        int32_t x = o->out[0];
-        tsl_tensor_kind k = w->tensors[x].kind;
-        if (tsl_kind_is_persistent(k) || k == TSL_KIND_INPUT || k == TSL_KIND_LABEL ||
-            w->tensors[x].producer != q || !single_output(o, x))
-            continue;
-        r->replay[x] = 1;
-        int32_t h = INT32_MAX;
-        int ordered = 1;
-        for (int i = 0; i < o->n_in; i++) {
-            int32_t y = o->in[i], a;
-            tsl_tensor_kind ky = w->tensors[y].kind;
-            if (tsl_kind_is_persistent(ky)) a = first_write_after(off, wr, y, q);
-            else if (r->droppable[y]) {
-                a = r->horizon[y];
-                if (y > x) ordered = 0;
-            } else a = r->last_read[y];
-            if (a < h) h = a;
+        for (int jx = 0; jx < o->n_out; jx++) {
+            int32_t x = o->out[jx];
+            tsl_tensor_kind k = w->tensors[x].kind;
+            if (tsl_kind_is_persistent(k) || k == TSL_KIND_INPUT || k == TSL_KIND_LABEL ||
+                w->tensors[x].producer != q || !replays(w, o, x, multi && multi[q]))
+                continue;
+            r->replay[x] = 1;
+            int32_t h = INT32_MAX;
+            int ordered = 1;
+            for (int i = 0; i < o->n_in; i++) {
+                int32_t y = o->in[i], a;
+                tsl_tensor_kind ky = w->tensors[y].kind;
+                if (tsl_kind_is_persistent(ky)) a = first_write_after(off, wr, y, q);
+                else if (r->droppable[y]) {
+                    a = r->horizon[y];
+                    if (y > x) ordered = 0;
+                } else a = r->last_read[y];
+                if (a < h) h = a;
+            }
+            r->horizon[x] = h;
+            int drop = r->last_read[x] >= 0 && r->last_read[x] <= h;
+            if (flags & tsl__REMAT_PLAN) drop = drop && ordered && o->end_us - o->start_us > 0;
+            r->droppable[x] = (uint8_t)drop;
         }
-        r->horizon[x] = h;
-        int drop = r->last_read[x] >= 0 && r->last_read[x] <= h;
-        if (flags & tsl__REMAT_PLAN) drop = drop && ordered && o->end_us - o->start_us > 0;
-        r->droppable[x] = (uint8_t)drop;
     }
     free(off);
     free(wr);

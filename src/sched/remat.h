@@ -7,9 +7,11 @@
  * A tensor x can be *replayed* when re-running its producer q writes x and
  * nothing else, bit for bit: x is transient (not PARAM, BUFFER, OPT_STATE,
  * INPUT or LABEL), q has one output (x) and does not read x (not in place).
- * A multi-output op such as batch norm, or an in-place update, is never
- * replayed: re-running it would update its state twice or need memory for
- * outputs nobody asked for.
+ * A multi-output op such as batch norm, or an in-place update, is not
+ * replayed in plans: re-running it would update its state twice or need
+ * memory for outputs nobody asked for. The runtime's online DTR, which
+ * sends a re-run's other outputs to scratch, replays them too
+ * (tsl__remat_build_multi).
  *
  * Its *horizon* H(x) is the last op before which x can be regenerated
  * (position p means: before op p's kernel is launched) whatever else has
@@ -69,6 +71,17 @@ typedef struct tsl__remat {
  * tensor generated once). flags: 0 or tsl__REMAT_PLAN. TSL_ERR_OOM (r is
  * then freed). */
 tsl_status tsl__remat_build(const tsl_workload *w, int flags, tsl__remat *r);
+/* The same where the ops q with multi[q] (NULL: none) may replay one of
+ * several outputs: ops whose outputs are a function of the values of their
+ * inputs, their in-place state aside (batch norm in training: y, mean and
+ * invstd from the batch, whatever the running statistics), so that
+ * re-running q with its other outputs sent to scratch regenerates x bit for
+ * bit. x must not be read by q, and q's other outputs must each be a
+ * transient tensor q does not read or persistent state q updates in place.
+ * For the runtime's recomputation (its other outputs to scratch), not for
+ * plans: the planner's model counts a recomputation's output alone. */
+tsl_status tsl__remat_build_multi(const tsl_workload *w, int flags, const uint8_t *multi,
+                                  tsl__remat *r);
 void tsl__remat_free(tsl__remat *r);
 
 /* Whether tensor x counts as evicted for DTR's e* (the caller's state). */
