@@ -40,10 +40,12 @@ bt_table *bp_sweep_table(const char *name, const char *title, const double *rati
     return t;
 }
 
-void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char *const *policy,
-              const char *const *label, int np, const double *ratio, int nr, int time_ms) {
+void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const bm_spec *real,
+              const char *const *policy, const char *const *label, int np, const double *ratio,
+              int nr, int time_ms) {
     bm_result v; /* its footprint may be above the device (MO-SOS's unet): only its size counts */
-    bm_measure(J, "vanilla", 0, NULL, &v);
+    if (real) bp_real_measure(real, "vanilla", 0, &v);
+    else bm_measure(J, "vanilla", 0, NULL, &v);
     if (!bm_has_numbers(&v)) {
         fprintf(stderr, "tensile bench: %s: vanilla: %s\n", model, bm_state_text(&v));
         c->errors++;
@@ -59,7 +61,11 @@ void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char 
         const char *status = "ok";
         for (int k = 0; k < nr; k++) {
             bm_result r;
-            bm_measure_isolated(J, policy[p], bm_budget(ratio[k], v.vanilla_fp), &r);
+            size_t budget = bm_budget(ratio[k], v.vanilla_fp);
+            if (real) {
+                bp_progress(c, "  %s %s at %.2f (real run)", model, policy[p], ratio[k]);
+                bp_real_measure(real, policy[p], budget, &r);
+            } else bm_measure_isolated(J, policy[p], budget, &r);
             char col[16], text[64];
             ratio_col(col, sizeof col, ratio[k]);
             bt_set(t, row, col, "%s", bm_cell(&r, time_ms, text, sizeof text));
@@ -87,25 +93,41 @@ void bp_budget_curves(bp_ctx *c) {
     static const double R[] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}, QR[] = {0.9, 0.7};
     const double *ratio = c->quick ? QR : R;
     int nr = c->quick ? 2 : 7, nm = c->quick ? 1 : 5, np = (int)(sizeof POL / sizeof *POL);
-    bt_table *t = bp_sweep_table("budget_curves", "Overhead against budget: simulated EOR per "
-                                 "policy per model (columns: budget / vanilla footprint)", ratio,
-                                 nr);
+    bt_table *t = bp_sweep_table("budget_curves", c->cpu ? "Overhead against budget: measured EOR "
+                                 "per policy per model (columns: budget / vanilla footprint)"
+                                 : "Overhead against budget: simulated EOR per policy per model "
+                                 "(columns: budget / vanilla footprint)", ratio, nr);
     for (int i = 0; i < nm; i++) {
-        bp_progress(c, "budget curves: %s", MODELS[i]);
-        bm_spec s = {.batch = 16};
+        bp_progress(c, "budget curves: %s%s", MODELS[i], c->cpu ? " (real runs)" : "");
+        bm_spec s = {.batch = c->cpu ? 8 : 16};
         snprintf(s.model, sizeof s.model, "%s", MODELS[i]);
+        if (c->cpu) { /* Table III's real shape */
+            s.image = strncmp(MODELS[i], "inception", 9) ? BP_REAL_IMAGE : 75;
+            bp_sweep(c, t, MODELS[i], NULL, &s, POL, LAB, np, ratio, nr, 0);
+            continue;
+        }
         bm_jobs J;
         if (bm_jobs_build(&J, &s, 1, c->dev) != 0) {
             c->errors++;
             continue;
         }
-        bp_sweep(c, t, MODELS[i], &J, POL, LAB, np, ratio, nr, 0);
+        bp_sweep(c, t, MODELS[i], &J, NULL, POL, LAB, np, ratio, nr, 0);
         bm_jobs_free(&J);
     }
-    bt_note(t, "Tensile: batch 16, Adam, profile %s, simulated. Each cell: the EOR of the "
-            "policy's plan for a footprint budget of that fraction of the vanilla footprint; "
-            "\"unmet (MSR x)\": the policy's best plan saves only x; \"n/a\": the policy is not "
-            "in this build. Policies without a budget of their own (vDNN) plan the same at "
-            "every budget and meet it or not.", c->dev->name);
+    if (c->cpu)
+        bt_note(t, "Tensile: measured (--backend cpu): `tensile run` per cell, batch 8, %dx%d "
+                "synthetic (the Inceptions 75x75), Adam, copy channels throttled to %g GB/s, %d "
+                "iterations, vanilla side by side; each cell the EOR (wall-clock medians) of the "
+                "policy's run in a device of that fraction of vanilla's measured footprint; "
+                "\"unmet (MSR x)\": its plan saves only x; \"failed\": the run did not fit. DTR "
+                "runs online in the runtime. Noisy on a shared machine: compare rows, not digits.",
+                BP_REAL_IMAGE, BP_REAL_IMAGE, BP_REAL_GBPS, BP_REAL_ITERS);
+    else
+        bt_note(t, "Tensile: batch 16, Adam, profile %s, simulated. Each cell: the EOR of the "
+                "policy's plan for a footprint budget of that fraction of the vanilla footprint; "
+                "\"unmet (MSR x)\": the policy's best plan saves only x; \"n/a\": the policy is "
+                "not in this build. Policies without a budget of their own (vDNN) plan the same "
+                "at every budget and meet it or not. DTR is its decisions simulated as a plan.",
+                c->dev->name);
     bp_finish(c, t);
 }

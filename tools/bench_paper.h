@@ -79,9 +79,13 @@ json_t *bp_run_json(char *const *argv, int *rc);
 bt_table *bp_sweep_table(const char *name, const char *title, const double *ratio, int nr);
 /* Appends to t one row per policy (label[p], policy[p]) of J's plans at
  * footprint budgets ratio[k] x the vanilla footprint: the simulated EOR,
- * or with time_ms the simulated iteration time in ms (bench_curves.c). */
-void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const char *const *policy,
-              const char *const *label, int np, const double *ratio, int nr, int time_ms);
+ * or with time_ms the simulated iteration time in ms (bench_curves.c).
+ * With `real` (--backend cpu; J unused, may be NULL): real runs of that
+ * shape instead (bp_real_measure: vanilla side by side, wall-clock EOR and
+ * time, budgets of the measured vanilla footprint). */
+void bp_sweep(bp_ctx *c, bt_table *t, const char *model, bm_jobs *J, const bm_spec *real,
+              const char *const *policy, const char *const *label, int np, const double *ratio,
+              int nr, int time_ms);
 
 void bp_tensile_tables(bp_ctx *c);
 void bp_cold_tables(bp_ctx *c);
