@@ -644,7 +644,7 @@ Test(sched_random, multi_jobs, .timeout = 600) {
         uint64_t sd = 500000 + (uint64_t)i;
         run_case(sd, 2 + (int)(sd % 3), &s, &t);
     }
-    static const uint64_t regress[] = {500304, 500315, 3001334, 3001914, 3002183, 3002581};
+    static const uint64_t regress[] = {500304, 500315, 500773, 3001334, 3001914, 3002183, 3002581};
     for (size_t i = 0; i < sizeof regress / sizeof *regress; i++)
         run_case(regress[i], 2 + (int)(regress[i] % 3), &s, &t);
     n += (int)(sizeof regress / sizeof *regress);

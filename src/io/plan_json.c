@@ -13,7 +13,10 @@
  * "predicted_footprint_bytes", "layout_alignment" (a power of two) and
  * "layout", one object per block: {"tensor": name, "residency": k,
  * "offset": bytes} or {"workspace": op name, "run": k, "offset": bytes}
- * (sizes come from the workload). A job without them has no layout.
+ * (sizes come from the workload; a recomputation's block, its producer's
+ * workspace with the scratch of the producer's other outputs, adds
+ * "bytes": its size, one of sched/remat.h's tsl__replay_block for an output
+ * of the op). A job without them has no layout.
  *
  * A job may carry its algorithm choices (docs/SCHEDULING.md, "Algorithms"):
  * "algos": [{"op": name, "algo": k}], the ops run with another algorithm
@@ -50,6 +53,7 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "sched/remat.h"
 #include "io/json_util.h"
 #include "core/assert.h"
 #include "tensile/sched_json.h"
@@ -456,18 +460,33 @@ static int cmp_block(const void *x, const void *y) {
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
+/* 1 if `bytes` is the block of a recomputation of an output of op (its
+ * workspace ws, then the scratch of its other outputs: sched/remat.h). */
+static int recompute_block(const tsl_workload *w, int32_t op, size_t ws, size_t bytes) {
+    const tsl_wl_op *o = &w->ops[op];
+    for (int j = 0; j < o->n_out; j++) {
+        int32_t x = o->out[j];
+        if (x >= 0 && x < w->n_tensors && w->tensors[x].producer == op && tsl__replays(w, x) &&
+            tsl__replay_block_ws(w, x, ws) == bytes)
+            return 1;
+    }
+    return 0;
+}
+
 /* Parses one block of the layout (object x at layout[k]) into *b. */
 static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_block *b,
                               const tsl_plan *pl) {
     static const char *const tkeys[] = {"tensor", "residency", "offset"};
-    static const char *const wkeys[] = {"workspace", "run", "offset"};
+    static const char *const wkeys[] = {"workspace", "run", "offset", "bytes"};
     char path[96], vb[80];
     snprintf(path, sizeof path, "jobs[%d].layout[%zu]", jj, k);
     if (!json_is_object(x))
         return tsl__json_bad(p->file, path, "expected an object, got %s %s", tsl__json_type_name(x),
                              tsl__json_value_str(x, vb, sizeof vb));
     int ws = json_object_get(x, "workspace") != NULL;
-    tsl_status st = check_keys(p->file, path, x, "", ws ? wkeys : tkeys, 3);
+    /* "bytes": only a recomputation's workspace block has it */
+    tsl_status st = check_keys(p->file, path, x, "", ws ? wkeys : tkeys,
+                               ws && json_object_get(x, "bytes") ? 4 : 3);
     if (st != TSL_OK) return st;
     const char *name = json_string_value(json_object_get(x, ws ? "workspace" : "tensor"));
     snprintf(path, sizeof path, "jobs[%d].layout[%zu].%s", jj, k, ws ? "workspace" : "tensor");
@@ -479,7 +498,17 @@ static tsl_status parse_block(parser *p, int jj, size_t k, json_t *x, tsl_plan_b
                              ws ? "op" : "tensor", p->w->job);
     size_t bytes = ws ? tsl_workload_op_algo(p->w, i, tsl_plan_op_algo(pl, i)).workspace
                       : p->w->tensors[i].bytes;
-    if (ws && !bytes)
+    json_t *jb = ws ? json_object_get(x, "bytes") : NULL;
+    if (jb) { /* a recomputation's block */
+        json_int_t nb;
+        snprintf(path, sizeof path, "jobs[%d].layout[%zu].bytes", jj, k);
+        if ((st = get_count(p->file, path, jb, TSL__PLAN_MAX_BYTES, &nb))) return st;
+        if (!nb || !recompute_block(p->w, i, bytes, (size_t)nb))
+            return tsl__json_bad(p->file, path, "%lld bytes is no recomputation block of op '%s' "
+                                 "(its workspace with the scratch of its other outputs)",
+                                 (long long)nb, name);
+        bytes = (size_t)nb;
+    } else if (ws && !bytes)
         return tsl__json_bad(p->file, path, "op '%s' has no workspace", name);
     json_int_t seq, off;
     snprintf(path, sizeof path, "jobs[%d].layout[%zu].%s", jj, k, ws ? "run" : "residency");
@@ -737,7 +766,8 @@ static tsl_status check_plan(const tsl_plan *p, const tsl_workload *w, int i) {
                          : 0;
         int ok = b->tensor >= 0 ? b->tensor < w->n_tensors && b->op == -1 &&
                                       b->bytes == w->tensors[b->tensor].bytes
-                                : b->op >= 0 && b->op < w->n_ops && wsb && b->bytes == wsb;
+                                : b->op >= 0 && b->op < w->n_ops && b->bytes &&
+                                      (b->bytes == wsb || recompute_block(w, b->op, wsb, b->bytes));
         if (!ok || b->seq < 0 || b->offset > (size_t)TSL__PLAN_MAX_BYTES ||
             (k > 0 && cmp_block(&p->blocks[k - 1], b) >= 0))
             return tsl_fail(TSL_ERR_INVALID,
@@ -823,8 +853,12 @@ static void put_plans(FILE *f, const void *ctx) {
                 fputs(b->tensor >= 0 ? "tensor\": " : "workspace\": ", f);
                 tsl__json_put_str(f, b->tensor >= 0 ? w[i]->tensors[b->tensor].name
                                                     : w[i]->ops[b->op].name);
-                fprintf(f, ", \"%s\": %d, \"offset\": %zu}",
+                fprintf(f, ", \"%s\": %d, \"offset\": %zu",
                         b->tensor >= 0 ? "residency" : "run", b->seq, b->offset);
+                if (b->tensor < 0 &&
+                    b->bytes != tsl_workload_op_algo(w[i], b->op, tsl_plan_op_algo(p, b->op)).workspace)
+                    fprintf(f, ", \"bytes\": %zu", b->bytes); /* a recomputation's block */
+                fputc('}', f);
             }
             fputs("\n  ]", f);
         }

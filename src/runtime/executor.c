@@ -44,10 +44,11 @@
  *     TSL_ERR_OOM and a message naming the op, the tensor and the sizes;
  *  3. the kernel is launched between two events on the compute stream (a
  *     recomputation re-runs the producer into a fresh block; its other
- *     outputs go to scratch blocks, so that in-place state such as
+ *     outputs go to scratch in its block (its producer's workspace, then
+ *     the scratch: remat.h, tsl__replay_block), so that in-place state such as
  *     batch-norm running statistics is not updated twice; an in-place input
  *     starts as a device-to-device copy of its value);
- *  4. once it is enqueued, its workspace and scratch are freed and
+ *  4. once it is enqueued, its block (workspace, scratch) is freed and
  *     activity analysis frees the tensors whose last use it was (on the
  *     virtual clock: at its end); once its end event has completed the item
  *     is retired: its latency is sampled from its events, the plan's
@@ -390,9 +391,8 @@ static void pin(tsl__runtime *rt, const tsl_op *op, int32_t extra, int d) {
 
 /* Launches the kernel of item `it` into entry l (its workspace already in
  * l): an op into its outputs, or a recomputation of it->tensor by its
- * producer (other outputs into scratch blocks; an in-place one starts as a
- * device-to-device copy of its current value). On failure the scratch is
- * in l for the caller to free. */
+ * producer (other outputs into scratch in its block, l->ws; an in-place one
+ * starts as a device-to-device copy of its current value). */
 static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l) {
     tsl__runtime *rt = S->rt;
     tsl_backend *b = rt->b;
@@ -407,19 +407,16 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
             out[j] = rt->s->ptr[o];
             continue;
         }
-        l->scratch_bytes[j] = tsl_graph_tensor(rt->g, o)->nbytes;
-        rc = acquire(S, -1, -1, l->scratch_bytes[j], 0, &l->scratch[j]);
-        if (rc == TSL_ERR_OOM) rc = oom(rt, "recomputation scratch", tsl_graph_tensor(rt->g, o)->name,
-                                         l->scratch_bytes[j]);
-        if (rc != TSL_OK) break;
-        out[j] = l->scratch[j];
+        /* scratch in the recomputation's block, after the workspace */
+        out[j] = (char *)l->ws + tsl__replay_scratch_at(rt->cur->w, it->tensor, j);
         for (int k = 0; k < op->n_in && rc == TSL_OK; k++)
             if (op->in[k] == o) { /* in place: the kernel reads and writes the scratch */
-                rc = b->iface->memcpy_async(b, TSL_STREAM_COMPUTE, l->scratch[j], rt->s->ptr[o],
-                                            l->scratch_bytes[j]);
-                in[k] = l->scratch[j];
+                rc = b->iface->memcpy_async(b, TSL_STREAM_COMPUTE, out[j], rt->s->ptr[o],
+                                            tsl_graph_tensor(rt->g, o)->nbytes);
+                in[k] = out[j];
             }
     }
+    void *ws = rt->cur->w->ops[it->op].workspace > 0 ? l->ws : NULL;
     tsl_run_ctx ctx = {.step = S->s->steps + 1, .training = 1,
                        .algo = tsl_plan_op_algo(rt->cur->p, it->op)}; /* recomputations too */
     if (rc != TSL_OK) return rc;
@@ -428,14 +425,14 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
      * meanwhile (the item's tensors are busy: nobody touches them) */
     pthread_mutex_unlock(&rt->mu);
     rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->start);
-    if (rc == TSL_OK) rc = b->iface->launch_op(b, rt->g, op, in, out, l->ws, &ctx);
+    if (rc == TSL_OK) rc = b->iface->launch_op(b, rt->g, op, in, out, ws, &ctx);
     if (rc == TSL_OK && it->tensor < 0) rc = tsl__step_capture(S->s, it->op);
     if (rc == TSL_OK) rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->end);
     pthread_mutex_lock(&rt->mu);
     return rc;
 }
 
-/* Frees what entry l held (workspace, scratch, events); with `sync`, its
+/* Frees what entry l held (its block, events); with `sync`, its
  * kernel may still run: everything enqueued is waited for first. */
 static void drop_entry(tsl__runtime *rt, tsl__launched *l, int sync) {
     if (sync) {
@@ -443,9 +440,7 @@ static void drop_entry(tsl__runtime *rt, tsl__launched *l, int sync) {
         tsl_clear_error();
     }
     tsl__rt_free_raw(rt, l->ws, l->ws_bytes);
-    for (int j = 0; j < TSL__MAX_OUT; j++) tsl__rt_free_raw(rt, l->scratch[j], l->scratch_bytes[j]);
     l->ws = NULL;
-    memset(l->scratch, 0, sizeof l->scratch);
     rt->b->iface->event_release(rt->b, l->start);
     rt->b->iface->event_release(rt->b, l->end);
 }
@@ -453,15 +448,13 @@ static void drop_entry(tsl__runtime *rt, tsl__launched *l, int sync) {
 /* The memory item l used last goes back, once it is enqueued (real time:
  * only later kernels of the compute stream can touch those bytes before the
  * Swap Executor's copies wait for them, rt->last_compute) or once it ended
- * (virtual clock): its workspace, its scratch, and for an op the tensors
+ * (virtual clock): its block (workspace, a recomputation's scratch), and for an op the tensors
  * whose last use it was (activity analysis). */
 static void free_after_item(step *S, tsl__launched *l) {
     tsl__runtime *rt = S->rt;
     const tsl__rt_item *it = item_at(rt, l->item);
     tsl__rt_free_raw(rt, l->ws, l->ws_bytes);
-    for (int j = 0; j < TSL__MAX_OUT; j++) tsl__rt_free_raw(rt, l->scratch[j], l->scratch_bytes[j]);
     l->ws = NULL;
-    memset(l->scratch, 0, sizeof l->scratch);
     if (it->tensor >= 0) return;
     int nf;
     const tsl_tid *fl = tsl__liveness_after(&S->s->live_train, it->op, &nf);
@@ -587,10 +580,13 @@ static tsl_status run_item(step *S, int32_t k) {
     tsl__launched L;
     memset(&L, 0, sizeof L);
     L.item = k;
-    L.ws_bytes = skip ? 0 : pl->w->ops[it->op].workspace;
-    if (skip) { /* the plan's recomputation and its workspace, not needed: counted */
+    /* a recomputation's block: its producer's workspace, then the scratch of
+     * the producer's other outputs (remat.h) */
+    size_t block = is_rc ? tsl__replay_block(pl->w, it->tensor) : pl->w->ops[it->op].workspace;
+    L.ws_bytes = skip ? 0 : block;
+    if (skip) { /* the plan's recomputation and its block, not needed: counted */
         tsl__place_skip(rt, it->tensor, -1);
-        if (pl->w->ops[it->op].workspace > 0) tsl__place_skip(rt, -1, it->op);
+        if (block > 0) tsl__place_skip(rt, -1, it->op);
     }
     if (rc == TSL_OK) rc = acquire(S, -1, it->op, L.ws_bytes, how, &L.ws);
     if (S->hold) { /* the item's tensors are placed: swap-ins may allocate again */

@@ -3,8 +3,8 @@
  * what an executor must not assume is done because launch_op returned
  * (tensile/backend.h). Each entry holds the kernel's start and end events
  * (recorded around it on the compute stream) and the device blocks that
- * may be freed only once it has completed (its workspace, recomputation
- * scratch). Owned by the one thread that launches; no locking.
+ * may be freed only once it has completed (its workspace block; a
+ * recomputation's holds the scratch of its other outputs too). Owned by the one thread that launches; no locking.
  *
  * Example usage:
  *
@@ -26,10 +26,9 @@ typedef struct tsl__launched {
     int32_t item;                      /* op index, or item of the executed sequence
                                           (< 0: DTR's rematerialisation of -1 - item) */
     tsl_dev_event *start, *end;        /* around the kernel on the compute stream */
-    void *ws;                          /* workspace block (NULL if none) */
+    void *ws;                          /* workspace block (NULL if none); a recomputation's
+                                          holds its scratch too (remat.h, tsl__replay_block) */
     size_t ws_bytes;
-    void *scratch[TSL__MAX_OUT];       /* recomputation: blocks for the other outputs */
-    size_t scratch_bytes[TSL__MAX_OUT];
     double launched_at;                /* host µs of the launch (the executor's clock) */
 } tsl__launched;
 

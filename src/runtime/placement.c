@@ -20,8 +20,9 @@
  * do not count: they go to the place of the residency the plan has the
  * tensor in now (the last one started and not released), which the layout
  * keeps for it over that whole residency; if the plan has it absent, they
- * go online. Workspaces of size 0 and a recomputation's scratch blocks
- * (other outputs of a multi-output op) have no block: online.
+ * go online. Workspaces of size 0 have no block. A recomputation's block
+ * is its producer's workspace with the scratch of the producer's other
+ * outputs after it (remat.h, tsl__replay_block), placed as one.
  *
  * A held place. alloc_at answers TSL_ERR_BUSY when a live block overlaps
  * the place: a release waiting for its swap-out, a block of a kernel still

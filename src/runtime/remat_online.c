@@ -20,13 +20,13 @@
  * recursively; the producer's other outputs go to scratch, its in-place
  * state (batch norm's running statistics) is updated in scratch, not twice.
  *
- * Droppable (sched/remat.h, tsl__remat_build_multi, built once at attach):
- * transient, not written in place by its producer, whose other outputs are
- * scratch-able (replays_outputs), every read at or before the horizon up
- * to which its producer's inputs keep their values - so a dropped tensor
- * can be regenerated bit for bit at any of its reads, and the parameters
- * are vanilla's (DESIGN.md invariant 5). Never parameters, optimizer
- * states, the data, dropout's outputs, or an in-place update's.
+ * Droppable (sched/remat.h, built once at attach): replayable (transient,
+ * not written in place by its producer, the producer's other outputs
+ * scratch), every read at or before the horizon up to which its producer's
+ * inputs keep their values - so a dropped tensor can be regenerated bit for
+ * bit at any of its reads, and the parameters are vanilla's (DESIGN.md
+ * invariant 5). Never parameters, optimizer states, the data, or an
+ * in-place update's output.
  * Under a plan with events, the tensors the plan swaps, releases or
  * recomputes are left to the plan: DTR drops only the others (with the
  * empty plan, any droppable tensor).
@@ -43,25 +43,10 @@
 #include "core/assert.h"
 #include "runtime/runtime_internal.h"
 
-/* 1 if every output of an op of type t is a function of the values of its
- * inputs, in-place state aside, so that the executor's re-run (its other
- * outputs to scratch) regenerates any one of them bit for bit: batch norm
- * in training (y, mean and invstd from the batch; the running statistics
- * are only updated), its backward, the filter gradient, softmax with
- * cross-entropy. Not dropout (a fresh mask would need its random state). */
-static int replays_outputs(tsl_op_type t) {
-    return t == TSL_OP_BATCHNORM || t == TSL_OP_BATCHNORM_BWD || t == TSL_OP_CONV2D_BWD_FILTER ||
-           t == TSL_OP_SOFTMAX_XENT;
-}
-
 tsl_status tsl__dtr_init(tsl__runtime *rt) {
     if (!rt->o.remat) return TSL_OK;
     size_t nt = (size_t)rt->nt + 1;
-    uint8_t *multi = malloc((size_t)rt->no + 1);
-    if (!multi) return tsl_fail(TSL_ERR_OOM, "runtime: out of host memory");
-    for (int32_t i = 0; i < rt->no; i++) multi[i] = (uint8_t)replays_outputs(tsl_graph_op(rt->g, i)->type);
-    tsl_status st = tsl__remat_build_multi(rt->w0, 0, multi, &rt->dtr.rm);
-    free(multi);
+    tsl_status st = tsl__remat_build(rt->w0, 0, &rt->dtr.rm);
     if (st != TSL_OK) return st;
     rt->dtr.on = 1;
     rt->dtr.items = calloc(nt, sizeof *rt->dtr.items);

@@ -9,8 +9,8 @@
  * of an unchanged tensor copies nothing (the paper's rule).
  *
  * Memory: `used` is the runtime's view of the allocator's load - the bytes
- * of resident tensors plus the raw blocks (kernels' workspaces,
- * recomputation scratch) not freed yet.
+ * of resident tensors plus the raw blocks (kernels' workspaces, with a
+ * recomputation's scratch) not freed yet.
  * In strict mode (a plan followed and opts.strict) no allocation or
  * reservation may take `used` past the limit, min(predicted peak, arena
  * capacity); as every device allocation goes through here (or is reserved

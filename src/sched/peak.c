@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "sched/remat.h"
 #include "sched/kit.h"
 
 int tsl__effect_cmp(const tsl__effect *a, const tsl__effect *b) {
@@ -264,9 +265,10 @@ static void sweep(const tsl_workload *w, const tsl__activity *a, const tsl__time
             S.cur_op = i;
             S.cur_rc = r;
             add_t(&S, tl->rc_tensor[r]);
-            /* a recomputation re-runs its producer, workspace included */
+            /* a recomputation re-runs its producer, its workspace and the
+             * scratch of its other outputs included (remat.h) */
             int32_t prod = w->tensors[tl->rc_tensor[r]].producer;
-            size_t ws = prod >= 0 ? w->ops[prod].workspace : 0;
+            size_t ws = tsl__replay_block(w, tl->rc_tensor[r]);
             int32_t wb = ws_hold(&S, prod, ws);
             check(&S, rs);
             if (S.stopped) break;

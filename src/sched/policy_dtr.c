@@ -202,7 +202,7 @@ static void sim_op(dtr_sim *S, int32_t i) {
     for (int32_t c = 0; c < S->n_chain; c++) {
         int32_t x = S->chain[c];
         load += w->tensors[x].bytes;
-        size_t h = load + w->ops[w->tensors[x].producer].workspace;
+        size_t h = load + tsl__replay_block(w, x);
         if (h > high) high = h;
     }
     for (int k = 0; k < o->n_out; k++)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sched/remat.h"
+#include "tensile/alloc.h"
 
 void tsl__remat_free(tsl__remat *r) {
     free(r->replay);
@@ -48,31 +49,55 @@ static int reads(const tsl_wl_op *o, int32_t t) {
     return 0;
 }
 
-/* 1 if re-running o (with `multi`: an op whose outputs are a function of
- * the values of its inputs other than its in-place state) writes x, not in
- * place, and nothing else that stays: x is its only output, or (multi)
- * every other output is a transient tensor it does not read (written to
- * scratch by the re-run) or persistent state it updates in place (the
- * re-run's update goes to scratch). */
-static int replays(const tsl_workload *w, const tsl_wl_op *o, int32_t x, int multi) {
+int tsl__replays(const tsl_workload *w, int32_t x) {
+    tsl_tensor_kind k = w->tensors[x].kind;
+    int32_t q = w->tensors[x].producer;
+    if (q < 0 || tsl_kind_is_persistent(k) || k == TSL_KIND_INPUT || k == TSL_KIND_LABEL) return 0;
+    const tsl_wl_op *o = &w->ops[q];
     if (reads(o, x)) return 0;
-    if (o->n_out == 1) return o->out[0] == x;
-    if (!multi) return 0;
+    int mine = 0;
     for (int j = 0; j < o->n_out; j++) {
         int32_t z = o->out[j];
-        if (z == x) continue;
+        if (z == x) {
+            mine = 1;
+            continue;
+        }
         int persistent = tsl_kind_is_persistent(w->tensors[z].kind);
         if (reads(o, z) ? !persistent : persistent) return 0;
     }
-    return 1;
+    return mine;
+}
+
+/* n rounded up to the allocator's alignment. */
+static size_t aligned(size_t n) { return (n + TSL_ALLOC_ALIGN - 1) / TSL_ALLOC_ALIGN * TSL_ALLOC_ALIGN; }
+
+/* The offset of output j's scratch with the producer's workspace ws. */
+static size_t scratch_at(const tsl_workload *w, int32_t x, int j, size_t ws) {
+    const tsl_wl_op *o = &w->ops[w->tensors[x].producer];
+    size_t at = aligned(ws);
+    for (int k = 0; k < j; k++)
+        if (o->out[k] != x) at += aligned(w->tensors[o->out[k]].bytes);
+    return at;
+}
+
+size_t tsl__replay_scratch_at(const tsl_workload *w, int32_t x, int j) {
+    return scratch_at(w, x, j, w->ops[w->tensors[x].producer].workspace);
+}
+
+size_t tsl__replay_block_ws(const tsl_workload *w, int32_t x, size_t ws) {
+    int32_t q = w->tensors[x].producer;
+    if (q < 0) return 0;
+    const tsl_wl_op *o = &w->ops[q];
+    if (o->n_out <= 1) return ws;
+    return scratch_at(w, x, o->n_out, ws);
+}
+
+size_t tsl__replay_block(const tsl_workload *w, int32_t x) {
+    int32_t q = w->tensors[x].producer;
+    return tsl__replay_block_ws(w, x, q < 0 ? 0 : w->ops[q].workspace);
 }
 
 tsl_status tsl__remat_build(const tsl_workload *w, int flags, tsl__remat *r) {
-    return tsl__remat_build_multi(w, flags, NULL, r);
-}
-
-tsl_status tsl__remat_build_multi(const tsl_workload *w, int flags, const uint8_t *multi,
-                                  tsl__remat *r) {
     memset(r, 0, sizeof *r);
     int32_t nt = w->n_tensors, no = w->n_ops;
     r->n_tensors = nt;
@@ -123,10 +148,7 @@ tsl_status tsl__remat_build_multi(const tsl_workload *w, int flags, const uint8_
         const tsl_wl_op *o = &w->ops[q];
         for (int jx = 0; jx < o->n_out; jx++) {
             int32_t x = o->out[jx];
-            tsl_tensor_kind k = w->tensors[x].kind;
-            if (tsl_kind_is_persistent(k) || k == TSL_KIND_INPUT || k == TSL_KIND_LABEL ||
-                w->tensors[x].producer != q || !replays(w, o, x, multi && multi[q]))
-                continue;
+            if (w->tensors[x].producer != q || !tsl__replays(w, x)) continue;
             r->replay[x] = 1;
             int32_t h = INT32_MAX;
             int ordered = 1;

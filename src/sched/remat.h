@@ -4,14 +4,13 @@
  * policies that recompute on demand from whatever is resident (DTR's
  * simulation, policy_dtr.c).
  *
- * A tensor x can be *replayed* when re-running its producer q writes x and
- * nothing else, bit for bit: x is transient (not PARAM, BUFFER, OPT_STATE,
- * INPUT or LABEL), q has one output (x) and does not read x (not in place).
- * A multi-output op such as batch norm, or an in-place update, is not
- * replayed in plans: re-running it would update its state twice or need
- * memory for outputs nobody asked for. The runtime's online DTR, which
- * sends a re-run's other outputs to scratch, replays them too
- * (tsl__remat_build_multi).
+ * A tensor x can be *replayed* when re-running its producer q regenerates
+ * x bit for bit and nothing else that stays (tsl__replays): x is transient
+ * (not PARAM, BUFFER, OPT_STATE, INPUT or LABEL), q does not read x (not
+ * in place), and q's other outputs - batch norm's mean and invstd, its
+ * running statistics updated in place - go to scratch in the
+ * recomputation's block (tsl__replay_block), so state is not updated twice.
+ * An in-place update is never replayed.
  *
  * Its *horizon* H(x) is the last op before which x can be regenerated
  * (position p means: before op p's kernel is launched) whatever else has
@@ -71,17 +70,31 @@ typedef struct tsl__remat {
  * tensor generated once). flags: 0 or tsl__REMAT_PLAN. TSL_ERR_OOM (r is
  * then freed). */
 tsl_status tsl__remat_build(const tsl_workload *w, int flags, tsl__remat *r);
-/* The same where the ops q with multi[q] (NULL: none) may replay one of
- * several outputs: ops whose outputs are a function of the values of their
- * inputs, their in-place state aside (batch norm in training: y, mean and
- * invstd from the batch, whatever the running statistics), so that
- * re-running q with its other outputs sent to scratch regenerates x bit for
- * bit. x must not be read by q, and q's other outputs must each be a
- * transient tensor q does not read or persistent state q updates in place.
- * For the runtime's recomputation (its other outputs to scratch), not for
- * plans: the planner's model counts a recomputation's output alone. */
-tsl_status tsl__remat_build_multi(const tsl_workload *w, int flags, const uint8_t *multi,
-                                  tsl__remat *r);
+
+/* 1 if re-running x's producer q regenerates x bit for bit and leaves
+ * everything else as it is: x is transient (not persistent, INPUT or
+ * LABEL), q does not read it (not in place), and each other output of q is
+ * a transient tensor q does not read or persistent state q updates in
+ * place - both written to scratch by the re-run (the recomputation's block,
+ * tsl__replay_block), so batch norm's running statistics are not updated
+ * twice. It relies on every op computing its outputs from its inputs, its
+ * in-place state aside (batch norm in training: y, mean and invstd from the
+ * batch; dropout: its mask from the seed, the step and the element), which
+ * holds for every op of the graph. */
+int tsl__replays(const tsl_workload *w, int32_t x);
+/* The bytes a recomputation of x holds while its producer q re-runs (the
+ * load counts them, its layout places them): q's workspace alone when q has
+ * one output; else q's workspace rounded up to TSL_ALLOC_ALIGN, then each
+ * other output of q in output order, each rounded up (their scratch,
+ * tsl__replay_scratch_at). */
+size_t tsl__replay_block(const tsl_workload *w, int32_t x);
+/* The same with the producer's workspace `ws` (an algorithm's other than
+ * the workload's). */
+size_t tsl__replay_block_ws(const tsl_workload *w, int32_t x, size_t ws);
+/* Offset in that block of the scratch of output j of x's producer (j not
+ * x's own slot); the bytes before it are the workspace's and the earlier
+ * outputs'. */
+size_t tsl__replay_scratch_at(const tsl_workload *w, int32_t x, int j);
 void tsl__remat_free(tsl__remat *r);
 
 /* Whether tensor x counts as evicted for DTR's e* (the caller's state). */

@@ -176,6 +176,10 @@ double tsl__vf_copy_us(const tsl__vf_job *j, int32_t t, int to_device);
 
 /* Message helpers: "op 'x'" style names. */
 const char *tsl__vf_op_name(const tsl__vf_job *j, int32_t op); /* -1: "start" */
+/* The block position q (>= 1) holds while it runs: its op's workspace, or
+ * for a recomputation its producer's with the scratch of the other outputs
+ * (remat.h, tsl__replay_block). */
+size_t tsl__vf_pos_block(const tsl__vf_job *j, int32_t q);
 /* "event 7 swap_in 'x' (precede 'y')"-style label of event k into buf. */
 const char *tsl__vf_ev_label(const tsl__vf_job *j, int32_t k, char *buf, size_t len);
 /* "op 'x'", "the data load" or "recomputation of 't' (event k)". */

@@ -95,7 +95,7 @@ tsl_status tsl__vf_layout(tsl__vf_job *j, tsl__vf_list *l) {
         }
     for (int32_t q = 1; q < j->n_pos; q++) {
         int32_t op = j->pop[q];
-        size_t ws = op >= 0 ? w->ops[op].workspace : 0;
+        size_t ws = tsl__vf_pos_block(j, q);
         if (!ws) continue;
         named++;
         if (!span_of(j, l, -1, op, ws_seq[op]++, ws, &s[m])) continue;

@@ -60,7 +60,7 @@ tsl_status tsl__vf_memory(tsl__vf_job *j, tsl__vf_list *l) {
             if (j->iv[i].f_src != TSL__VF_SRC_NONE) d[m++] = (delta){j->iv[i].f, b, 0};
         }
     for (int32_t q = 1; q < j->n_pos; q++) {
-        size_t ws = w->ops[j->pop[q]].workspace;
+        size_t ws = tsl__vf_pos_block(j, q);
         if (!ws) continue;
         tsl__vf_key a = {j->ps[q], 3 * (int64_t)q, TSL__VF_ALLOC, INT32_MAX};
         tsl__vf_key f = {j->pe[q], 3 * (int64_t)q + 1, TSL__VF_FREE, INT32_MAX};

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "sched/remat.h"
 #include "sched/verify_internal.h"
 
 int tsl__vf_key_cmp(const tsl__vf_key *a, const tsl__vf_key *b) {
@@ -635,4 +636,9 @@ void tsl__vf_free(tsl__vf_job *j) {
     free(j->so_good);
     free(j->opened);
     memset(j, 0, sizeof *j);
+}
+
+size_t tsl__vf_pos_block(const tsl__vf_job *j, int32_t q) {
+    if (j->pev[q] >= 0) return tsl__replay_block(j->w, j->p->events[j->pev[q]].tensor);
+    return j->pop[q] >= 0 ? j->w->ops[j->pop[q]].workspace : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "sched/remat.h"
 #include "sim/sim_state.h"
 
 /* The first tensor item `it` reads that is not readable, or -1. An op reads
@@ -66,7 +67,7 @@ static void start_item(sim *s, tsl__sim_job *j) {
             j->gen[t]++; /* a new value: older host copies are stale */
         }
     }
-    p->ws = op->workspace;
+    p->ws = it->tensor >= 0 ? tsl__replay_block(j->w, it->tensor) : op->workspace;
     if (p->ws) tsl__sim_mem_add(s, j->index, p->ws);
     tsl__sim_push_job(s, j->index, p->run_end, PH_DONE, EV_OP_END, 0);
 }
