@@ -230,6 +230,15 @@ size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
     return pers + (van - pers) / 2;
 }
 
+int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RECOMPUTE &&
+            w->ops[w->tensors[p->events[k].tensor].producer].n_out > 1)
+            n++;
+    return n;
+}
+
 int pc_chained(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {

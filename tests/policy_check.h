@@ -70,6 +70,9 @@ size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev);
 /* The recomputations of plan p (for w) of a tensor the op they precede
  * does not read: links of chained recomputations. */
 int pc_chained(const tsl_workload *w, const tsl_plan *p);
+/* The recomputations of p whose producer has several outputs (batch
+ * norm's: the others go to scratch in the recomputation's block). */
+int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p);
 
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "policy_check.h"
 #include "rt_fixture.h"
 #include "tensile/policy_autoswap.h"
 #include "tensile/policy_capuchin.h"
@@ -35,16 +36,6 @@
 /* Set by a test that needs recomputations of multi-output producers (batch
  * norm's outputs: their block carries the scratch of the other outputs). */
 static int want_multi_rc;
-
-/* The plan's recomputations whose producer has several outputs. */
-static int multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
-    int n = 0;
-    for (int32_t k = 0; k < p->n_events; k++)
-        if (p->events[k].type == TSL_EV_RECOMPUTE &&
-            w->ops[w->tensors[p->events[k].tensor].producer].n_out > 1)
-            n++;
-    return n;
-}
 
 static void run_policy(rtf_case *c, const char *policy, int realtime) {
     tsl_autoswap_opts ao = tsl_autoswap_opts_default();
@@ -62,7 +53,7 @@ static void run_policy(rtf_case *c, const char *policy, int realtime) {
                                   budget);
     if (as || cap || !strcmp(policy, "dtr"))
         cr_assert_gt(p->n_events, 0, "%s %s: an empty plan", c->model, policy);
-    int multi = multi_output_recomputes(c->w, p);
+    int multi = pc_multi_output_recomputes(c->w, p);
     if (want_multi_rc)
         cr_assert_gt(multi, 0, "%s %s: no recomputation of a multi-output producer's output",
                      c->model, policy);

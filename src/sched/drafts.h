@@ -62,6 +62,8 @@ typedef struct tsl__draft_cand {
 typedef struct tsl__drafter {
     tsl__kit *K;
     int swap, recompute;  /* which drafts may be made */
+    int single_output;    /* recomputations re-run single-output producers only (not batch
+                             norm's: remat.h) */
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */
     const size_t *min_bytes; /* per job: the smallest candidate */
     tsl__draft_cand *cand; /* the candidates of one round */

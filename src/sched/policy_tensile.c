@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "sched/drafts.h"
 #include "sched/tensile_internal.h"
 
 /* ---- the policy's options ------------------------------------------------------------ */
@@ -268,11 +269,13 @@ static void tensile_free(tsl__tensile *T) {
     tsl__kit_free(&T->K);
 }
 
-/* The kit over the request's jobs and TENSILE's state of each. TSL_ERR_OOM
+/* The kit over the request's jobs and TENSILE's state of each, with
+ * options o (the request's, or a variant of them). TSL_ERR_OOM
  * (T is then freed). */
-static tsl_status tensile_init(tsl__tensile *T, const tsl_plan_request *rq, tsl_plan **plans) {
+static tsl_status tensile_init(tsl__tensile *T, const tsl_plan_request *rq,
+                               const tsl_tensile_opts *o, tsl_plan **plans) {
     memset(T, 0, sizeof *T);
-    T->opts = rq->opts;
+    T->opts = o;
     tsl_status st = tsl__kit_init(&T->K, rq, plans);
     if (st != TSL_OK) return st;
     T->tj = calloc((size_t)rq->n_jobs, sizeof *T->tj);
@@ -368,11 +371,24 @@ static tsl_status refine_tensile(const tsl_plan_request *rq, tsl_plan **plans) {
     return tsl__prefetch(rq, plans, NULL);
 }
 
-/* The policy's plan function (tsl_policy_plan_fn). */
-static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+/* What one planning left: the jobs' summed peaks and planned periods, and
+ * whether Algorithm 3 alone left them above the budget (the budget mode
+ * went on). */
+typedef struct outcome {
+    size_t peaks;
+    double period;
+    int fitted;
+} outcome;
+
+/* One planning of the request into plans with options o: Algorithm 3, then
+ * to the budget (recomputing single-output producers only with
+ * `single_output`); its outcome into *r. */
+static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *o,
+                            tsl_plan **plans, int *iterations, int single_output, outcome *r) {
     tsl__tensile T;
-    tsl_status st = tensile_init(&T, rq, plans);
+    tsl_status st = tensile_init(&T, rq, o, plans);
     if (st != TSL_OK) return st;
+    T.single_output_rc = single_output;
     size_t n = (size_t)rq->n_jobs;
     history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
     uint8_t *done = calloc(n, 1);
@@ -380,12 +396,72 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         st = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
     if (st == TSL_OK) {
         *iterations = algorithm3(&T, rq->budget, &h, done);
+        r->fitted = T.K.status == TSL_OK && tsl__kit_peaks(&T.K) > rq->budget;
         if (T.K.status == TSL_OK) *iterations += tsl__tensile_fit(&T, rq->budget);
         st = T.K.status;
+        r->peaks = tsl__kit_peaks(&T.K);
+        r->period = 0.0;
+        for (int j = 0; j < T.K.n_jobs; j++) r->period += T.K.jobs[j].tl.period;
     }
     free(h.touched);
     free(h.peak);
     free(done);
     tensile_free(&T);
+    return st;
+}
+
+/* 1 if outcome b is better than a at `budget`: it meets the budget where
+ * a does not, or both meet it and b takes less time, or neither does and
+ * b leaves lower peaks. */
+static int better(const outcome *b, const outcome *a, size_t budget) {
+    int mb = b->peaks <= budget, ma = a->peaks <= budget;
+    if (mb != ma) return mb;
+    return mb ? b->period < a->period : b->peaks < a->peaks;
+}
+
+/* The policy's plan function (tsl_policy_plan_fn). Where Algorithm 3
+ * leaves the jobs above the budget, the budget mode's greedy choice
+ * depends on where it starts and on what it may recompute - recomputing
+ * batch norm's output from a convolution's keeps that output resident,
+ * which a cheaper plan would have swapped; Algorithm 3's smallest swap
+ * (min-swap-bytes) decides what the greedy finds done - so it plans the
+ * request four ways (batch norm's outputs recomputed or not; the option's
+ * smallest swap, or every size) and keeps the plan that meets the budget
+ * with the least time (none meeting it: the lowest peaks; ties: the
+ * first). Planning is deterministic, each way too. */
+static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    const tsl_tensile_opts *o = rq->opts;
+    outcome best = {0, 0.0, 0};
+    tsl_status st = plan_once(rq, o, plans, iterations, 0, &best);
+    if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) return st;
+    tsl_tensile_opts every = *o;
+    every.min_swap_bytes = 0;
+    static const struct {
+        int single, every;
+    } WAYS[] = {{1, 0}, {0, 1}, {1, 1}};
+    int n = rq->n_jobs;
+    tsl_plan **alt = calloc((size_t)n, sizeof *alt);
+    if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
+    for (size_t w = 0; w < sizeof WAYS / sizeof *WAYS && st == TSL_OK; w++) {
+        int ok = 1;
+        for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
+        outcome r = {0, 0.0, 0};
+        int it = 0;
+        st = ok ? plan_once(rq, WAYS[w].every ? &every : o, alt, &it, WAYS[w].single, &r)
+                : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
+        *iterations += it;
+        int take = st == TSL_OK && better(&r, &best, rq->budget);
+        for (int j = 0; j < n; j++) {
+            if (take) {
+                tsl_plan *p = plans[j];
+                plans[j] = alt[j];
+                alt[j] = p;
+            }
+            tsl_plan_free(alt[j]);
+            alt[j] = NULL;
+        }
+        if (take) best = r;
+    }
+    free(alt);
     return st;
 }

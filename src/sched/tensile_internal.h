@@ -31,6 +31,7 @@ typedef struct tsl__tensile {
     tsl__tjob *tj;         /* per job */
     int32_t total_swapped; /* tensors with a swap-out, all jobs */
     int32_t *pos;          /* per job: scratch of one swap step */
+    int single_output_rc;  /* planning to a budget recomputes single-output producers only */
 } tsl__tensile;
 
 /* tensile_swap.c: Algorithm 2 for candidate t of job j at its current peak
