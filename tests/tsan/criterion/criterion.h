@@ -78,6 +78,12 @@ void th_cr_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
 #define cr_assert_geq(a, b, ...) TH_CR_CMP(1, a, >=, b, __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) TH_CR_CMP(0, a, ==, b, __VA_ARGS__)
 #define cr_expect_neq(a, b, ...) TH_CR_CMP(0, a, !=, b, __VA_ARGS__)
+#define cr_expect_lt(a, b, ...) TH_CR_CMP(0, a, <, b, __VA_ARGS__)
+#define cr_expect_leq(a, b, ...) TH_CR_CMP(0, a, <=, b, __VA_ARGS__)
+#define cr_expect_gt(a, b, ...) TH_CR_CMP(0, a, >, b, __VA_ARGS__)
+#define cr_expect_geq(a, b, ...) TH_CR_CMP(0, a, >=, b, __VA_ARGS__)
+/* informational lines go to stdout, as Criterion's --verbose prints them */
+#define cr_log_info(...) (printf(__VA_ARGS__), printf("\n"))
 #define cr_assert_null(p, ...) TH_CR_CHECK(1, (p) == NULL, #p " == NULL", __VA_ARGS__)
 #define cr_assert_not_null(p, ...) TH_CR_CHECK(1, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) TH_CR_CHECK(1, strcmp((a), (b)) == 0, #a " equals " #b, __VA_ARGS__)
