@@ -153,14 +153,15 @@ static void table3(bp_ctx *c) {
                 "images (the Inceptions 75x75), Adam, copy channels throttled to %g GB/s, %d "
                 "iterations; vanilla and the policy side by side; MSR on the allocator's "
                 "footprints, EOR on wall-clock medians; the budget of Capuchin, AutoSwap and DTR "
-                "is TENSILE's measured footprint (--device-memory). Wall-clock EORs mean something "
-                "only on an otherwise idle machine.", BP_REAL_IMAGE,
+                "is TENSILE's measured footprint (--device-memory); DTR runs online in the runtime. "
+                "Wall-clock EORs mean something only on an otherwise idle machine.", BP_REAL_IMAGE,
                 BP_REAL_IMAGE, BP_REAL_GBPS, BP_REAL_ITERS);
     else
         bt_note(t, "Tensile: batch 16, Adam, profile %s, the simulator (3 iterations, the last "
                 "reported). MSR = 1 - planned footprint / vanilla footprint (footprint: the "
                 "plan's layout's extent), EOR = simulated iteration time / vanilla's, CBR = MSR "
-                "/ EOR.", c->dev->name);
+                "/ EOR. DTR is its decisions simulated as a plan (the simulator has no online "
+                "eviction).", c->dev->name);
     bt_note(t, "Vanilla frees every tensor after its last use (DESIGN.md invariant 3); the "
             "paper's vanilla kept dead tensors, which inflates its MSRs.");
     bt_note(t, "Capuchin, AutoSwap and DTR plan for TENSILE's footprint (the paper's \"Extra "
