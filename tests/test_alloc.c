@@ -223,6 +223,32 @@ Test(alloc, fragmentation_reported_exactly) {
     tsl_alloc_destroy(a);
 }
 
+/* The free run of a live block: its size with the free blocks either side,
+ * whichever side is free (none, left, right, both; at either end of the
+ * arena), and what releasing it really opens. */
+Test(alloc, free_run_is_what_a_release_opens) {
+    tsl_alloc *a = tsl_alloc_new(8 * U, U);
+    size_t offs[8];
+    for (int i = 0; i < 8; i++) offs[i] = must_alloc(a, U - 10);
+    for (int i = 0; i < 8; i++) cr_assert_eq(tsl_alloc_free_run(a, offs[i]), U, "block %d", i);
+    tsl_alloc_release(a, offs[1]);                      /* free: 1 */
+    tsl_alloc_release(a, offs[4]);                      /* free: 1, 4 */
+    tsl_alloc_release(a, offs[5]);                      /* free: 1, 4-5 */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[0]), 2 * U); /* arena start, free right */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[2]), 2 * U); /* free left */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[3]), 3 * U); /* free right (2u) */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[6]), 3 * U); /* free left (2u) */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[7]), U);     /* arena end, nothing free */
+    tsl_alloc_release(a, offs[2]);                      /* free: 1-2, 4-5 */
+    cr_assert_eq(tsl_alloc_free_run(a, offs[3]), 5 * U); /* free both sides */
+    size_t run = tsl_alloc_free_run(a, offs[3]);
+    tsl_alloc_release(a, offs[3]);
+    must_check(a);
+    cr_assert_eq(stats(a).largest_free, run, "the release opened %zu, free_run said %zu",
+                 stats(a).largest_free, run);
+    tsl_alloc_destroy(a);
+}
+
 /* ---- ledger ---------------------------------------------------------------------- */
 
 Test(alloc, ledger_load_footprint_peaks) {

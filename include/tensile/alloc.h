@@ -94,6 +94,11 @@ void tsl_alloc_release(tsl_alloc *a, size_t offset);
 
 /* Requested size of the live block at offset (TSL_ASSERT if none). */
 size_t tsl_alloc_size_of(const tsl_alloc *a, size_t offset);
+/* The contiguous free bytes there would be if the live block at offset
+ * were released: its size with the free blocks either side of it (what an
+ * eviction that must open one block of some size weighs). TSL_ASSERT if no
+ * live block is there. O(1) expected. */
+size_t tsl_alloc_free_run(const tsl_alloc *a, size_t offset);
 
 void tsl_alloc_get_stats(const tsl_alloc *a, tsl_alloc_stats *st);
 /* Sets the peaks to the current values (start of a measured iteration). */

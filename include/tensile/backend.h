@@ -136,6 +136,10 @@ struct tsl_backend_i {
     void (*free)(tsl_backend *b, void *ptr);
     /* The arena's ledger (exact, tensile/alloc.h). */
     void (*mem_stats)(tsl_backend *b, tsl_alloc_stats *st);
+    /* Optional (NULL: not known): the contiguous free bytes there would be
+     * if the live block ptr were freed, the free blocks either side of it
+     * included (tsl_alloc_free_run): which eviction opens a large block. */
+    size_t (*free_run)(tsl_backend *b, void *ptr);
     void (*reset_peaks)(tsl_backend *b);
     /* Optional: make the k-th allocation from now fail (fault injection). */
     void (*fail_alloc_at)(tsl_backend *b, uint64_t k);

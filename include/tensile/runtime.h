@@ -44,7 +44,9 @@ extern "C" {
 /* Chooses what to evict when an allocation does not fit (the passive
  * swap-out of DESIGN.md invariant 6). The runtime offers every resident
  * tensor it may move (not in use by the running op or a kernel in flight,
- * not being copied): cand[0..n). Returns the index in cand of the tensor to
+ * not being copied): cand[0..n) - where the arena holds the bytes asked
+ * for but not in one block, only those whose eviction opens such a block,
+ * if there are any. Returns the index in cand of the tensor to
  * evict, or -1 to evict nothing (the allocation then fails with
  * TSL_ERR_OOM unless memory is freed otherwise). Called with the runtime's
  * lock held, on the compute thread: it must not call back into the

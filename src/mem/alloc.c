@@ -569,6 +569,18 @@ size_t tsl_alloc_size_of(const tsl_alloc *a, size_t offset) {
     return a->b[n].req;
 }
 
+/* Contract: `offset` is a live block's offset (TSL_ASSERT otherwise). */
+size_t tsl_alloc_free_run(const tsl_alloc *a, size_t offset) {
+    TSL_ASSERT(a);
+    int32_t n = ht_find(a, offset);
+    TSL_ASSERT(n != NIL);
+    const blk *b = a->b;
+    size_t run = b[n].size;
+    if (b[n].prev != NIL && !b[b[n].prev].live) run += b[b[n].prev].size;
+    if (b[n].next != NIL && !b[b[n].next].live) run += b[b[n].next].size;
+    return run;
+}
+
 /* ---- stats, peaks, fault injection ---------------------------------------------- */
 
 void tsl_alloc_get_stats(const tsl_alloc *a, tsl_alloc_stats *st) {

@@ -11,6 +11,13 @@
  * (+ n_ops). A transient tensor with no access left is dead and goes first
  * (it needs no copy).
  *
+ * Fragmentation: where the arena has the bytes asked for but no free block
+ * that large, the policy is offered only the tensors whose eviction opens
+ * one (their block with the free blocks either side, the backend's
+ * free_run) - or, where no single eviction does, those whose eviction
+ * opens the largest run (tsl__rt_run_goal): evicting by next use alone
+ * would move small tensors one by one until a block happens to open.
+ *
  * Eviction never touches a tensor the running item or a kernel in flight
  * reads or writes (busy), one being copied, or one already dying: the
  * policy is offered only the others. A tensor whose host copy
@@ -102,14 +109,32 @@ int tsl__rt_movable(const tsl__runtime *rt, int32_t t) {
     return rt->s->ptr[t] && !r->busy && !r->dying && r->readable && r->in_x < 0 && r->out_n == 0;
 }
 
+size_t tsl__rt_run_goal(const tsl__runtime *rt, size_t need) {
+    if (!need || !rt->b->iface->free_run) return 0;
+    size_t aligned = (need + TSL_ALLOC_ALIGN - 1) / TSL_ALLOC_ALIGN * TSL_ALLOC_ALIGN, best = 0;
+    for (int32_t t = 0; t < rt->nt; t++) {
+        if (!tsl__rt_movable(rt, t) || tsl_graph_tensor(rt->g, t)->nbytes == 0) continue;
+        size_t run = rt->b->iface->free_run(rt->b, rt->s->ptr[t]);
+        if (run >= aligned) return aligned;
+        if (run > best) best = run;
+    }
+    return best;
+}
+
+int tsl__rt_opens(const tsl__runtime *rt, int32_t t, size_t goal) {
+    return goal && rt->b->iface->free_run(rt->b, rt->s->ptr[t]) >= goal;
+}
+
 /* The tensors eviction may move, into rt->cand (with `no_copy`, only those
- * that need no copy: dead, or host copy valid); returns how many. */
-static int candidates(tsl__runtime *rt, int no_copy) {
+ * that need no copy: dead, or host copy valid; with `opening`, only those
+ * whose eviction opens a free block of `goal` bytes); returns how many. */
+static int candidates(tsl__runtime *rt, int no_copy, size_t goal, int opening) {
     int n = 0;
     for (int32_t t = 0; t < rt->nt; t++) {
         if (!tsl__rt_movable(rt, t)) continue;
         size_t bytes = tsl_graph_tensor(rt->g, t)->nbytes;
         if (bytes == 0) continue; /* frees nothing */
+        if (opening && !tsl__rt_opens(rt, t, goal)) continue;
         int32_t nu = tsl__rt_next_use(rt, t, rt->pos);
         int valid = tsl__rt_host_valid(rt, t);
         if (no_copy && nu != INT32_MAX && !valid) continue;
@@ -119,21 +144,25 @@ static int candidates(tsl__runtime *rt, int no_copy) {
     return n;
 }
 
-/* The policy's choice among the candidates, or -1. */
-static int32_t choose(tsl__runtime *rt, int no_copy) {
-    int n = candidates(rt, no_copy);
+/* The policy's choice among the candidates, or -1: with need > 0 (the
+ * arena is fragmented), those whose eviction opens the run it aims for
+ * (tsl__rt_run_goal) if there are any, else all. */
+static int32_t choose(tsl__runtime *rt, int no_copy, size_t need) {
+    size_t goal = tsl__rt_run_goal(rt, need);
+    int n = goal ? candidates(rt, no_copy, goal, 1) : 0;
+    if (n == 0) n = candidates(rt, no_copy, 0, 0);
     if (n == 0) return -1;
     tsl_evict_fn f = rt->o.evict ? rt->o.evict : farthest_next_use;
     int i = f(rt->o.evict_user, rt->pos, rt->cand, n);
     return i >= 0 && i < n ? rt->cand[i].tensor : -1;
 }
 
-int32_t tsl__rt_pick_victim(tsl__runtime *rt) {
-    int32_t t = choose(rt, 0);
+int32_t tsl__rt_pick_victim(tsl__runtime *rt, size_t need) {
+    int32_t t = choose(rt, 0, need);
     if (t < 0 || tsl__rt_dead(rt, t, rt->pos) || tsl__rt_host_valid(rt, t) ||
         tsl__rt_host_buf(rt, t))
         return t;
-    return choose(rt, 1); /* no host memory for a copy */
+    return choose(rt, 1, need); /* no host memory for a copy */
 }
 
 int tsl__rt_evict(tsl__runtime *rt, int32_t t) {

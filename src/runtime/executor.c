@@ -33,11 +33,14 @@
  *     loop): it drops a cold-start tensor the plan has absent (free: its
  *     host copy is valid), retires the oldest kernel in flight (its
  *     frees), waits for frees already under way (releases waiting for
- *     their swap-outs, evictions being copied), then evicts the tensor the
+ *     their swap-outs, evictions being copied), then (DTR on: remat_online.c)
+ *     frees a dead tensor or drops DTR's victim, then evicts the tensor the
  *     eviction policy chooses (by default the one used farthest in the
- *     future), and retries; with nothing to evict it waits for the copies
- *     under way (a landed swap-in can be evicted, a finished swap-out
- *     frees its block or a host buffer). If nothing is left
+ *     future) - where the arena has the bytes but not in one block, among
+ *     the tensors whose eviction opens it - and retries; with nothing to
+ *     evict it waits for the copies under way (a landed swap-in can be
+ *     evicted, a finished swap-out frees its block or a host buffer). If
+ *     nothing is left
  *     to evict but the arena's free bytes would hold the request (it is
  *     fragmented), everything that can move is moved out and the item is
  *     retried once; an allocation that still fails ends the step with
@@ -151,8 +154,10 @@ static int arena_has(tsl__runtime *rt, size_t n) {
 static tsl_status retire_oldest(step *S, int wait);
 
 /* One way to make room (see the head of the file): 1 if something was done
- * or memory may be freed by waiting, 0 if nothing is left to try. */
-static int make_room(step *S) {
+ * or memory may be freed by waiting, 0 if nothing is left to try. need > 0:
+ * the arena has the bytes but not in one block of `need` (fragmented):
+ * evictions that open such a block come first. */
+static int make_room(step *S, size_t need) {
     tsl__runtime *rt = S->rt;
     if (tsl__rt_drop_cold(rt)) return 1; /* the plan has it absent: free */
     if (rt->inflight.n > 0) {             /* a kernel in flight: its frees */
@@ -162,12 +167,12 @@ static int make_room(step *S) {
     }
     if (tsl__rt_frees_pending(rt) && wait_step(S)) return 1;
     int dead;
-    int32_t d = tsl__dtr_victim(rt, &dead); /* DTR (opts.remat): dropped, no copy */
+    int32_t d = tsl__dtr_victim(rt, need, &dead); /* DTR (opts.remat): dropped, no copy */
     if (d >= 0) {
         tsl__dtr_drop(rt, d, dead);
         return 1;
     }
-    int32_t v = tsl__rt_pick_victim(rt);
+    int32_t v = tsl__rt_pick_victim(rt, need);
     if (v >= 0 && tsl__rt_evict(rt, v)) return 1;
     /* nothing to evict now, but a copy under way changes that: a swap-in
      * that lands makes its tensor evictable, a swap-out's end frees its
@@ -230,12 +235,12 @@ static tsl_status acquire(step *S, int32_t t, int32_t ws_op, size_t n, int how, 
             rc = S->late;
             break;
         }
-        if (make_room(S)) continue;
+        size_t b = t >= 0 ? tsl_graph_tensor(rt->g, t)->nbytes : n;
+        if (make_room(S, rt->used + b <= rt->limit && arena_has(rt, b) ? b : 0)) continue;
         if (!retried) { /* an injected fault fails one allocation only */
             retried = 1;
             continue;
         }
-        size_t b = t >= 0 ? tsl_graph_tensor(rt->g, t)->nbytes : n;
         S->fragmented = rt->used + b <= rt->limit && arena_has(rt, b);
         rc = t >= 0 ? oom(rt, tsl_kind_name(tsl_graph_tensor(rt->g, t)->kind),
                           tsl_graph_tensor(rt->g, t)->name, b)
@@ -795,7 +800,7 @@ static tsl_status defrag(step *S, int32_t k) {
             rc = tsl_fail(TSL_ERR_OOM, "runtime: cannot move '%s' out of the device",
                           tsl_graph_tensor(rt->g, t)->name);
     }
-    for (int32_t v; rc == TSL_OK && (v = tsl__rt_pick_victim(rt)) >= 0;)
+    for (int32_t v; rc == TSL_OK && (v = tsl__rt_pick_victim(rt, 0)) >= 0;)
         if (!tsl__rt_evict(rt, v)) break;
     while (rc == TSL_OK && tsl__rt_frees_pending(rt) && rt->async_err == TSL_OK)
         if (!wait_step(S)) break;

@@ -6,7 +6,9 @@
  *
  * When an allocation does not fit (make_room in executor.c), the executor
  * first frees a dead tensor (no use left: it costs nothing), else drops -
- * frees, without a copy - the droppable tensor with the smallest
+ * frees, without a copy - the droppable tensor (where the arena has the
+ * bytes but not in one block, among those whose drop opens the block, if
+ * any: DTR's rule does not know where bytes lie) with the smallest
  *
  *   h(t) = cost(t) / (size(t) x staleness(t))      (sched/remat.h)
  *
@@ -113,20 +115,17 @@ int tsl__dtr_gone(const tsl__runtime *rt, int32_t t) {
 /* e*'s notion of evicted (tsl__remat_gone_fn). */
 static int gone_fn(void *ctx, int32_t x) { return tsl__dtr_gone(ctx, x); }
 
-int32_t tsl__dtr_victim(tsl__runtime *rt, int *dead) {
-    *dead = 0;
-    if (!rt->dtr.on || !rt->cur) return -1;
+/* DTR's choice among the droppable movable tensors (with goal > 0, those
+ * whose drop opens a free block of `goal`): the smallest h, or -1. */
+static int32_t least_h(tsl__runtime *rt, size_t goal) {
     const tsl_workload *w = rt->w0;
     double now = clock_us(rt);
     int32_t best = -1;
     double best_h = 0.0;
     for (int32_t t = 0; t < rt->nt; t++) {
         if (!tsl__rt_movable(rt, t) || w->tensors[t].bytes == 0) continue;
-        if (tsl__rt_dead(rt, t, rt->pos)) { /* no use left: free, costs nothing */
-            *dead = 1;
-            return t;
-        }
         if (!rt->dtr.rm.droppable[t] || planned(rt, t)) continue;
+        if (goal && !tsl__rt_opens(rt, t, goal)) continue;
         double cost = tsl__remat_estar_cost(w, &rt->dtr.rm, t, gone_fn, rt, rt->ewma,
                                             rt->dtr.mark, ++rt->dtr.stamp, rt->dtr.stack);
         if (rt->dtr.stamp == UINT32_MAX) { /* the marks wrap: start afresh */
@@ -141,6 +140,20 @@ int32_t tsl__dtr_victim(tsl__runtime *rt, int *dead) {
         }
     }
     return best;
+}
+
+int32_t tsl__dtr_victim(tsl__runtime *rt, size_t need, int *dead) {
+    *dead = 0;
+    if (!rt->dtr.on || !rt->cur) return -1;
+    for (int32_t t = 0; t < rt->nt; t++) /* no use left: free, costs nothing */
+        if (tsl__rt_movable(rt, t) && rt->w0->tensors[t].bytes > 0 &&
+            tsl__rt_dead(rt, t, rt->pos)) {
+            *dead = 1;
+            return t;
+        }
+    size_t goal = tsl__rt_run_goal(rt, need);
+    int32_t v = goal ? least_h(rt, goal) : -1;
+    return v >= 0 ? v : least_h(rt, 0);
 }
 
 void tsl__dtr_drop(tsl__runtime *rt, int32_t t, int dead) {

@@ -379,8 +379,19 @@ int tsl__rt_dead(const tsl__runtime *rt, int32_t t, int32_t pos);
  * a kernel in flight, not being copied, not dying, its value in place. */
 int tsl__rt_movable(const tsl__runtime *rt, int32_t t);
 /* The resident tensor to evict, chosen by opts.evict (default: farthest
- * next use) among the movable ones, or -1. */
-int32_t tsl__rt_pick_victim(tsl__runtime *rt);
+ * next use) among the movable ones - with need > 0 (the arena has the
+ * bytes but no free block of `need`), among those whose eviction opens
+ * the run tsl__rt_run_goal aims for - or -1. */
+int32_t tsl__rt_pick_victim(tsl__runtime *rt, size_t need);
+/* The free run evictions should aim for when the arena has the bytes but
+ * no block of `need` (need > 0): need (aligned) if evicting some movable
+ * tensor opens a block that large, else the largest run one eviction opens
+ * (the hole grows); 0 when need is 0 or the backend cannot tell
+ * (free_run). */
+size_t tsl__rt_run_goal(const tsl__runtime *rt, size_t need);
+/* 1 if evicting resident t would leave a free block of at least goal bytes
+ * (t's block with the free blocks either side); 0 when goal is 0. */
+int tsl__rt_opens(const tsl__runtime *rt, int32_t t, size_t goal);
 /* Passive swap-out of t: frees it now (dead, or host copy valid) or copies
  * it to the host and frees it when the copy ends. 0 if it cannot (no host
  * memory or the copy could not be issued). */
@@ -409,8 +420,9 @@ void tsl__dtr_touch(tsl__runtime *rt, const tsl_op *op, int32_t extra);
 int tsl__dtr_gone(const tsl__runtime *rt, int32_t t);
 /* DTR's victim among the movable tensors (-1: none, or DTR is off): a dead
  * one first (*dead set: freeing it costs nothing), else the droppable one
- * with the smallest h. */
-int32_t tsl__dtr_victim(tsl__runtime *rt, int *dead);
+ * with the smallest h - with need > 0 (the arena fragmented), among those
+ * whose drop opens a free block of `need` if there are any. */
+int32_t tsl__dtr_victim(tsl__runtime *rt, size_t need, int *dead);
 /* Frees movable t without a copy; unless dead, t is dropped (regenerated
  * at its next read) and counted. */
 void tsl__dtr_drop(tsl__runtime *rt, int32_t t, int dead);

@@ -113,6 +113,15 @@ static void cpu_mem_stats(tsl_backend *b, tsl_alloc_stats *st) {
     pthread_mutex_unlock(&c->alloc_mu);
 }
 
+static size_t cpu_free_run(tsl_backend *b, void *ptr) {
+    cpu_ctx *c = b->context;
+    TSL_ASSERT((uint8_t *)ptr >= c->base && (uint8_t *)ptr < c->base + c->reserve);
+    pthread_mutex_lock(&c->alloc_mu);
+    size_t run = tsl_alloc_free_run(c->alloc, (size_t)((uint8_t *)ptr - c->base));
+    pthread_mutex_unlock(&c->alloc_mu);
+    return run;
+}
+
 static void cpu_reset_peaks(tsl_backend *b) {
     cpu_ctx *c = b->context;
     pthread_mutex_lock(&c->alloc_mu);
@@ -334,6 +343,7 @@ static const struct tsl_backend_i cpu_iface = {
     .alloc_at = cpu_alloc_at,
     .free = cpu_free,
     .mem_stats = cpu_mem_stats,
+    .free_run = cpu_free_run,
     .reset_peaks = cpu_reset_peaks,
     .fail_alloc_at = cpu_fail_alloc_at,
     .host_alloc = cpu_host_alloc,
