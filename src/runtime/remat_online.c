@@ -7,8 +7,8 @@
  * When an allocation does not fit (make_room in executor.c), the executor
  * first frees a dead tensor (no use left: it costs nothing), else drops -
  * frees, without a copy - the droppable tensor (where the arena has the
- * bytes but not in one block, among those whose drop opens the block, if
- * any: DTR's rule does not know where bytes lie) with the smallest
+ * bytes but not in one block, among those whose drop opens such a block,
+ * if any: DTR's rule does not know where bytes lie) with the smallest
  *
  *   h(t) = cost(t) / (size(t) x staleness(t))      (sched/remat.h)
  *
@@ -151,8 +151,12 @@ int32_t tsl__dtr_victim(tsl__runtime *rt, size_t need, int *dead) {
             *dead = 1;
             return t;
         }
+    /* a drop that opens the block asked for, by h; where none does, by h
+     * alone (dropping by where bytes lie instead makes DTR thrash: it takes
+     * tensors about to be read) */
+    size_t want = (need + TSL_ALLOC_ALIGN - 1) / TSL_ALLOC_ALIGN * TSL_ALLOC_ALIGN;
     size_t goal = tsl__rt_run_goal(rt, need);
-    int32_t v = goal ? least_h(rt, goal) : -1;
+    int32_t v = goal && goal >= want ? least_h(rt, goal) : -1;
     return v >= 0 ? v : least_h(rt, 0);
 }
 
