@@ -154,9 +154,8 @@ int32_t tsl__dtr_victim(tsl__runtime *rt, size_t need, int *dead) {
     /* a drop that opens the block asked for, by h; where none does, by h
      * alone (dropping by where bytes lie instead makes DTR thrash: it takes
      * tensors about to be read) */
-    size_t want = (need + TSL_ALLOC_ALIGN - 1) / TSL_ALLOC_ALIGN * TSL_ALLOC_ALIGN;
-    size_t goal = tsl__rt_run_goal(rt, need);
-    int32_t v = goal && goal >= want ? least_h(rt, goal) : -1;
+    size_t goal = tsl__rt_run_goal(rt, need); /* under DTR: need's block, or 0 */
+    int32_t v = goal ? least_h(rt, goal) : -1;
     return v >= 0 ? v : least_h(rt, 0);
 }
 

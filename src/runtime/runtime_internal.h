@@ -386,8 +386,8 @@ int32_t tsl__rt_pick_victim(tsl__runtime *rt, size_t need);
 /* The free run evictions should aim for when the arena has the bytes but
  * no block of `need` (need > 0): need (aligned) if evicting some movable
  * tensor opens a block that large, else the largest run one eviction opens
- * (the hole grows); 0 when need is 0 or the backend cannot tell
- * (free_run). */
+ * (the hole grows; not under DTR: 0); 0 when need is 0 or the backend
+ * cannot tell (free_run). */
 size_t tsl__rt_run_goal(const tsl__runtime *rt, size_t need);
 /* 1 if evicting resident t would leave a free block of at least goal bytes
  * (t's block with the free blocks either side); 0 when goal is 0. */
