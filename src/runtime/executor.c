@@ -40,16 +40,15 @@
  *     the tensors whose eviction opens it - and retries; with nothing to
  *     evict it waits for the copies under way (a landed swap-in can be
  *     evicted, a finished swap-out frees its block or a host buffer). If
- *     nothing is left
- *     to evict but the arena's free bytes would hold the request (it is
- *     fragmented), everything that can move is moved out and the item is
- *     retried once; an allocation that still fails ends the step with
+ *     nothing is left to evict but the arena's free bytes would hold the
+ *     request (it is fragmented), everything that can move is moved out
+ *     and the item is retried once; an allocation that still fails ends the step with
  *     TSL_ERR_OOM and a message naming the op, the tensor and the sizes;
  *  3. the kernel is launched between two events on the compute stream (a
  *     recomputation re-runs the producer into a fresh block; its other
  *     outputs go to scratch in its block (its producer's workspace, then
- *     the scratch: remat.h, tsl__replay_block), so that in-place state such as
- *     batch-norm running statistics is not updated twice; an in-place input
+ *     the scratch: remat.h, tsl__replay_block), so that in-place state such
+ *     as batch-norm running statistics is not updated twice; an in-place input
  *     starts as a device-to-device copy of its value);
  *  4. once it is enqueued, its block (workspace, scratch) is freed and
  *     activity analysis frees the tensors whose last use it was (on the
