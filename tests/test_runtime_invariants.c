@@ -41,7 +41,10 @@
  * densenet121. Under th_quick() (the sanitizer build): 20 for mlp, 5 for
  * cnn, 1 elsewhere, real-time runs for mlp and cnn only. The environment
  * variable TSL_TEST_PLANS=N runs N random plans for every model instead (a
- * longer soak: TSL_TEST_PLANS=200 is the issue's full figure).
+ * longer soak: TSL_TEST_PLANS=200 is the issue's full figure). The
+ * late-kernels twin (CMakeLists.txt: TSL_TEST_PLANS=4, kernels up to 50 us
+ * late) runs plan_gen, planned_waits and invariant5 for mlp, cnn, resnet18,
+ * densenet121 and vgg11 (a Criterion --filter); the heavier models run here.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
