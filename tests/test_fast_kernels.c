@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/dnnl_util.h"
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/wgrad_gemm.h"
 #include "core/graph_internal.h"
 #include "helpers.h"
 #include "tensile/session.h"
@@ -303,6 +305,9 @@ static const conv_case conv_cases[] = {
     {"stride (2,1) dil (1,2)", 2, 4, 11, 10, 6, 3, 3, 2, 1, 1, 2, 1, 2, 2, 0, 0, 1},
     {"16->32 3x3 14x14", 2, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1},
     {"7x7 s2 p3 3->16 (stem)", 2, 3, 23, 21, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0, 0},
+    /* small maps: the filter gradient as one product over the batch */
+    {"3x3 p1 on 1x1 64->64", 4, 64, 1, 1, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1},
+    {"3x3 s2 p1 on 2x2 32->48", 3, 32, 2, 2, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0, 0},
 };
 
 static const conv_case deconv_cases[] = {
@@ -323,6 +328,33 @@ Test(fast_kernels, conv_family) {
         tsl_graph_free(g);
     }
     cr_expect(n >= 21, "only %d ops checked", n);
+}
+
+/* The filter gradient of a 3x3 pad-1 conv on a 1x1 map: oneDNN 2.6 has no
+ * jit kernel for it on AVX2 and the builder replaces its per-image gemm by
+ * the batched product (fast_wgrad_gemm.c). Checked against the reference
+ * above (conv_family); here: that the replacement is what runs, where
+ * oneDNN's choice is known (AVX2 without AVX-512), and that its workspace
+ * is the product's. */
+Test(fast_kernels, small_map_filter_gradient_is_one_product) {
+    conv_case c = {"1x1 map", 4, 64, 1, 1, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1};
+    tsl_graph *g = conv_graph(&c);
+    const tsl_op *op = tsl_graph_op(g, tsl_graph_n_ops(g) - 1);
+    cr_assert_eq(op->type, TSL_OP_CONV2D_BWD_FILTER);
+    const tsl_fast_kernel *fk = tsl_cpu_fast_kernel(op->type);
+    void *state = NULL;
+    size_t ws = 0;
+    cr_assert_eq(fk->prepare(g, op, 1, &state, &ws), TSL_OK, "%s", tsl_last_error());
+    const char *impl = tsl__dnnl_impl_name(state, 0);
+    printf("  1x1-map filter gradient: %s, workspace %zu bytes\n", impl, ws);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f")) {
+        cr_expect_str_eq(impl, "gemm:batched (OpenBLAS)");
+        cr_expect_eq(ws, tsl__wgrad_gemm_workspace(g, op));
+        cr_expect_eq(ws, sizeof(float) * 4 * (64 + 64 * 9));
+    }
+    fk->release(state);
+    tsl_graph_free(g);
 }
 
 Test(fast_kernels, conv_transpose) {

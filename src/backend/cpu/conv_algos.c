@@ -38,27 +38,12 @@
 
 static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
 
-/* The column matrix of image n, group gi of x (x side, (N,Cx,H,W)): row
- * k = (cil*KH + i)*KW + j, column p = oh*Wo + ow holds x[n, gi*Cxg+cil,
- * oh*sh + i*dh - ph, ow*sw + j*dw - pw], 0 in the padding. Rows are split
- * over the team's threads (called inside a parallel region). */
+/* The column matrix of image n, group gi of x (rows split over the team's
+ * threads; called inside a parallel region): see im2col_row. */
 static void im2col(const conv_geom *G, const float *x, int64_t n, int64_t gi, float *col) {
     int64_t K = G->cxg * G->kh * G->kw, P = G->ho * G->wo;
 #pragma omp for schedule(static)
-    for (int64_t k = 0; k < K; k++) {
-        int64_t cil = k / (G->kh * G->kw), i = (k / G->kw) % G->kh, j = k % G->kw;
-        const float *xp = x + (n * G->cx + gi * G->cxg + cil) * G->h * G->w;
-        float *row = col + k * P;
-        int64_t offh = i * G->dh - G->ph, offw = j * G->dw - G->pw, olo, ohi, wlo, whi;
-        valid_range(offh, G->sh, G->h, G->ho, &olo, &ohi);
-        valid_range(offw, G->sw, G->w, G->wo, &wlo, &whi);
-        memset(row, 0, sizeof *row * (size_t)P);
-        for (int64_t oh = olo; oh < ohi; oh++) {
-            const float *xr = xp + (oh * G->sh + offh) * G->w;
-            float *r = row + oh * G->wo;
-            for (int64_t ow = wlo; ow < whi; ow++) r[ow] = xr[ow * G->sw + offw];
-        }
-    }
+    for (int64_t k = 0; k < K; k++) im2col_row(G, x, n, gi, k, col + k * P);
 }
 
 /* C[r][p] = sum over k in [0, K) ascending of A(r, k) * B[k][p], from +0,

@@ -9,6 +9,7 @@
 #define TSL_BACKEND_CPU_CONV_GEOM_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "core/assert.h"
 #include "tensile/graph.h"
@@ -54,6 +55,26 @@ static inline void valid_range(int64_t off, int64_t s, int64_t in_len, int64_t o
     if (l > h) l = h;
     *lo = l;
     *hi = h;
+}
+
+/* Row k = (cil*KH + i)*KW + j of the column matrix of image n, group gi of
+ * x (x side, (N,Cx,H,W)), written to row[0, Ho*Wo): column p = oh*Wo + ow
+ * holds x[n, gi*Cxg+cil, oh*sh + i*dh - ph, ow*sw + j*dw - pw], 0 in the
+ * padding. Shared by the im2col algorithm (conv_algos.c) and the batched
+ * filter gradient (fast_wgrad_gemm.c). */
+static inline void im2col_row(const conv_geom *G, const float *x, int64_t n, int64_t gi, int64_t k,
+                              float *row) {
+    int64_t cil = k / (G->kh * G->kw), i = (k / G->kw) % G->kh, j = k % G->kw;
+    const float *xp = x + (n * G->cx + gi * G->cxg + cil) * G->h * G->w;
+    int64_t offh = i * G->dh - G->ph, offw = j * G->dw - G->pw, olo, ohi, wlo, whi;
+    valid_range(offh, G->sh, G->h, G->ho, &olo, &ohi);
+    valid_range(offw, G->sw, G->w, G->wo, &wlo, &whi);
+    memset(row, 0, sizeof *row * (size_t)(G->ho * G->wo));
+    for (int64_t oh = olo; oh < ohi; oh++) {
+        const float *xr = xp + (oh * G->sh + offh) * G->w;
+        float *r = row + oh * G->wo;
+        for (int64_t ow = wlo; ow < whi; ow++) r[ow] = xr[ow * G->sw + offw];
+    }
 }
 
 #endif

@@ -13,7 +13,17 @@
  * Workspace layout (one block from the executor, size from prepare):
  *   [0, scratch)                       oneDNN's user-managed scratchpad
  *   [align64(scratch), + extra_bytes)  the op's own scratch (batch-norm bwd:
- *                                      the variance rebuilt from invstd)
+ *                                      the variance rebuilt from invstd;
+ *                                      convolutions: their arguments in the
+ *                                      layouts the primitive chose)
+ *
+ * Layouts: the graph's tensors are always plain (nchw, oihw) — their sizes
+ * in the workload and the ledger are what the device holds. A primitive
+ * created with format_any may choose a blocked layout (nChw8c, OIhw8i8o),
+ * much faster on AVX2; tsl__dnnl_bind_any then places that argument in the
+ * extra scratch, with a reorder from the plain tensor before the primitive
+ * (inputs) or to it after (outputs). The reorders run inside the op, so the
+ * extra bytes are the op's workspace: planned, ledgered, counted at peaks.
  *
  * A configuration oneDNN does not implement (dnnl_unimplemented while
  * building) is not an error: the op is marked `fallback` and served by the
@@ -27,6 +37,7 @@
 
 #define TSL__DNNL_MAX_ARGS 10
 #define TSL__DNNL_MAX_PRIMS 2
+#define TSL__DNNL_MAX_REORDERS 4 /* per side: before / after the primitive */
 
 /* Where an argument's data pointer comes from when the op runs. */
 typedef enum tsl__dnnl_from {
@@ -60,10 +71,20 @@ struct tsl__dnnl_op {
     size_t extra_bytes;
     size_t ref_workspace;  /* fallback only: what the reference needs */
     tsl__dnnl_prim p[TSL__DNNL_MAX_PRIMS];
+    /* Layout reorders around the primitive (only ops with one primitive):
+     * plain inputs to blocked scratch before, blocked scratch to plain
+     * outputs after. */
+    tsl__dnnl_prim reorder_in[TSL__DNNL_MAX_REORDERS], reorder_out[TSL__DNNL_MAX_REORDERS];
+    int n_reorder_in, n_reorder_out;
     /* Which primitive runs: NULL means p[0]. */
     int (*select)(const tsl_kernel_args *a);
     tsl__dnnl_hook pre, post;
     struct { float eps, momentum; int64_t c, count; } bn;
+    /* An own kernel that serves the op instead of a primitive (NULL: none;
+     * see tsl__dnnl_replace), with a workspace of replace_bytes. */
+    tsl_status (*replace)(const tsl_kernel_args *a, void *workspace);
+    size_t replace_bytes;
+    const char *replace_name;
     void *owned;           /* private scratch when run without a workspace */
     size_t owned_bytes;
 };
@@ -119,6 +140,25 @@ tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc
  * `slot`, bound at run time to (from, idx). */
 tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
                           tsl__dnnl_from from, int idx, const tsl_op *op);
+
+/* Appends argument `arg` of slot `slot`'s primitive, bound to the plain
+ * tensor (from, idx) of descriptor `plain`, where the primitive descriptor
+ * chose the layout `chosen` (a query of a format_any descriptor; NULL or
+ * equal to plain: bound directly, as tsl__dnnl_bind). Otherwise the argument
+ * gets a buffer of `chosen`'s size in the op's extra scratch and a reorder:
+ * plain -> buffer before the primitive for an input (from TSL__FROM_IN),
+ * buffer -> plain after it for an output (TSL__FROM_OUT). Only for ops with
+ * one primitive (slot 0) and no extra scratch of their own. */
+tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *plain,
+                              const dnnl_memory_desc_t *chosen, tsl__dnnl_from from, int idx,
+                              const tsl_op *op);
+
+/* Makes the op run `fn` (an own float kernel, named `name` for
+ * benchmarks) with a workspace of `bytes` instead of the primitives built so
+ * far, which are destroyed. For shapes where oneDNN's choice is known to be
+ * slow (fast_wgrad_gemm.c). */
+void tsl__dnnl_replace(tsl__dnnl_op *s, tsl_status (*fn)(const tsl_kernel_args *, void *),
+                       size_t bytes, const char *name);
 
 /* Creates a primitive descriptor for op_desc with a user-scratchpad attribute
  * (hint may be NULL). Returns the raw oneDNN status so that the builder can

@@ -100,9 +100,9 @@ dnnl_status_t tsl__dnnl_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t op_de
     return st;
 }
 
-tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
-                          tsl__dnnl_from from, int idx, const tsl_op *op) {
-    tsl__dnnl_prim *p = &s->p[slot];
+/* Appends an argument to primitive p (see tsl__dnnl_bind). */
+static tsl_status bind_prim(tsl__dnnl_prim *p, int arg, const dnnl_memory_desc_t *md,
+                            tsl__dnnl_from from, int idx, const tsl_op *op) {
     TSL_ASSERT(p->n_args < TSL__DNNL_MAX_ARGS);
     dnnl_memory_t m;
     tsl_status st = tsl__dnnl_check(dnnl_memory_create(&m, md, engine, DNNL_MEMORY_NONE), op,
@@ -116,9 +116,15 @@ tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_
     return TSL_OK;
 }
 
-tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc_t pd,
-                            const tsl_op *op) {
-    tsl__dnnl_prim *p = &s->p[slot];
+tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
+                          tsl__dnnl_from from, int idx, const tsl_op *op) {
+    return bind_prim(&s->p[slot], arg, md, from, idx, op);
+}
+
+/* Creates p's primitive from pd and appends its scratchpad argument, if
+ * any (see tsl__dnnl_finish). */
+static tsl_status finish_prim(tsl__dnnl_op *s, tsl__dnnl_prim *p, const_dnnl_primitive_desc_t pd,
+                              const tsl_op *op) {
     tsl_status st = tsl__dnnl_check(dnnl_primitive_create(&p->prim, pd), op, "primitive creation");
     if (st != TSL_OK) {
         p->prim = NULL;
@@ -131,23 +137,63 @@ tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc
     size_t bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (bytes == 0) return TSL_OK;
     if (bytes > s->scratch_bytes) s->scratch_bytes = bytes;
-    return tsl__dnnl_bind(s, slot, DNNL_ARG_SCRATCHPAD, smd, TSL__FROM_SCRATCH, 0, op);
+    return bind_prim(p, DNNL_ARG_SCRATCHPAD, smd, TSL__FROM_SCRATCH, 0, op);
+}
+
+tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc_t pd,
+                            const tsl_op *op) {
+    return finish_prim(s, &s->p[slot], pd, op);
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *plain,
+                              const dnnl_memory_desc_t *chosen, tsl__dnnl_from from, int idx,
+                              const tsl_op *op) {
+    if (!chosen || dnnl_memory_desc_equal(plain, chosen)) return tsl__dnnl_bind(s, slot, arg, plain, from, idx, op);
+    TSL_ASSERT(slot == 0 && (from == TSL__FROM_IN || from == TSL__FROM_OUT));
+    int input = from == TSL__FROM_IN;
+    int *n = input ? &s->n_reorder_in : &s->n_reorder_out;
+    TSL_ASSERT(*n < TSL__DNNL_MAX_REORDERS);
+    tsl__dnnl_prim *r = input ? &s->reorder_in[*n] : &s->reorder_out[*n];
+    size_t off = align64(s->extra_bytes);
+    const dnnl_memory_desc_t *from_md = input ? plain : chosen, *to_md = input ? chosen : plain;
+    dnnl_primitive_attr_t attr;
+    tsl_status st = tsl__dnnl_check(dnnl_primitive_attr_create(&attr), op, "reorder attribute");
+    if (st != TSL_OK) return st;
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (ds == dnnl_success)
+        ds = dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, attr);
+    dnnl_primitive_attr_destroy(attr);
+    st = tsl__dnnl_check(ds, op, "layout reorder");
+    if (st != TSL_OK) return st;
+    (*n)++; /* counted now so that drop_prims frees what is made below */
+    st = finish_prim(s, r, pd, op);
+    dnnl_primitive_desc_destroy(pd);
+    if (st == TSL_OK)
+        st = bind_prim(r, DNNL_ARG_FROM, from_md, input ? from : TSL__FROM_EXTRA, input ? idx : (int)off, op);
+    if (st == TSL_OK)
+        st = bind_prim(r, DNNL_ARG_TO, to_md, input ? TSL__FROM_EXTRA : from, input ? (int)off : idx, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, slot, arg, chosen, TSL__FROM_EXTRA, (int)off, op);
+    if (st == TSL_OK) s->extra_bytes = off + dnnl_memory_desc_get_size(chosen);
+    return st;
 }
 
 const char *tsl__dnnl_impl_name(const void *state, int slot) {
     const tsl__dnnl_op *s = state;
     if (!s) return "";
     if (s->fallback) return "ref";
+    if (s->replace) return slot == 0 ? s->replace_name : "";
     if (slot < 0 || slot >= TSL__DNNL_MAX_PRIMS || !s->p[slot].prim) return "";
     return s->p[slot].impl;
 }
 
 /* ---- generic prepare / run / release ------------------------------------- */
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
-
 static size_t workspace_of(const tsl__dnnl_op *s) {
     if (s->fallback) return s->ref_workspace;
+    if (s->replace) return s->replace_bytes;
     if (!s->extra_bytes) return s->scratch_bytes;
     return align64(s->scratch_bytes) + s->extra_bytes;
 }
@@ -171,13 +217,26 @@ static tsl__dnnl_builder builder_of(tsl_op_type t) {
 
 /* Destroys the primitives and memory objects of every slot and zeroes the
  * slots (scratch and hooks are kept). */
+static void drop_prim(tsl__dnnl_prim *p) {
+    for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
+    if (p->prim) dnnl_primitive_destroy(p->prim);
+    memset(p, 0, sizeof *p);
+}
+
 static void drop_prims(tsl__dnnl_op *s) {
-    for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) {
-        tsl__dnnl_prim *p = &s->p[k];
-        for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
-        if (p->prim) dnnl_primitive_destroy(p->prim);
-        memset(p, 0, sizeof *p);
-    }
+    for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) drop_prim(&s->p[k]);
+    for (int k = 0; k < s->n_reorder_in; k++) drop_prim(&s->reorder_in[k]);
+    for (int k = 0; k < s->n_reorder_out; k++) drop_prim(&s->reorder_out[k]);
+    s->n_reorder_in = s->n_reorder_out = 0;
+}
+
+void tsl__dnnl_replace(tsl__dnnl_op *s, tsl_status (*fn)(const tsl_kernel_args *, void *),
+                       size_t bytes, const char *name) {
+    drop_prims(s);
+    s->scratch_bytes = s->extra_bytes = 0;
+    s->replace = fn;
+    s->replace_bytes = bytes;
+    s->replace_name = name;
 }
 
 /* release for every oneDNN op: frees what prepare (or a state-less run)
@@ -241,6 +300,27 @@ static void *workspace_block(tsl__dnnl_op *s, const tsl_kernel_args *a, size_t n
     return s->owned;
 }
 
+/* Binds every argument of p to its pointer (an input, an output, the
+ * scratchpad at ws, or extra + offset), executes p on `stream` and waits. */
+static tsl_status exec_prim(const tsl__dnnl_prim *p, const tsl_kernel_args *a, void *ws,
+                            void *extra, dnnl_stream_t stream) {
+    for (int i = 0; i < p->n_args; i++) {
+        void *ptr = NULL;
+        switch (p->from[i]) {
+        case TSL__FROM_IN: ptr = a->in[p->idx[i]]; break;
+        case TSL__FROM_OUT: ptr = a->out[p->idx[i]]; break;
+        case TSL__FROM_SCRATCH: ptr = ws; break;
+        case TSL__FROM_EXTRA: ptr = (char *)extra + p->idx[i]; break;
+        }
+        tsl_status st = tsl__dnnl_check(dnnl_memory_set_data_handle(p->args[i].memory, ptr),
+                                        a->op, "binding a buffer");
+        if (st != TSL_OK) return st;
+    }
+    dnnl_status_t ds = dnnl_primitive_execute(p->prim, stream, p->n_args, p->args);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    return tsl__dnnl_check(ds, a->op, "execution");
+}
+
 /* Runs a prepared op: the reference kernel for a fallback op; otherwise the
  * pre hook, binding of every argument's pointer, execution of the selected
  * primitive on the calling thread's stream with s->nthreads OpenMP threads
@@ -258,6 +338,7 @@ static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
         r.state = NULL;
         return tsl_cpu_ref_kernel(a->op->type, TSL_F32)(&r);
     }
+    if (s->replace) return s->replace(a, ws);
     void *extra = s->extra_bytes ? (char *)ws + align64(s->scratch_bytes) : NULL;
     const tsl__dnnl_prim *p = &s->p[s->select ? s->select(a) : 0];
     TSL_ASSERT(p->prim != NULL);
@@ -265,26 +346,15 @@ static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
         tsl_status st = s->pre(s, a, extra);
         if (st != TSL_OK) return st;
     }
-    for (int i = 0; i < p->n_args; i++) {
-        void *ptr = NULL;
-        switch (p->from[i]) {
-        case TSL__FROM_IN: ptr = a->in[p->idx[i]]; break;
-        case TSL__FROM_OUT: ptr = a->out[p->idx[i]]; break;
-        case TSL__FROM_SCRATCH: ptr = ws; break;
-        case TSL__FROM_EXTRA: ptr = (char *)extra + p->idx[i]; break;
-        }
-        tsl_status st = tsl__dnnl_check(dnnl_memory_set_data_handle(p->args[i].memory, ptr),
-                                        a->op, "binding a buffer");
-        if (st != TSL_OK) return st;
-    }
     dnnl_stream_t stream = thread_stream();
     if (!stream) return TSL_ERR_INTERNAL;
     int prev = omp_get_max_threads();
     if (prev != s->nthreads) omp_set_num_threads(s->nthreads);
-    dnnl_status_t ds = dnnl_primitive_execute(p->prim, stream, p->n_args, p->args);
-    if (ds == dnnl_success) ds = dnnl_stream_wait(stream);
+    tsl_status st = TSL_OK;
+    for (int k = 0; k < s->n_reorder_in && st == TSL_OK; k++) st = exec_prim(&s->reorder_in[k], a, ws, extra, stream);
+    if (st == TSL_OK) st = exec_prim(p, a, ws, extra, stream);
+    for (int k = 0; k < s->n_reorder_out && st == TSL_OK; k++) st = exec_prim(&s->reorder_out[k], a, ws, extra, stream);
     if (prev != s->nthreads) omp_set_num_threads(prev);
-    tsl_status st = tsl__dnnl_check(ds, a->op, "execution");
     if (st != TSL_OK) return st;
     return s->post ? s->post(s, a, extra) : TSL_OK;
 }

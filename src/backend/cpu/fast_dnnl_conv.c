@@ -18,14 +18,28 @@
  * value (a transposed conv with out_pad >= stride).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/cpu/dnnl_util.h"
+#include "backend/cpu/wgrad_gemm.h"
 #include "core/assert.h"
 
 typedef struct conv_md {
-    dnnl_memory_desc_t x, w, b, y; /* b only if with bias */
+    dnnl_memory_desc_t x, w, b, y; /* the graph's plain layouts; b only if with bias */
+    dnnl_memory_desc_t ax, aw, ay; /* the same dims, format_any: the primitive chooses */
     dnnl_dims_t strides, dil, pl, pr;
 } conv_md;
+
+/* md with plain's dims and data type, layout left to the primitive. */
+static int any_of(dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain) {
+    return dnnl_memory_desc_init_by_tag(md, plain->ndims, plain->dims, plain->data_type,
+                                        dnnl_format_tag_any) == dnnl_success;
+}
+
+/* The layout pd chose for one argument (what = dnnl_query_*_md). */
+static const dnnl_memory_desc_t *chosen(const_dnnl_primitive_desc_t pd, dnnl_query_t what) {
+    return dnnl_primitive_desc_query_md(pd, what, 0);
+}
 
 /* Right padding for one spatial dim, where `big` is the size on the
  * convolution's input side and `small` on its output side. Returns 0 if no
@@ -88,7 +102,7 @@ static int conv_geometry(const tsl_conv_attr *at, const tsl_shape *xs, const tsl
             return 0;
     }
     if (bias && tsl__dnnl_md(&c->b, 1, &cout, dnnl_x) != dnnl_success) return 0;
-    return 1;
+    return any_of(&c->ax, &c->x) && any_of(&c->aw, &c->w) && any_of(&c->ay, &c->y);
 }
 
 static const tsl_shape *shape(const tsl_graph *g, tsl_tid t) { return &tsl_graph_tensor(g, t)->shape; }
@@ -97,8 +111,8 @@ static const tsl_shape *shape(const tsl_graph *g, tsl_tid t) { return &tsl_graph
  * backward ones). */
 static dnnl_status_t fwd_desc(dnnl_convolution_desc_t *d, const conv_md *c, int bias) {
     return dnnl_dilated_convolution_forward_desc_init(
-        d, dnnl_forward_training, dnnl_convolution_direct, &c->x, &c->w, bias ? &c->b : NULL, &c->y,
-        c->strides, c->dil, c->pl, c->pr);
+        d, dnnl_forward_training, dnnl_convolution_direct, &c->ax, &c->aw, bias ? &c->b : NULL,
+        &c->ay, c->strides, c->dil, c->pl, c->pr);
 }
 
 /* CONV2D (x, w[, b]) -> y. */
@@ -117,11 +131,15 @@ tsl_status tsl__dnnl_build_conv(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
     st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, NULL), s, op, "convolution primitive descriptor");
     if (st != TSL_OK || s->fallback) return st;
     st = tsl__dnnl_finish(s, 0, pd, op);
-    dnnl_primitive_desc_destroy(pd);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &c.x, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_WEIGHTS, &c.w, TSL__FROM_IN, 1, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN, 0, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
+                                TSL__FROM_IN, 1, op);
     if (st == TSL_OK && bias) st = tsl__dnnl_bind(s, 0, DNNL_ARG_BIAS, &c.b, TSL__FROM_IN, 2, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DST, &c.y, TSL__FROM_OUT, 0, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DST, &c.y, chosen(pd, dnnl_query_dst_md), TSL__FROM_OUT, 0, op);
+    dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
@@ -129,10 +147,11 @@ tsl_status tsl__dnnl_build_conv(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
  * returned `init`, with the forward primitive descriptor oneDNN takes as
  * its hint. `what` names it in messages ("convolution backward-data").
  * Returns an error, or TSL_OK with s->fallback set when oneDNN has no
- * primitive for it (the reference kernel runs instead). */
+ * primitive for it (the reference kernel runs instead), or TSL_OK with
+ * *pd the primitive descriptor, for the caller to query and destroy. */
 static tsl_status backward_primitive(const conv_md *c, int bias, dnnl_status_t init,
                                      const dnnl_convolution_desc_t *d, const char *what,
-                                     tsl__dnnl_op *s, const tsl_op *op) {
+                                     tsl__dnnl_op *s, const tsl_op *op, dnnl_primitive_desc_t *pd) {
     char msg[96];
     snprintf(msg, sizeof msg, "%s descriptor", what);
     tsl_status st = tsl__dnnl_soft(init, s, op, msg);
@@ -140,15 +159,15 @@ static tsl_status backward_primitive(const conv_md *c, int bias, dnnl_status_t i
     dnnl_convolution_desc_t fd;
     st = tsl__dnnl_soft(fwd_desc(&fd, c, bias), s, op, "convolution descriptor");
     if (st != TSL_OK || s->fallback) return st;
-    dnnl_primitive_desc_t hint, pd;
+    dnnl_primitive_desc_t hint;
     st = tsl__dnnl_soft(tsl__dnnl_pd(&hint, &fd, NULL), s, op, "convolution hint");
     if (st != TSL_OK || s->fallback) return st;
     snprintf(msg, sizeof msg, "%s primitive descriptor", what);
-    st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, d, hint), s, op, msg);
+    st = tsl__dnnl_soft(tsl__dnnl_pd(pd, d, hint), s, op, msg);
     dnnl_primitive_desc_destroy(hint);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
-    dnnl_primitive_desc_destroy(pd);
+    st = tsl__dnnl_finish(s, 0, *pd, op);
+    if (st != TSL_OK) dnnl_primitive_desc_destroy(*pd);
     return st;
 }
 
@@ -161,15 +180,22 @@ tsl_status tsl__dnnl_build_conv_bwd_data(const tsl_graph *g, const tsl_op *op, t
         return TSL_OK;
     }
     dnnl_convolution_desc_t d;
+    dnnl_primitive_desc_t pd;
     tsl_status st = backward_primitive(
         &c, 0,
-        dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &c.x, &c.w,
-                                                         &c.y, c.strides, c.dil, c.pl, c.pr),
-        &d, "convolution backward-data", s, op);
+        dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &c.ax, &c.aw,
+                                                         &c.ay, c.strides, c.dil, c.pl, c.pr),
+        &d, "convolution backward-data", s, op, &pd);
     if (st != TSL_OK || s->fallback) return st;
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &c.y, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_WEIGHTS, &c.w, TSL__FROM_IN, 1, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_SRC, &c.x, TSL__FROM_OUT, 0, op);
+    st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
+                            TSL__FROM_IN, 0, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
+                                TSL__FROM_IN, 1, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_SRC, &c.x, chosen(pd, dnnl_query_diff_src_md),
+                                TSL__FROM_OUT, 0, op);
+    dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
@@ -184,18 +210,35 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
         return TSL_OK;
     }
     dnnl_convolution_desc_t d;
+    dnnl_primitive_desc_t pd;
     tsl_status st = backward_primitive(
         &c, bias,
-        dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &c.x, &c.w,
-                                                            bias ? &c.b : NULL, &c.y, c.strides,
-                                                            c.dil, c.pl, c.pr),
-        &d, "convolution backward-weights", s, op);
+        dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &c.ax,
+                                                            &c.aw, bias ? &c.b : NULL, &c.ay,
+                                                            c.strides, c.dil, c.pl, c.pr),
+        &d, "convolution backward-weights", s, op, &pd);
     if (st != TSL_OK || s->fallback) return st;
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &c.y, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &c.x, TSL__FROM_IN, 1, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_WEIGHTS, &c.w, TSL__FROM_OUT, 0, op);
+    /* oneDNN's per-image gemm (no jit kernel for the shape): one product over
+     * the batch instead, where its workspace is small (fast_wgrad_gemm.c). */
+    const char *impl = NULL;
+    size_t wb = tsl__wgrad_gemm_workspace(g, op);
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        strstr(impl, "gemm") && wb > 0 && wb <= TSL__WGRAD_GEMM_MAX_BYTES) {
+        dnnl_primitive_desc_destroy(pd);
+        tsl__dnnl_replace(s, tsl__wgrad_gemm_run, wb, "gemm:batched (OpenBLAS)");
+        return TSL_OK;
+    }
+    st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
+                            TSL__FROM_IN, 0, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN,
+                                1, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_WEIGHTS, &c.w,
+                                chosen(pd, dnnl_query_diff_weights_md), TSL__FROM_OUT, 0, op);
     if (st == TSL_OK && bias)
         st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_BIAS, &c.b, TSL__FROM_OUT, 1, op);
+    dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
