@@ -1,5 +1,5 @@
 /*
- * bench_kernels.c - fast kernels (oneDNN, OpenBLAS) against the reference
+ * bench_kernels.c - fast kernels (oneDNN, own loops) against the reference
  * kernels, one op at a time, at 1 and 2 threads.
  *
  *   bench_kernels [--reps 5] [--filter substring] [--small]
@@ -16,7 +16,6 @@
  * with their reference time only. --small uses batch 4 instead of 32 (quick
  * look). Machine, thread counts and library versions are printed first.
  */
-#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +321,10 @@ static void bench_case(const tsl_graph *g, int reps) {
         double mr = median(tr[t], reps);
         const char *impl = "";
         if (fk->run)
-            impl = fk->prepare ? tsl__dnnl_impl_name(state[t], 0) : "OpenBLAS sgemm";
+            impl = fk->prepare                      ? tsl__dnnl_impl_name(state[t], 0)
+                   : op->type == TSL_OP_LINEAR ||
+                             op->type == TSL_OP_MATMUL ? "oneDNN sgemm"
+                                                       : "fast_pool.c (rows)";
         if (fk->run) {
             double mf = median(tf[t], reps);
             printf("| %-46s | %d | %9.2f | %9.2f | %6.2fx | %-22s | %9.1f |\n", tsl_graph_name(g),

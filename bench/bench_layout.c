@@ -28,7 +28,6 @@
  * bench_blocks() takes any block array, so the zoo models' plan layouts can
  * be measured the same way.
  */
-#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>

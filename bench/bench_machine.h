@@ -5,7 +5,6 @@
  */
 #ifndef TSL_BENCH_MACHINE_H
 #define TSL_BENCH_MACHINE_H
-#include <cblas.h>
 #include <jansson.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
@@ -35,10 +34,9 @@ static inline void bench_print_machine(const char *extra) {
     const dnnl_version_t *v = dnnl_version();
     printf("machine: %s %s, %s, %ld online CPUs%s%s\n", u.sysname, u.machine, model,
            sysconf(_SC_NPROCESSORS_ONLN), extra ? "; " : "", extra ? extra : "");
-    printf("versions: tensile 0.1.0; gcc %s; oneDNN %d.%d.%d (cpu runtime %s); OpenBLAS %s "
-           "(core %s); jansson %s; zlib %s\n",
+    printf("versions: tensile 0.1.0; gcc %s; oneDNN %d.%d.%d (cpu runtime %s); jansson %s; "
+           "zlib %s\n",
            __VERSION__, v->major, v->minor, v->patch,
-           v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", openblas_get_config(),
-           openblas_get_corename(), JANSSON_VERSION, zlibVersion());
+           v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", JANSSON_VERSION, zlibVersion());
 }
 #endif

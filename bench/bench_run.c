@@ -38,7 +38,6 @@
  * versions are printed first. Exit status: 0 every target met, 3 a target
  * missed, 1 an error, 2 bad arguments.
  */
-#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>

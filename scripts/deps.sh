@@ -7,7 +7,7 @@
 # without it.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config ca-certificates
-      libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libjansson-dev zlib1g-dev
+      libdnnl-dev ocl-icd-opencl-dev libjansson-dev zlib1g-dev
       libcriterion-dev coinor-libcbc-dev dataset-fashion-mnist
       python3 python3-pip)
 missing=()

@@ -352,9 +352,9 @@ static double cpu_ms_of(const struct rusage *r) {
            ((double)(r->ru_utime.tv_usec + r->ru_stime.tv_usec)) * 1e-3;
 }
 
-/* OpenBLAS's server threads, started (or restarted after Criterion's fork)
- * with the process, spin for a while before they sleep: they would be
- * counted in the process's CPU time. Waits (at most 3 s) until a 50 ms
+/* Library pool threads (OpenMP's, after the last parallel region) spin for
+ * a while before they sleep: they would be counted in the process's CPU
+ * time. Waits (at most 3 s) until a 50 ms
  * window costs the process less than 1 ms of CPU time. */
 static void settle_library_threads(void) {
     for (int k = 0; k < 60; k++) {

@@ -696,7 +696,7 @@ static void check_gradient_direction(const char *model, const tsl_graph *g, th_r
  * every tensor (measured: cosines 0.9997 or more and lengths within 0.3 %
  * overall, 1.4 % per tensor, but inception4's 0.994, 0.7 % and 3.6 %).
  * This finds what the float step does on its own (the fast kernels, oneDNN
- * and OpenBLAS; the float reference kernels): weight gradients twice too
+ * and own loops; the float reference kernels): weight gradients twice too
  * large in oneDNN's CONV2D_BWD_FILTER fail every model with a convolution.
  * What the float and double runs share, the reference kernels' formulas,
  * check_gradient_direction checks on the double step.

@@ -19,7 +19,7 @@ static const char help[] =
     "\n"
     "Measures the CPU backend of this machine and writes the figures as a\n"
     "device profile for the cost model, the planner and the simulator:\n"
-    "  flops            FP32 FLOP/s of a oneDNN convolution and an OpenBLAS\n"
+    "  flops            FP32 FLOP/s of a oneDNN convolution and a oneDNN\n"
     "                   sgemm through the fast kernels (their harmonic mean)\n"
     "  mem_bw           memcpy of a 256 MiB buffer (bytes read + written)\n"
     "  h2d_bw, d2h_bw   memcpy between a host buffer and the backend's arena\n"

@@ -919,7 +919,7 @@ static int run_parsed(run_opts t) {
         fprintf(stderr, "tensile run: each copy channel at %g GB/s\n", t.pcie_gbps);
     if (!t.json || !t.quiet) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        fprintf(stderr, "tensile run: threads: %d kernel thread%s (oneDNN, OpenBLAS)%s, %s on %ld "
+        fprintf(stderr, "tensile run: threads: %d kernel thread%s (OpenMP)%s, %s on %ld "
                         "online CPU%s (%s)\n",
                 t.threads, t.threads == 1 ? "" : "s", t.planned ? " for both runs" : "",
                 t.planned ? "the 2 copy channels (host to device, device to host) on threads "

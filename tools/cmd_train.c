@@ -39,7 +39,7 @@ static const char help[] =
     "  --image-size S       synthetic data only: image size (default: the model's)\n"
     "  --train-examples N   use only the first N training examples (at most 2^31)\n"
     "  --test-examples N    use only the first N test examples (at most 2^31)\n"
-    "  --kernels K          fast (oneDNN + OpenBLAS, default) or ref (plain loops)\n"
+    "  --kernels K          fast (oneDNN and own loops, default) or ref (plain loops)\n"
     "  --quiet              no progress display\n"
     "  --json               print a JSON summary as the last line of stdout\n"
     "\n"

@@ -2,7 +2,7 @@
  * tensile/backend_cpu.h - the CPU backend (tensile/backend.h): device memory
  * is a fixed-capacity arena of ordinary memory, so that running out of
  * device memory happens exactly as on a GPU; kernels are the reference loops
- * (the oracle) or the fast paths through oneDNN and OpenBLAS; two copy
+ * (the oracle) or the fast paths through oneDNN and own loops; two copy
  * streams with threads of their own play the PCIe copy engines; kernels run
  * on the caller's thread, or on a compute thread (async_compute).
  *
@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 typedef enum tsl_kernel_mode {
-    TSL_KERNELS_FAST = 0, /* oneDNN / OpenBLAS where available, else reference */
+    TSL_KERNELS_FAST = 0, /* oneDNN / own fast loops where available, else reference */
     TSL_KERNELS_REF,      /* reference kernels only (the oracle)               */
 } tsl_kernel_mode;
 

@@ -5,7 +5,7 @@
  *
  * What is measured (each the median of several timed runs after a warm-up):
  *   flops            FP32 FLOP/s through the fast kernels: a oneDNN
- *                    convolution and an OpenBLAS sgemm (a linear layer);
+ *                    convolution and a oneDNN sgemm (a linear layer);
  *                    the profile keeps their harmonic mean (the rate of
  *                    equal work split between the two)
  *   mem_bw           memcpy of a large buffer, counting the bytes read and

@@ -91,7 +91,7 @@ static tsl_status build_graph(const tsl_calib_opts *o, calib_graph *cg, tsl_cali
              "oneDNN conv (%lld,%lld,%lld,%lld) * (%lld,%lld,3,3), stride 1, pad 1",
              (long long)n, (long long)c, (long long)hw, (long long)hw, (long long)c,
              (long long)c);
-    snprintf(r->gemm_desc, sizeof r->gemm_desc, "OpenBLAS sgemm %lldx%lldx%lld",
+    snprintf(r->gemm_desc, sizeof r->gemm_desc, "oneDNN sgemm %lldx%lldx%lld",
              (long long)m, (long long)m, (long long)m);
     return TSL_OK;
 }

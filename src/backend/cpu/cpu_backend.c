@@ -1,7 +1,7 @@
 /*
  * cpu_backend.c - the CPU device (tensile/backend.h, backend_cpu.h): a
  * fixed-capacity arena (mmap'd, reserved without being touched) managed by
- * the best-fit allocator; kernel dispatch to the fast (oneDNN / OpenBLAS) or
+ * the best-fit allocator; kernel dispatch to the fast (oneDNN, own loops) or
  * reference kernels; the three streams and their events (streams.c).
  *
  * Fast kernels keep per-op state (oneDNN primitives) in a cache keyed by
@@ -60,7 +60,7 @@ typedef struct cpu_ctx {
 
 static const char *cpu_name(tsl_backend *b) {
     cpu_ctx *c = b->context;
-    return c->o.kernels == TSL_KERNELS_FAST ? "cpu (oneDNN + OpenBLAS)" : "cpu (reference kernels)";
+    return c->o.kernels == TSL_KERNELS_FAST ? "cpu (oneDNN)" : "cpu (reference kernels)";
 }
 
 /* A shared device's job publishes its ledger after each change (under

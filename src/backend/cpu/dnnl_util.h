@@ -2,8 +2,8 @@
  * dnnl_util.h - plumbing shared by the oneDNN fast kernels (internal).
  *
  * Every oneDNN-backed op keeps one tsl__dnnl_op in its per-op state slot. It
- * is built once by the op family's builder (fast_dnnl_conv.c, _pool.c,
- * _bnorm.c) from the graph's descriptors: one or two primitives (batch norm
+ * is built once by the op family's builder (fast_dnnl_conv.c,
+ * _bnorm.c, _eltwise.c) from the graph's descriptors: one or two primitives (batch norm
  * forward has a training and an evaluation variant), their memory objects
  * created with no data, and for each argument the place its pointer comes
  * from at run time (an input, an output, the scratchpad, or the op's extra
@@ -101,8 +101,6 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
                                            tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_conv_transpose(const tsl_graph *g, const tsl_op *op,
                                           tsl__dnnl_op *s);
-tsl_status tsl__dnnl_build_pool(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
-tsl_status tsl__dnnl_build_avgpool_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_bnorm(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_bnorm_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_relu(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);

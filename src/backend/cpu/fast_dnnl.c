@@ -2,8 +2,8 @@
  * fast_dnnl.c - the oneDNN fast kernels: one engine for the process, one
  * stream per calling thread, and the generic prepare / run / release that
  * every oneDNN-backed op shares (see dnnl_util.h). The op-specific
- * primitives are built in fast_dnnl_conv.c, fast_dnnl_pool.c,
- * fast_dnnl_bnorm.c and fast_dnnl_eltwise.c.
+ * primitives are built in fast_dnnl_conv.c, fast_dnnl_bnorm.c and
+ * fast_dnnl_eltwise.c (pooling is fast_pool.c's, without oneDNN).
  *
  * Determinism: a primitive is created for the thread count given to prepare
  * and always executed with exactly that many OpenMP threads, so the same
@@ -204,9 +204,6 @@ static tsl__dnnl_builder builder_of(tsl_op_type t) {
     case TSL_OP_CONV2D_BWD_DATA: return tsl__dnnl_build_conv_bwd_data;
     case TSL_OP_CONV2D_BWD_FILTER: return tsl__dnnl_build_conv_bwd_filter;
     case TSL_OP_CONV2D_TRANSPOSE: return tsl__dnnl_build_conv_transpose;
-    case TSL_OP_MAXPOOL2D:
-    case TSL_OP_AVGPOOL2D: return tsl__dnnl_build_pool;
-    case TSL_OP_AVGPOOL2D_BWD: return tsl__dnnl_build_avgpool_bwd;
     case TSL_OP_BATCHNORM: return tsl__dnnl_build_bnorm;
     case TSL_OP_BATCHNORM_BWD: return tsl__dnnl_build_bnorm_bwd;
     case TSL_OP_RELU: return tsl__dnnl_build_relu;
@@ -384,9 +381,9 @@ static tsl_status dnnl_run(const tsl_kernel_args *a) {
 
 void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]) {
     static const tsl_op_type ops[] = {
-        TSL_OP_CONV2D,    TSL_OP_CONV2D_BWD_DATA, TSL_OP_CONV2D_BWD_FILTER, TSL_OP_CONV2D_TRANSPOSE,
-        TSL_OP_MAXPOOL2D, TSL_OP_AVGPOOL2D,       TSL_OP_AVGPOOL2D_BWD,     TSL_OP_BATCHNORM,
-        TSL_OP_BATCHNORM_BWD, TSL_OP_RELU,      TSL_OP_RELU_BWD,
+        TSL_OP_CONV2D,    TSL_OP_CONV2D_BWD_DATA, TSL_OP_CONV2D_BWD_FILTER,
+        TSL_OP_CONV2D_TRANSPOSE, TSL_OP_BATCHNORM, TSL_OP_BATCHNORM_BWD, TSL_OP_RELU,
+        TSL_OP_RELU_BWD,
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         table[ops[i]].run = dnnl_run;

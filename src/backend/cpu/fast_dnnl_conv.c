@@ -225,7 +225,7 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
         strstr(impl, "gemm") && wb > 0 && wb <= TSL__WGRAD_GEMM_MAX_BYTES) {
         dnnl_primitive_desc_destroy(pd);
-        tsl__dnnl_replace(s, tsl__wgrad_gemm_run, wb, "gemm:batched (OpenBLAS)");
+        tsl__dnnl_replace(s, tsl__wgrad_gemm_run, wb, "gemm:batched");
         return TSL_OK;
     }
     st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),

@@ -12,20 +12,17 @@
  *
  *   dyT  (Cout, P)        P = N*Ho*Wo, column p = n*Ho*Wo + oh*Wo + ow
  *   col  (Cin*KH*KW, P)   im2col of every image side by side
- *   dW   (Cout, Cin*KH*KW) = dyT . col^T       one cblas_sgemm
+ *   dW   (Cout, Cin*KH*KW) = dyT . col^T       one sgemm (tsl__sgemm)
  *   db   (Cout)            = row sums of dyT, in double, p ascending
  *
  * Workspace: dyT then col, 4*P*(Cout + Cin*KH*KW) bytes; used only where
  * that is at most TSL__WGRAD_GEMM_MAX_BYTES (the builder's rule, in
  * fast_dnnl_conv.c). Groups = 1 only.
  *
- * Determinism: OpenBLAS splits a gemm over rows and columns of the result,
- * never over the inner dimension (fast_blas.c), so with a fixed thread
- * count the bits are the same on every run; the copies are exact and the
- * bias sums run in a fixed order.
+ * Determinism: with a fixed thread count the product's bits are the same on
+ * every run (fast_gemm.c); the copies are exact and the bias sums run in a
+ * fixed order.
  */
-#include <cblas.h>
-
 #include "backend/cpu/conv_geom.h"
 #include "backend/cpu/wgrad_gemm.h"
 
@@ -64,9 +61,8 @@ tsl_status tsl__wgrad_gemm_run(const tsl_kernel_args *a, void *workspace) {
         for (int64_t k = 0; k < K; k++)
             for (int64_t n = 0; n < G.n; n++) im2col_row(&G, x, n, 0, k, col + k * P + n * HW);
     }
-    if (openblas_get_num_threads() != nt) openblas_set_num_threads(nt);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)G.cy, (blasint)K, (blasint)P,
-                1.0f, dyT, (blasint)P, col, (blasint)P, 0.0f, (float *)a->out[0], (blasint)K);
+    tsl_status st = tsl__sgemm(0, 1, G.cy, K, P, dyT, P, col, P, a->out[0], K, nt, a->op);
+    if (st != TSL_OK) return st;
     if (a->op->n_out == 2) {
         float *db = a->out[1];
 #pragma omp parallel for schedule(static) num_threads(nt)

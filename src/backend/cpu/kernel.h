@@ -57,7 +57,7 @@ void tsl__ref_register_shape(tsl_ref_kernel table[TSL_OP_COUNT]);
 void tsl__ref_register_loss(tsl_ref_kernel table[TSL_OP_COUNT]);
 void tsl__ref_register_optim(tsl_ref_kernel table[TSL_OP_COUNT]);
 
-/* ---- fast kernels (src/backend/cpu/fast_*.c, oneDNN and OpenBLAS) -------- */
+/* ---- fast kernels (src/backend/cpu/fast_*.c, oneDNN and own loops) ------- */
 typedef struct tsl_fast_kernel {
     tsl_kernel_fn run;        /* NULL: no fast path, the reference is used */
     /* Optional: prepares *state (e.g. creates the oneDNN primitive) and
@@ -72,7 +72,16 @@ typedef struct tsl_fast_kernel {
 const tsl_fast_kernel *tsl_cpu_fast_kernel(tsl_op_type t);
 
 void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]);
-void tsl__fast_register_blas(tsl_fast_kernel table[TSL_OP_COUNT]);
+void tsl__fast_register_gemm(tsl_fast_kernel table[TSL_OP_COUNT]);
+
+/* c (m x n, row stride ldc) = op(a) . op(b), row-major, op = transpose when
+ * trans_x is 1, on nthreads OpenMP threads (fast_gemm.c). TSL_OK, or
+ * TSL_ERR_INTERNAL naming op when oneDNN fails. Deterministic at a fixed
+ * thread count. */
+tsl_status tsl__sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                      int nthreads, const tsl_op *op);
+void tsl__fast_register_pool(tsl_fast_kernel table[TSL_OP_COUNT]);
 
 /* ---- algorithm kernels (src/backend/cpu/conv_algos.c) ---------------------
  * The kernel of algorithm `algo` (tensile/ops.h, "algorithms") of an op of
@@ -83,7 +92,7 @@ void tsl__fast_register_blas(tsl_fast_kernel table[TSL_OP_COUNT]);
  * TSL_ALGO_IM2COL) bytes. algo must be an algorithm of t (TSL_ASSERT). */
 tsl_kernel_fn tsl_cpu_algo_kernel(tsl_op_type t, int algo, tsl_dtype dt);
 
-/* Sets the threads used by OpenMP (oneDNN, reference loops) and OpenBLAS. */
+/* Sets the OpenMP threads every kernel uses (oneDNN, its sgemm, own loops). */
 void tsl_cpu_set_threads(int nthreads);
 /* The kernel threads the backend can really have when `nthreads` are asked
  * for: at most OpenMP's thread limit (OMP_THREAD_LIMIT). A oneDNN

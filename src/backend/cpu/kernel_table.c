@@ -17,7 +17,8 @@ static void fill(void) {
     tsl__ref_register_loss(ref);
     tsl__ref_register_optim(ref);
     tsl__fast_register_dnnl(fast);
-    tsl__fast_register_blas(fast);
+    tsl__fast_register_gemm(fast);
+    tsl__fast_register_pool(fast);
 }
 
 tsl_kernel_fn tsl_cpu_ref_kernel(tsl_op_type t, tsl_dtype dt) {

@@ -60,7 +60,7 @@ typedef struct tsl__streams tsl__streams;
 typedef struct tsl__streams_opts {
     int async_compute;      /* 1: the compute stream has its own thread */
     double kernel_delay_us; /* async only: each kernel starts up to this late (tests) */
-    int nthreads;           /* the compute thread's kernel threads (OpenMP, OpenBLAS) */
+    int nthreads;           /* the compute thread's kernel threads (OpenMP)         */
     tsl_shdev *shdev;       /* NULL: private channels; else the shared device's (attached) */
     int shdev_slot;         /* with shdev: the job's slot */
 } tsl__streams_opts;

@@ -1,13 +1,12 @@
-/* threads.c - one knob for every thread pool the CPU backend uses. */
-#include <cblas.h>
+/* threads.c - the one thread pool the CPU backend uses: OpenMP's (oneDNN,
+ * its sgemm and the own loops all run on it). */
 #include <omp.h>
 #include "backend/cpu/kernel.h"
 #include "core/assert.h"
 
 void tsl_cpu_set_threads(int nthreads) {
     TSL_ASSERT(nthreads >= 1);
-    omp_set_num_threads(nthreads);      /* oneDNN and the reference loops */
-    openblas_set_num_threads(nthreads); /* OpenBLAS's own pthread pool    */
+    omp_set_num_threads(nthreads);
 }
 
 int tsl_cpu_usable_threads(int nthreads) {

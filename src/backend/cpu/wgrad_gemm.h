@@ -17,7 +17,7 @@ size_t tsl__wgrad_gemm_workspace(const tsl_graph *g, const tsl_op *op);
 
 /* Runs CONV2D_BWD_FILTER (dy, x) -> dw[, db] in float with a->nthreads
  * threads, using `workspace` (at least tsl__wgrad_gemm_workspace bytes).
- * Always TSL_OK; groups must be 1 (TSL_ASSERT). */
+ * TSL_OK, or oneDNN's sgemm error; groups must be 1 (TSL_ASSERT). */
 tsl_status tsl__wgrad_gemm_run(const tsl_kernel_args *a, void *workspace);
 
 #endif
