@@ -285,6 +285,17 @@ static double median(double *v, int n) {
 
 #define MAX_REPS 64
 
+/* The fast kernels without a prepare step (no oneDNN primitive). */
+static const char *own_kernel_name(tsl_op_type t) {
+    switch (t) {
+    case TSL_OP_LINEAR:
+    case TSL_OP_MATMUL: return "oneDNN sgemm";
+    case TSL_OP_BATCHNORM:
+    case TSL_OP_BATCHNORM_BWD: return "fast_bnorm.c";
+    default: return "fast_pool.c";
+    }
+}
+
 /* Measures the last op of g: per repetition, reference then fast at 1 then
  * 2 threads. Prints one table row per thread count. */
 static void bench_case(const tsl_graph *g, int reps) {
@@ -321,10 +332,7 @@ static void bench_case(const tsl_graph *g, int reps) {
         double mr = median(tr[t], reps);
         const char *impl = "";
         if (fk->run)
-            impl = fk->prepare                      ? tsl__dnnl_impl_name(state[t], 0)
-                   : op->type == TSL_OP_LINEAR ||
-                             op->type == TSL_OP_MATMUL ? "oneDNN sgemm"
-                                                       : "fast_pool.c (rows)";
+            impl = fk->prepare ? tsl__dnnl_impl_name(state[t], 0) : own_kernel_name(op->type);
         if (fk->run) {
             double mf = median(tf[t], reps);
             printf("| %-46s | %d | %9.2f | %9.2f | %6.2fx | %-22s | %9.1f |\n", tsl_graph_name(g),

@@ -66,7 +66,11 @@ Usage
   bench/bench_vs_pytorch.py [--models cnn,resnet18] [--threads 1,2] [--reps 3]
       [--steps 12] [--shape resnet50=16x64,...] [--out FILE.md]
       [--time-only | --memory-only] [--tensile build/tensile]
-      [--venv build-bench/venv-torch] [--raw FILE.json]
+      [--venv build-bench/venv-torch] [--raw FILE.json] [--explain]
+      [--device-memory SIZE]
+
+--explain lists, per model, the largest tensors live at PyTorch's memory
+peak (op, dtype, shape) on stderr; --raw keeps every run's numbers.
 
 Progress goes to stderr; the machine, the versions and the two Markdown
 tables go to stdout (and to --out).
@@ -76,7 +80,6 @@ import ctypes
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -153,13 +156,14 @@ def _setup(a):
     x = torch.randn(a.batch, a.channels, a.size, a.size)
     y = torch.randint(0, a.classes, (a.batch,))
 
-    def step(phase=None):
+    def step(phase=lambda name: None):
+        """One training step; phase(name) marks forward, backward, optimizer."""
         opt.zero_grad(set_to_none=True)
-        if phase: phase("forward")
+        phase("forward")
         loss = F.cross_entropy(model(x), y)
-        if phase: phase("backward")
+        phase("backward")
         loss.backward()
-        if phase: phase("optimizer")
+        phase("optimizer")
         opt.step()
         return loss.item()
     return torch, model, opt, x, y, step
@@ -175,9 +179,7 @@ def worker_info():
     pi = torch.__config__.parallel_info().strip().splitlines()
     return {"torch": torch.__version__, "torch_path": os.path.realpath(torch.__file__),
             "torchvision": tv, "python": sys.version.split()[0], "prefix": sys.prefix,
-            "parallel_info": pi,
-            "mkldnn": bool(torch.backends.mkldnn.is_available()),
-            "cuda_used": False}
+            "parallel_info": pi, "mkldnn": bool(torch.backends.mkldnn.is_available())}
 
 
 def worker_time(a):
@@ -203,7 +205,7 @@ def make_counter(torch):
     class Counter(TorchDispatchMode):
         def __init__(self):
             super().__init__()
-            self.live = {}  # StorageImpl address -> (nbytes, phase, op, shape)
+            self.live = {}  # StorageImpl address -> (nbytes, phase, op, shape, dtype)
             self.cur = 0
             self.peak = 0
             self.peak_at = None
@@ -217,7 +219,8 @@ def make_counter(torch):
             if k in self.live:
                 return
             n = st.nbytes()
-            self.live[k] = (n, phase or self.phase, op or self.op, tuple(t.shape))
+            self.live[k] = (n, phase or self.phase, op or self.op, tuple(t.shape),
+                            str(t.dtype).replace("torch.", ""))
             self.cur += n
             weakref.finalize(st, self._free, k)
 
@@ -267,9 +270,9 @@ def worker_memory(a):
     with c:
         step(phase)
     by_phase = {}
-    for n, ph, _, _ in c.peak_live.values():
+    for n, ph, _, _, _ in c.peak_live.values():
         by_phase[ph] = by_phase.get(ph, 0) + n
-    top = sorted(((n, ph, op, list(sh)) for n, ph, op, sh in c.peak_live.values()
+    top = sorted(((n, ph, op, list(sh), dt) for n, ph, op, sh, dt in c.peak_live.values()
                   if ph not in ("persistent", "data")), reverse=True)
     res = {"persistent_bytes": persistent, "start_bytes": start, "peak_bytes": c.peak,
            "peak_phase": c.peak_at[0] if c.peak_at else None,
@@ -357,8 +360,9 @@ def probe_torch(venv):
     if not os.path.exists(py):
         return None, "no venv at %s" % venv
     r = run([py, os.path.abspath(__file__), "--worker", "info"], env=clean_env(1), check=False)
-    if r.returncode != 0:
-        return None, (r.stderr or r.stdout).strip()[-1500:]
+    if r.returncode != 0:  # the exception's last line: "ImportError: libcufile.so.0: ..."
+        msg = (r.stderr or r.stdout or "exit status %d" % r.returncode).strip().splitlines()
+        return None, "torch does not import: " + msg[-1]
     info = last_json(r.stdout)
     if not info["torch_path"].startswith(os.path.realpath(venv) + os.sep):
         return None, "torch %s imported from %s, outside the venv" % (info["torch"],
@@ -416,14 +420,12 @@ def install_torch(venv):
             log("PyTorch: pip could not resolve the packages:\n" + r.stderr.strip()[-2000:])
     info, why = probe_torch(venv) if installed else (None, "the minimal install failed")
     if not info:
-        log("PyTorch: %s; trying the complete `pip install %s`" % (why.splitlines()[-1] if why
-                                                                  else why,
-                                                                  " ".join(PIP_PACKAGES)))
+        log("PyTorch: %s; trying the complete `pip install %s`" % (why, " ".join(PIP_PACKAGES)))
         r = run(pip + ["install", "--quiet"] + PIP_PACKAGES, env=env, check=False, capture=False)
         info, why = probe_torch(venv)
         if r.returncode != 0 or not info:
-            die("installing PyTorch from PyPI into %s failed%s" %
-                (venv, ": " + why if why else " (pip exit status %d)" % r.returncode))
+            die("FAILED to install PyTorch from PyPI into %s (pip exit status %d; %s); see pip's "
+                "messages above" % (venv, r.returncode, why))
         installed = ["(complete install) " + " ".join(PIP_PACKAGES)]
     log("PyTorch: installed in %.0f s, venv %.2f GiB: %s" %
         (time.time() - t0, du_bytes(venv) / 1024.0 ** 3, " ".join(installed)))
@@ -434,7 +436,7 @@ def ensure_torch(venv):
     info, why = probe_torch(venv)
     if info:
         return info
-    log("PyTorch: not usable in %s (%s)" % (venv, why.strip().splitlines()[-1] if why else "?"))
+    log("PyTorch: not usable in %s (%s)" % (venv, why))
     return install_torch(venv)
 
 
@@ -736,8 +738,8 @@ def main():
                     (pj["peak_bytes"] / MIB, pj["peak_phase"], pj["peak_op"],
                      ", ".join("%s %.1f" % (k, v / MIB) for k, v in bp.items())))
                 if a.explain:
-                    for n, ph, op, sh in pj["peak_tensors"]:
-                        log("      %8.2f MiB  %-9s %-28s %s" % (n / MIB, ph, op, sh))
+                    for n, ph, op, sh, dt in pj["peak_tensors"]:
+                        log("      %8.2f MiB  %-9s %-32s %s %s" % (n / MIB, ph, op, dt, sh))
         emit("## Peak memory of one training step (MiB)")
         emit()
         emit(md_table(["model", "batch", "input", "Tensile footprint", "Tensile load",

@@ -83,7 +83,7 @@ expect_exit 2 "run with a bad budget" "$bin" run --model cnn --device-memory 12x
 check "run bad budget message: $out" "$(grep -q -- "--device-memory: '12x' is not a positive size" <<<"$out" && echo 1 || echo 0)"
 expect_exit 2 "run with --iterations and --epochs" "$bin" run --model cnn --iterations 3 --epochs 1
 expect_exit 3 "vanilla policy below vanilla's peak" "$bin" run --model cnn --batch 64 --iterations 2 --device-memory 60% --policy vanilla --quiet
-check "vanilla refusal names the tensor and sizes: $out" "$(grep -q "refused: .*cannot allocate activation '.*' of [0-9]* bytes" <<<"$out" && echo 1 || echo 0)"
+check "vanilla refusal names the tensor and sizes: $out" "$(grep -Eq "refused: .*cannot allocate (activation|workspace) '.*' of [0-9]* bytes" <<<"$out" && echo 1 || echo 0)"
 json=$("$bin" run --model cnn --batch 64 --iterations 4 --device-memory 70% --threads 2 --trace "$tmp/run_trace.json" --json --quiet 2>/dev/null); rc=$?
 check "run in 70% exits 0 (rc $rc)" "$([ $rc = 0 ] && echo 1 || echo 0)"
 check "run --json keys, vanilla refused, identical parameters" "$(python3 -c "

@@ -452,8 +452,9 @@ static tsl_graph *bn_graph(const char *name, tsl_shape xs) {
 
 Test(fast_kernels, batchnorm_training_and_eval) {
     const tsl_shape shapes[] = {TSL_SHAPE(3, 3, 7, 5), TSL_SHAPE(2, 16, 14, 14), TSL_SHAPE(8, 5),
-                                TSL_SHAPE(2, 4, 3, 2, 2)};
-    const char *names[] = {"bn (3,3,7,5)", "bn (2,16,14,14)", "bn (8,5)", "bn 5-D"};
+                                TSL_SHAPE(2, 4, 3, 2, 2), TSL_SHAPE(2, 3, 40, 41)};
+    const char *names[] = {"bn (3,3,7,5)", "bn (2,16,14,14)", "bn (8,5)", "bn 5-D",
+                           "bn (2,3,40,41) (sums in blocks)"};
     int n = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         tsl_graph *g = bn_graph(names[i], shapes[i]);

@@ -3,19 +3,16 @@
  *
  * Every oneDNN-backed op keeps one tsl__dnnl_op in its per-op state slot. It
  * is built once by the op family's builder (fast_dnnl_conv.c,
- * _bnorm.c, _eltwise.c) from the graph's descriptors: one or two primitives (batch norm
- * forward has a training and an evaluation variant), their memory objects
- * created with no data, and for each argument the place its pointer comes
+ * fast_dnnl_eltwise.c) from the graph's descriptors: the primitive and the
+ * layout reorders around it, their memory objects created with no data, and for each argument the place its pointer comes
  * from at run time (an input, an output, the scratchpad, or the op's extra
  * scratch). Running an op binds the pointers, executes on the calling
  * thread's stream and waits.
  *
  * Workspace layout (one block from the executor, size from prepare):
  *   [0, scratch)                       oneDNN's user-managed scratchpad
- *   [align64(scratch), + extra_bytes)  the op's own scratch (batch-norm bwd:
- *                                      the variance rebuilt from invstd;
- *                                      convolutions: their arguments in the
- *                                      layouts the primitive chose)
+ *   [align64(scratch), + extra_bytes)  the op's own scratch: arguments in
+ *                                      the layouts the primitive chose
  *
  * Layouts: the graph's tensors are always plain (nchw, oihw) — their sizes
  * in the workload and the ledger are what the device holds. A primitive
@@ -36,7 +33,7 @@
 #include "backend/cpu/kernel.h"
 
 #define TSL__DNNL_MAX_ARGS 10
-#define TSL__DNNL_MAX_PRIMS 2
+#define TSL__DNNL_MAX_PRIMS 1
 #define TSL__DNNL_MAX_REORDERS 4 /* per side: before / after the primitive */
 
 /* Where an argument's data pointer comes from when the op runs. */
@@ -58,11 +55,6 @@ typedef struct tsl__dnnl_prim {
 
 typedef struct tsl__dnnl_op tsl__dnnl_op;
 
-/* Hooks run around the primitive (batch norm's statistics). `extra` points
- * at the op's extra scratch (NULL when extra_bytes == 0). */
-typedef tsl_status (*tsl__dnnl_hook)(const tsl__dnnl_op *s, const tsl_kernel_args *a,
-                                     void *extra);
-
 struct tsl__dnnl_op {
     tsl_op_type type;
     int fallback;          /* 1: the reference kernel serves this op */
@@ -76,10 +68,6 @@ struct tsl__dnnl_op {
      * outputs after. */
     tsl__dnnl_prim reorder_in[TSL__DNNL_MAX_REORDERS], reorder_out[TSL__DNNL_MAX_REORDERS];
     int n_reorder_in, n_reorder_out;
-    /* Which primitive runs: NULL means p[0]. */
-    int (*select)(const tsl_kernel_args *a);
-    tsl__dnnl_hook pre, post;
-    struct { float eps, momentum; int64_t c, count; } bn;
     /* An own kernel that serves the op instead of a primitive (NULL: none;
      * see tsl__dnnl_replace), with a workspace of replace_bytes. */
     tsl_status (*replace)(const tsl_kernel_args *a, void *workspace);
@@ -101,8 +89,6 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
                                            tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_conv_transpose(const tsl_graph *g, const tsl_op *op,
                                           tsl__dnnl_op *s);
-tsl_status tsl__dnnl_build_bnorm(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
-tsl_status tsl__dnnl_build_bnorm_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_relu(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 tsl_status tsl__dnnl_build_relu_bwd(const tsl_graph *g, const tsl_op *op, tsl__dnnl_op *s);
 

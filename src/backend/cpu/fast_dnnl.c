@@ -2,8 +2,8 @@
  * fast_dnnl.c - the oneDNN fast kernels: one engine for the process, one
  * stream per calling thread, and the generic prepare / run / release that
  * every oneDNN-backed op shares (see dnnl_util.h). The op-specific
- * primitives are built in fast_dnnl_conv.c, fast_dnnl_bnorm.c and
- * fast_dnnl_eltwise.c (pooling is fast_pool.c's, without oneDNN).
+ * primitives are built in fast_dnnl_conv.c and fast_dnnl_eltwise.c
+ * (pooling and batch norm are own loops: fast_pool.c, fast_bnorm.c).
  *
  * Determinism: a primitive is created for the thread count given to prepare
  * and always executed with exactly that many OpenMP threads, so the same
@@ -204,8 +204,6 @@ static tsl__dnnl_builder builder_of(tsl_op_type t) {
     case TSL_OP_CONV2D_BWD_DATA: return tsl__dnnl_build_conv_bwd_data;
     case TSL_OP_CONV2D_BWD_FILTER: return tsl__dnnl_build_conv_bwd_filter;
     case TSL_OP_CONV2D_TRANSPOSE: return tsl__dnnl_build_conv_transpose;
-    case TSL_OP_BATCHNORM: return tsl__dnnl_build_bnorm;
-    case TSL_OP_BATCHNORM_BWD: return tsl__dnnl_build_bnorm_bwd;
     case TSL_OP_RELU: return tsl__dnnl_build_relu;
     case TSL_OP_RELU_BWD: return tsl__dnnl_build_relu_bwd;
     default: return NULL;
@@ -318,10 +316,11 @@ static tsl_status exec_prim(const tsl__dnnl_prim *p, const tsl_kernel_args *a, v
     return tsl__dnnl_check(ds, a->op, "execution");
 }
 
-/* Runs a prepared op: the reference kernel for a fallback op; otherwise the
- * pre hook, binding of every argument's pointer, execution of the selected
- * primitive on the calling thread's stream with s->nthreads OpenMP threads
- * (restored afterwards), the wait, and the post hook. Returns TSL_OK, or
+/* Runs a prepared op: the reference kernel for a fallback op, the own
+ * kernel of a replaced one; otherwise the input reorders, the primitive and
+ * the output reorders, each bound to its pointers, executed on the calling
+ * thread's stream with s->nthreads OpenMP threads (restored afterwards) and
+ * waited for. Returns TSL_OK, or
  * TSL_ERR_OOM (no scratch) / TSL_ERR_INTERNAL (oneDNN failed) with the
  * message recorded; outputs are then unspecified. */
 static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
@@ -337,12 +336,8 @@ static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
     }
     if (s->replace) return s->replace(a, ws);
     void *extra = s->extra_bytes ? (char *)ws + align64(s->scratch_bytes) : NULL;
-    const tsl__dnnl_prim *p = &s->p[s->select ? s->select(a) : 0];
+    const tsl__dnnl_prim *p = &s->p[0];
     TSL_ASSERT(p->prim != NULL);
-    if (s->pre) {
-        tsl_status st = s->pre(s, a, extra);
-        if (st != TSL_OK) return st;
-    }
     dnnl_stream_t stream = thread_stream();
     if (!stream) return TSL_ERR_INTERNAL;
     int prev = omp_get_max_threads();
@@ -352,8 +347,7 @@ static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
     if (st == TSL_OK) st = exec_prim(p, a, ws, extra, stream);
     for (int k = 0; k < s->n_reorder_out && st == TSL_OK; k++) st = exec_prim(&s->reorder_out[k], a, ws, extra, stream);
     if (prev != s->nthreads) omp_set_num_threads(prev);
-    if (st != TSL_OK) return st;
-    return s->post ? s->post(s, a, extra) : TSL_OK;
+    return st;
 }
 
 /* run for every oneDNN op. Float64 runs (the oracle) go to the reference
@@ -382,8 +376,7 @@ static tsl_status dnnl_run(const tsl_kernel_args *a) {
 void tsl__fast_register_dnnl(tsl_fast_kernel table[TSL_OP_COUNT]) {
     static const tsl_op_type ops[] = {
         TSL_OP_CONV2D,    TSL_OP_CONV2D_BWD_DATA, TSL_OP_CONV2D_BWD_FILTER,
-        TSL_OP_CONV2D_TRANSPOSE, TSL_OP_BATCHNORM, TSL_OP_BATCHNORM_BWD, TSL_OP_RELU,
-        TSL_OP_RELU_BWD,
+        TSL_OP_CONV2D_TRANSPOSE, TSL_OP_RELU, TSL_OP_RELU_BWD,
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         table[ops[i]].run = dnnl_run;

@@ -82,6 +82,7 @@ tsl_status tsl__sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                       int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                       int nthreads, const tsl_op *op);
 void tsl__fast_register_pool(tsl_fast_kernel table[TSL_OP_COUNT]);
+void tsl__fast_register_bnorm(tsl_fast_kernel table[TSL_OP_COUNT]);
 
 /* ---- algorithm kernels (src/backend/cpu/conv_algos.c) ---------------------
  * The kernel of algorithm `algo` (tensile/ops.h, "algorithms") of an op of

@@ -19,6 +19,7 @@ static void fill(void) {
     tsl__fast_register_dnnl(fast);
     tsl__fast_register_gemm(fast);
     tsl__fast_register_pool(fast);
+    tsl__fast_register_bnorm(fast);
 }
 
 tsl_kernel_fn tsl_cpu_ref_kernel(tsl_op_type t, tsl_dtype dt) {
