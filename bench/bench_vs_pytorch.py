@@ -495,24 +495,12 @@ def onednn_version(binary):
         return "%s (%s)" % (lib, e)
 
 
-def openblas_version(binary):
-    lib = linked_lib(binary, "libopenblas")
-    if not lib:
-        return None
-    try:
-        f = ctypes.CDLL(lib).openblas_get_config
-        f.restype = ctypes.c_char_p
-        return "%s (%s)" % (f().decode().strip(), lib)
-    except (OSError, AttributeError) as e:
-        return "%s (%s)" % (lib, e)
-
-
 def tensile_versions(tensile):
     r = run([tensile, "--version"], check=False)
     ver = (r.stdout or r.stderr).strip().splitlines()[0] if r.returncode == 0 else "?"
     g = run(["git", "-C", REPO, "describe", "--always", "--dirty", "--tags"], check=False)
     return {"tensile": ver, "git": g.stdout.strip() if g.returncode == 0 else "?",
-            "onednn": onednn_version(tensile), "openblas": openblas_version(tensile)}
+            "onednn": onednn_version(tensile)}
 
 
 # ---- one run of each side ----------------------------------------------------
@@ -638,9 +626,8 @@ def main():
     emit("- machine: %s; CPU %s, %d logical cores, %s memory" %
          (" ".join(platform.uname()[i] for i in (0, 2, 4)), cpu_model(), os.cpu_count() or 0,
           mem_total()))
-    emit("- Tensile: %s (git %s), fast kernels; oneDNN %s%s" %
-         (tver["tensile"], tver["git"], tver["onednn"],
-          "; OpenBLAS " + tver["openblas"] if tver["openblas"] else ""))
+    emit("- Tensile: %s (git %s), fast kernels (oneDNN and own loops, one OpenMP pool); oneDNN %s" %
+         (tver["tensile"], tver["git"], tver["onednn"]))
     emit("- PyTorch: %s (%s), torchvision %s, Python %s, eager, PyPI wheel in %s" %
          (tinfo["torch"], os.path.dirname(tinfo["torch_path"]), tinfo["torchvision"],
           tinfo["python"], venv))
