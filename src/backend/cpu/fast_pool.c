@@ -132,35 +132,44 @@ static tsl_status maxpool_bwd_run(const tsl_kernel_args *a) {
     return TSL_OK;
 }
 
+/* The taps of row oh's windows for outputs [o0, o1) of one plane: forward
+ * (plane = x), s[ow - o0] += every in-bounds element of the window;
+ * backward (plane = dx), v[ow - o0] added to every in-bounds element. */
+static void avg_row(const pool_geom *G, int64_t oh, int64_t o0, int64_t o1, float *plane,
+                    float *sv, int backward) {
+    int64_t h0, h1;
+    clip(oh * G->sh - G->ph, G->kh, G->h, &h0, &h1);
+    for (int64_t ih = h0; ih < h1; ih++) {
+        float *r = plane + ih * G->w;
+        for (int64_t j = 0; j < G->kw; j++) {
+            int64_t lo, hi, off = j - G->pw;
+            columns(G, j, o0, o1, &lo, &hi);
+            if (backward) {
+                for (int64_t ow = lo; ow < hi; ow++) r[ow * G->sw + off] += sv[ow - o0];
+            } else {
+#pragma omp simd
+                for (int64_t ow = lo; ow < hi; ow++) sv[ow - o0] += r[ow * G->sw + off];
+            }
+        }
+    }
+}
+
 /* AVGPOOL2D (x) -> y. */
 static tsl_status avgpool_run(const tsl_kernel_args *a) {
     if (a->dtype != TSL_F32) return tsl_cpu_ref_kernel(a->op->type, a->dtype)(a);
     pool_geom G = pgeom(a->g, a->op->in[0], a->op->out[0], &a->op->attr.pool);
-    const float *x = a->in[0];
-    float *y = a->out[0];
+    float *x = a->in[0], *y = a->out[0];
 #pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
     for (int64_t p = 0; p < G.planes; p++) {
-        const float *xp = x + p * G.h * G.w;
-        float *yp = y + p * G.ho * G.wo;
-        for (int64_t oh = 0; oh < G.ho; oh++) {
-            int64_t h0, h1;
-            clip(oh * G.sh - G.ph, G.kh, G.h, &h0, &h1);
+        float *xp = x + p * G.h * G.w, *yp = y + p * G.ho * G.wo;
+        for (int64_t oh = 0; oh < G.ho; oh++)
             for (int64_t o0 = 0; o0 < G.wo; o0 += CHUNK) {
                 int64_t o1 = o0 + CHUNK < G.wo ? o0 + CHUNK : G.wo;
                 float s[CHUNK] = {0};
-                for (int64_t ih = h0; ih < h1; ih++) {
-                    const float *xr = xp + ih * G.w;
-                    for (int64_t j = 0; j < G.kw; j++) {
-                        int64_t lo, hi, off = j - G.pw;
-                        columns(&G, j, o0, o1, &lo, &hi);
-#pragma omp simd
-                        for (int64_t ow = lo; ow < hi; ow++) s[ow - o0] += xr[ow * G.sw + off];
-                    }
-                }
+                avg_row(&G, oh, o0, o1, xp, s, 0);
                 for (int64_t ow = o0; ow < o1; ow++)
                     yp[oh * G.wo + ow] = (float)(s[ow - o0] / pool_divisor(&G, oh, ow));
             }
-        }
     }
     return TSL_OK;
 }
@@ -176,24 +185,14 @@ static tsl_status avgpool_bwd_run(const tsl_kernel_args *a) {
         const float *dyp = dy + p * G.ho * G.wo;
         float *dxp = dx + p * G.h * G.w;
         memset(dxp, 0, sizeof(float) * (size_t)(G.h * G.w));
-        for (int64_t oh = 0; oh < G.ho; oh++) {
-            int64_t h0, h1;
-            clip(oh * G.sh - G.ph, G.kh, G.h, &h0, &h1);
+        for (int64_t oh = 0; oh < G.ho; oh++)
             for (int64_t o0 = 0; o0 < G.wo; o0 += CHUNK) {
                 int64_t o1 = o0 + CHUNK < G.wo ? o0 + CHUNK : G.wo;
                 float v[CHUNK];
                 for (int64_t ow = o0; ow < o1; ow++)
                     v[ow - o0] = (float)((double)dyp[oh * G.wo + ow] / pool_divisor(&G, oh, ow));
-                for (int64_t ih = h0; ih < h1; ih++) {
-                    float *dr = dxp + ih * G.w;
-                    for (int64_t j = 0; j < G.kw; j++) {
-                        int64_t lo, hi, off = j - G.pw;
-                        columns(&G, j, o0, o1, &lo, &hi);
-                        for (int64_t ow = lo; ow < hi; ow++) dr[ow * G.sw + off] += v[ow - o0];
-                    }
-                }
+                avg_row(&G, oh, o0, o1, dxp, v, 1);
             }
-        }
     }
     return TSL_OK;
 }
