@@ -132,7 +132,10 @@ tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_
  * gets a buffer of `chosen`'s size in the op's extra scratch and a reorder:
  * plain -> buffer before the primitive for an input (from TSL__FROM_IN),
  * buffer -> plain after it for an output (TSL__FROM_OUT). Only for ops with
- * one primitive (slot 0) and no extra scratch of their own. */
+ * one primitive (slot 0) and no extra scratch of their own. A reorder
+ * oneDNN does not implement, or a buffer whose offset would pass INT_MAX,
+ * marks the op `fallback` (the reference kernel serves it) and returns
+ * TSL_OK (what the builder makes after it is dropped with the rest). */
 tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *plain,
                               const dnnl_memory_desc_t *chosen, tsl__dnnl_from from, int idx,
                               const tsl_op *op);

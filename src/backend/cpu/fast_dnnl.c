@@ -9,6 +9,7 @@
  * and always executed with exactly that many OpenMP threads, so the same
  * inputs give the same bits (oneDNN's work split depends on the count).
  */
+#include <limits.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -157,6 +158,10 @@ tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_mem
     TSL_ASSERT(*n < TSL__DNNL_MAX_REORDERS);
     tsl__dnnl_prim *r = input ? &s->reorder_in[*n] : &s->reorder_out[*n];
     size_t off = align64(s->extra_bytes);
+    if (off + dnnl_memory_desc_get_size(chosen) > (size_t)INT_MAX) { /* offsets are ints */
+        s->fallback = 1; /* a tensor of gigabytes: the reference kernel serves the op */
+        return TSL_OK;
+    }
     const dnnl_memory_desc_t *from_md = input ? plain : chosen, *to_md = input ? chosen : plain;
     dnnl_primitive_attr_t attr;
     tsl_status st = tsl__dnnl_check(dnnl_primitive_attr_create(&attr), op, "reorder attribute");
@@ -166,8 +171,8 @@ tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_mem
     if (ds == dnnl_success)
         ds = dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, attr);
     dnnl_primitive_attr_destroy(attr);
-    st = tsl__dnnl_check(ds, op, "layout reorder");
-    if (st != TSL_OK) return st;
+    st = tsl__dnnl_soft(ds, s, op, "layout reorder");
+    if (st != TSL_OK || s->fallback) return st;
     (*n)++; /* counted now so that drop_prims frees what is made below */
     st = finish_prim(s, r, pd, op);
     dnnl_primitive_desc_destroy(pd);
