@@ -332,7 +332,7 @@ static void bench_case(const tsl_graph *g, int reps) {
         double mr = median(tr[t], reps);
         const char *impl = "";
         if (fk->run)
-            impl = fk->prepare ? tsl__dnnl_impl_name(state[t], 0) : own_kernel_name(op->type);
+            impl = fk->prepare ? tsl__dnnl_impl_name(state[t]) : own_kernel_name(op->type);
         if (fk->run) {
             double mf = median(tf[t], reps);
             printf("| %-46s | %d | %9.2f | %9.2f | %6.2fx | %-22s | %9.1f |\n", tsl_graph_name(g),

@@ -356,13 +356,15 @@ Test(fast_kernels, small_map_filter_gradient_is_one_product) {
     void *state = NULL;
     size_t ws = 0;
     cr_assert_eq(fk->prepare(g, op, 1, &state, &ws), TSL_OK, "%s", tsl_last_error());
-    const char *impl = tsl__dnnl_impl_name(state, 0);
+    const char *impl = tsl__dnnl_impl_name(state);
     printf("  1x1-map filter gradient: %s, workspace %zu bytes\n", impl, ws);
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f")) {
         cr_expect_str_eq(impl, "gemm:batched");
         cr_expect_eq(ws, tsl__wgrad_gemm_workspace(g, op));
         cr_expect_eq(ws, sizeof(float) * 4 * (64 + 64 * 9));
+    } else {
+        printf("  (which kernel runs is not checked on this CPU: oneDNN's choice differs)\n");
     }
     fk->release(state);
     tsl_graph_free(g);

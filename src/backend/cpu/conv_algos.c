@@ -36,8 +36,6 @@
 #define MR 4 /* rows of a register block */
 #define NR 8 /* columns of a register block */
 
-static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
-
 /* The column matrix of image n, group gi of x (rows split over the team's
  * threads; called inside a parallel region): see im2col_row. */
 static void im2col(const conv_geom *G, const float *x, int64_t n, int64_t gi, float *col) {
@@ -95,7 +93,7 @@ static tsl_status im2col_conv2d(const tsl_kernel_args *a) {
     const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
     float *y = a->out[0], *col = a->workspace;
     int64_t K = G.cxg * G.kh * G.kw, P = G.ho * G.wo, groups = G.cx / G.cxg;
-#pragma omp parallel num_threads(nthreads_of(a))
+#pragma omp parallel num_threads(tsl__kernel_threads(a))
     for (int64_t n = 0; n < G.n; n++)
         for (int64_t gi = 0; gi < groups; gi++) {
             im2col(&G, x, n, gi, col); /* barrier at its end */
@@ -122,7 +120,7 @@ static tsl_status im2col_conv2d_bwd_data(const tsl_kernel_args *a) {
     float *dx = a->out[0], *dcol = a->workspace;
     int64_t K = G.cxg * G.kh * G.kw, P = G.ho * G.wo, KK = G.kh * G.kw;
     int64_t groups = G.cx / G.cxg;
-#pragma omp parallel num_threads(nthreads_of(a))
+#pragma omp parallel num_threads(tsl__kernel_threads(a))
     for (int64_t n = 0; n < G.n; n++)
         for (int64_t gi = 0; gi < groups; gi++) {
             int64_t co0 = gi * G.cyg;
@@ -214,7 +212,7 @@ static tsl_status im2col_conv2d_bwd_filter(const tsl_kernel_args *a) {
     float *col = (float *)(acc + G.cy * K);
     memset(acc, 0, sizeof *acc * (size_t)(G.cy * K));
     int64_t rb = (G.cyg + MR - 1) / MR, qb = (K + QR - 1) / QR;
-#pragma omp parallel num_threads(nthreads_of(a))
+#pragma omp parallel num_threads(tsl__kernel_threads(a))
     {
         for (int64_t n = 0; n < G.n; n++)
             for (int64_t gi = 0; gi < groups; gi++) {

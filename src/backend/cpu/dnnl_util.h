@@ -4,8 +4,8 @@
  * Every oneDNN-backed op keeps one tsl__dnnl_op in its per-op state slot. It
  * is built once by the op family's builder (fast_dnnl_conv.c,
  * fast_dnnl_eltwise.c) from the graph's descriptors: the primitive and the
- * layout reorders around it, their memory objects created with no data, and for each argument the place its pointer comes
- * from at run time (an input, an output, the scratchpad, or the op's extra
+ * layout reorders around it, their memory objects created with no data,
+ * and for each argument the place its pointer comes from at run time (an input, an output, the scratchpad, or the op's extra
  * scratch). Running an op binds the pointers, executes on the calling
  * thread's stream and waits.
  *
@@ -33,7 +33,6 @@
 #include "backend/cpu/kernel.h"
 
 #define TSL__DNNL_MAX_ARGS 10
-#define TSL__DNNL_MAX_PRIMS 1
 #define TSL__DNNL_MAX_REORDERS 4 /* per side: before / after the primitive */
 
 /* Where an argument's data pointer comes from when the op runs. */
@@ -45,7 +44,7 @@ typedef enum tsl__dnnl_from {
 } tsl__dnnl_from;
 
 typedef struct tsl__dnnl_prim {
-    dnnl_primitive_t prim; /* NULL: slot unused */
+    dnnl_primitive_t prim; /* NULL: not built */
     int n_args;
     dnnl_exec_arg_t args[TSL__DNNL_MAX_ARGS];
     tsl__dnnl_from from[TSL__DNNL_MAX_ARGS];
@@ -59,13 +58,12 @@ struct tsl__dnnl_op {
     tsl_op_type type;
     int fallback;          /* 1: the reference kernel serves this op */
     int nthreads;          /* OpenMP threads the primitives were created for */
-    size_t scratch_bytes;  /* max scratchpad over the primitives */
+    size_t scratch_bytes;  /* max scratchpad over the primitive and its reorders */
     size_t extra_bytes;
     size_t ref_workspace;  /* fallback only: what the reference needs */
-    tsl__dnnl_prim p[TSL__DNNL_MAX_PRIMS];
-    /* Layout reorders around the primitive (only ops with one primitive):
-     * plain inputs to blocked scratch before, blocked scratch to plain
-     * outputs after. */
+    tsl__dnnl_prim main;   /* the op's primitive */
+    /* Layout reorders around it: plain inputs to blocked scratch before,
+     * blocked scratch to plain outputs after. */
     tsl__dnnl_prim reorder_in[TSL__DNNL_MAX_REORDERS], reorder_out[TSL__DNNL_MAX_REORDERS];
     int n_reorder_in, n_reorder_out;
     /* An own kernel that serves the op instead of a primitive (NULL: none;
@@ -114,35 +112,34 @@ tsl_status tsl__dnnl_soft(dnnl_status_t st, tsl__dnnl_op *s, const tsl_op *op, c
 dnnl_status_t tsl__dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims,
                            dnnl_format_tag_t tag);
 
-/* Creates the primitive of slot `slot` from a primitive descriptor that was
+/* Creates the op's primitive from a primitive descriptor that was
  * created with tsl__dnnl_attr() (user scratchpad), sizes its scratchpad and
  * appends the scratchpad argument. The caller still owns pd. */
-tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc_t pd,
+tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, const_dnnl_primitive_desc_t pd,
                             const tsl_op *op);
 
-/* Appends argument `arg` (DNNL_ARG_...) of memory descriptor md to slot
- * `slot`, bound at run time to (from, idx). */
-tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
+/* Appends argument `arg` (DNNL_ARG_...) of memory descriptor md to the
+ * op's primitive, bound at run time to (from, idx). */
+tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int arg, const dnnl_memory_desc_t *md,
                           tsl__dnnl_from from, int idx, const tsl_op *op);
 
-/* Appends argument `arg` of slot `slot`'s primitive, bound to the plain
+/* Appends argument `arg` of the op's primitive, bound to the plain
  * tensor (from, idx) of descriptor `plain`, where the primitive descriptor
  * chose the layout `chosen` (a query of a format_any descriptor; NULL or
  * equal to plain: bound directly, as tsl__dnnl_bind). Otherwise the argument
  * gets a buffer of `chosen`'s size in the op's extra scratch and a reorder:
  * plain -> buffer before the primitive for an input (from TSL__FROM_IN),
- * buffer -> plain after it for an output (TSL__FROM_OUT). Only for ops with
- * one primitive (slot 0) and no extra scratch of their own. A reorder
+ * buffer -> plain after it for an output (TSL__FROM_OUT). A reorder
  * oneDNN does not implement, or a buffer whose offset would pass INT_MAX,
  * marks the op `fallback` (the reference kernel serves it) and returns
  * TSL_OK (what the builder makes after it is dropped with the rest). */
-tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *plain,
+tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int arg, const dnnl_memory_desc_t *plain,
                               const dnnl_memory_desc_t *chosen, tsl__dnnl_from from, int idx,
                               const tsl_op *op);
 
 /* Makes the op run `fn` (an own float kernel, named `name` for
- * benchmarks) with a workspace of `bytes` instead of the primitives built so
- * far, which are destroyed. For shapes where oneDNN's choice is known to be
+ * benchmarks) with a workspace of `bytes` instead of a primitive (none may
+ * be built yet). For shapes where oneDNN's choice is known to be
  * slow (fast_wgrad_gemm.c). */
 void tsl__dnnl_replace(tsl__dnnl_op *s, tsl_status (*fn)(const tsl_kernel_args *, void *),
                        size_t bytes, const char *name);
@@ -153,7 +150,8 @@ void tsl__dnnl_replace(tsl__dnnl_op *s, tsl_status (*fn)(const tsl_kernel_args *
 dnnl_status_t tsl__dnnl_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t op_desc,
                            const_dnnl_primitive_desc_t hint);
 
-/* Implementation name of primitive `slot` of a prepared fast-kernel state
- * ("ref" for a fallback op, "" for an unused slot). For benchmarks. */
-const char *tsl__dnnl_impl_name(const void *state, int slot);
+/* Implementation name of a prepared fast-kernel state's primitive ("ref"
+ * for a fallback op, the own kernel's name for a replaced one). For
+ * benchmarks. */
+const char *tsl__dnnl_impl_name(const void *state);
 #endif

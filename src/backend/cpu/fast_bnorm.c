@@ -28,19 +28,10 @@
 #include <math.h>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/norm_geom.h"
 #include "core/assert.h"
 
 #define CHUNK 512 /* elements summed in float before joining the double sum */
-
-/* x (N,C,S...) seen as (N,C,S). */
-static void dims(const tsl_tensor *x, int64_t *n, int64_t *c, int64_t *s) {
-    *n = x->shape.d[0];
-    *c = x->shape.d[1];
-    *s = 1;
-    for (int i = 2; i < x->shape.ndim; i++) *s *= x->shape.d[i];
-}
-
-static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
 
 /* sum over the S elements of p of (p[i] - m) (sq 0) or (p[i] - m)^2 (sq 1). */
 static double plane_sum(const float *p, int64_t S, float m, int sq) {
@@ -83,14 +74,14 @@ static tsl_status bnorm_run(const tsl_kernel_args *a) {
     const tsl_op *op = a->op;
     TSL_ASSERT(op->n_in == 5 && op->n_out == 5);
     int64_t N, C, S;
-    dims(tsl_graph_tensor(a->g, op->in[0]), &N, &C, &S);
+    bn_dims(tsl_graph_tensor(a->g, op->in[0]), &N, &C, &S);
     const double cnt = (double)(N * S);
     const double eps = (double)op->attr.bn.eps, mom = (double)op->attr.bn.momentum;
     const float *x = a->in[0], *gamma = a->in[1], *beta = a->in[2];
     const float *rm_in = a->in[3], *rv_in = a->in[4];
     float *y = a->out[0], *smean = a->out[1], *sinv = a->out[2], *rm = a->out[3], *rv = a->out[4];
     const int training = a->training;
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t c = 0; c < C; c++) {
         double mean, invstd;
         if (training) {
@@ -129,12 +120,12 @@ static tsl_status bnorm_bwd_run(const tsl_kernel_args *a) {
     const tsl_op *op = a->op;
     TSL_ASSERT(op->n_in == 5 && op->n_out == 3);
     int64_t N, C, S;
-    dims(tsl_graph_tensor(a->g, op->in[1]), &N, &C, &S);
+    bn_dims(tsl_graph_tensor(a->g, op->in[1]), &N, &C, &S);
     const double cnt = (double)(N * S);
     const float *dy = a->in[0], *x = a->in[1], *gamma = a->in[2];
     const float *smean = a->in[3], *sinv = a->in[4];
     float *dx = a->out[0], *dgamma = a->out[1], *dbeta = a->out[2];
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t c = 0; c < C; c++) {
         const float mean = smean[c];
         const double invstd = (double)sinv[c];

@@ -117,9 +117,9 @@ static tsl_status bind_prim(tsl__dnnl_prim *p, int arg, const dnnl_memory_desc_t
     return TSL_OK;
 }
 
-tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *md,
+tsl_status tsl__dnnl_bind(tsl__dnnl_op *s, int arg, const dnnl_memory_desc_t *md,
                           tsl__dnnl_from from, int idx, const tsl_op *op) {
-    return bind_prim(&s->p[slot], arg, md, from, idx, op);
+    return bind_prim(&s->main, arg, md, from, idx, op);
 }
 
 /* Creates p's primitive from pd and appends its scratchpad argument, if
@@ -141,18 +141,18 @@ static tsl_status finish_prim(tsl__dnnl_op *s, tsl__dnnl_prim *p, const_dnnl_pri
     return bind_prim(p, DNNL_ARG_SCRATCHPAD, smd, TSL__FROM_SCRATCH, 0, op);
 }
 
-tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, int slot, const_dnnl_primitive_desc_t pd,
-                            const tsl_op *op) {
-    return finish_prim(s, &s->p[slot], pd, op);
+tsl_status tsl__dnnl_finish(tsl__dnnl_op *s, const_dnnl_primitive_desc_t pd, const tsl_op *op) {
+    return finish_prim(s, &s->main, pd, op);
 }
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_memory_desc_t *plain,
+tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int arg, const dnnl_memory_desc_t *plain,
                               const dnnl_memory_desc_t *chosen, tsl__dnnl_from from, int idx,
                               const tsl_op *op) {
-    if (!chosen || dnnl_memory_desc_equal(plain, chosen)) return tsl__dnnl_bind(s, slot, arg, plain, from, idx, op);
-    TSL_ASSERT(slot == 0 && (from == TSL__FROM_IN || from == TSL__FROM_OUT));
+    if (!chosen || dnnl_memory_desc_equal(plain, chosen))
+        return tsl__dnnl_bind(s, arg, plain, from, idx, op);
+    TSL_ASSERT(from == TSL__FROM_IN || from == TSL__FROM_OUT);
     int input = from == TSL__FROM_IN;
     int *n = input ? &s->n_reorder_in : &s->n_reorder_out;
     TSL_ASSERT(*n < TSL__DNNL_MAX_REORDERS);
@@ -177,21 +177,22 @@ tsl_status tsl__dnnl_bind_any(tsl__dnnl_op *s, int slot, int arg, const dnnl_mem
     st = finish_prim(s, r, pd, op);
     dnnl_primitive_desc_destroy(pd);
     if (st == TSL_OK)
-        st = bind_prim(r, DNNL_ARG_FROM, from_md, input ? from : TSL__FROM_EXTRA, input ? idx : (int)off, op);
+        st = bind_prim(r, DNNL_ARG_FROM, from_md, input ? from : TSL__FROM_EXTRA,
+                       input ? idx : (int)off, op);
     if (st == TSL_OK)
-        st = bind_prim(r, DNNL_ARG_TO, to_md, input ? TSL__FROM_EXTRA : from, input ? (int)off : idx, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, slot, arg, chosen, TSL__FROM_EXTRA, (int)off, op);
+        st = bind_prim(r, DNNL_ARG_TO, to_md, input ? TSL__FROM_EXTRA : from,
+                       input ? (int)off : idx, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, arg, chosen, TSL__FROM_EXTRA, (int)off, op);
     if (st == TSL_OK) s->extra_bytes = off + dnnl_memory_desc_get_size(chosen);
     return st;
 }
 
-const char *tsl__dnnl_impl_name(const void *state, int slot) {
+const char *tsl__dnnl_impl_name(const void *state) {
     const tsl__dnnl_op *s = state;
     if (!s) return "";
     if (s->fallback) return "ref";
-    if (s->replace) return slot == 0 ? s->replace_name : "";
-    if (slot < 0 || slot >= TSL__DNNL_MAX_PRIMS || !s->p[slot].prim) return "";
-    return s->p[slot].impl;
+    if (s->replace) return s->replace_name;
+    return s->main.prim ? s->main.impl : "";
 }
 
 /* ---- generic prepare / run / release ------------------------------------- */
@@ -215,16 +216,16 @@ static tsl__dnnl_builder builder_of(tsl_op_type t) {
     }
 }
 
-/* Destroys the primitives and memory objects of every slot and zeroes the
- * slots (scratch and hooks are kept). */
+/* Destroys p's primitive and memory objects and zeroes it. */
 static void drop_prim(tsl__dnnl_prim *p) {
     for (int i = 0; i < p->n_args; i++) dnnl_memory_destroy(p->args[i].memory);
     if (p->prim) dnnl_primitive_destroy(p->prim);
     memset(p, 0, sizeof *p);
 }
 
+/* Destroys the op's primitive and reorders (the sizes are kept). */
 static void drop_prims(tsl__dnnl_op *s) {
-    for (int k = 0; k < TSL__DNNL_MAX_PRIMS; k++) drop_prim(&s->p[k]);
+    drop_prim(&s->main);
     for (int k = 0; k < s->n_reorder_in; k++) drop_prim(&s->reorder_in[k]);
     for (int k = 0; k < s->n_reorder_out; k++) drop_prim(&s->reorder_out[k]);
     s->n_reorder_in = s->n_reorder_out = 0;
@@ -232,8 +233,7 @@ static void drop_prims(tsl__dnnl_op *s) {
 
 void tsl__dnnl_replace(tsl__dnnl_op *s, tsl_status (*fn)(const tsl_kernel_args *, void *),
                        size_t bytes, const char *name) {
-    drop_prims(s);
-    s->scratch_bytes = s->extra_bytes = 0;
+    TSL_ASSERT(!s->main.prim && !s->n_reorder_in && !s->n_reorder_out);
     s->replace = fn;
     s->replace_bytes = bytes;
     s->replace_name = name;
@@ -263,10 +263,9 @@ static tsl_status dnnl_prepare(const tsl_graph *g, const tsl_op *op, int nthread
     if (!s) return tsl_fail(TSL_ERR_OOM, "oneDNN: out of host memory for op '%s'", op->name);
     s->type = op->type;
     s->nthreads = nthreads;
-    int prev = omp_get_max_threads();
-    omp_set_num_threads(nthreads);
+    int prev = tsl__omp_threads(nthreads);
     tsl_status st = build(g, op, s);
-    omp_set_num_threads(prev);
+    tsl__omp_threads(prev);
     if (st != TSL_OK) {
         dnnl_release(s);
         return st;
@@ -341,17 +340,17 @@ static tsl_status run_prepared(tsl__dnnl_op *s, const tsl_kernel_args *a) {
     }
     if (s->replace) return s->replace(a, ws);
     void *extra = s->extra_bytes ? (char *)ws + align64(s->scratch_bytes) : NULL;
-    const tsl__dnnl_prim *p = &s->p[0];
-    TSL_ASSERT(p->prim != NULL);
+    TSL_ASSERT(s->main.prim != NULL);
     dnnl_stream_t stream = thread_stream();
     if (!stream) return TSL_ERR_INTERNAL;
-    int prev = omp_get_max_threads();
-    if (prev != s->nthreads) omp_set_num_threads(s->nthreads);
+    int prev = tsl__omp_threads(s->nthreads);
     tsl_status st = TSL_OK;
-    for (int k = 0; k < s->n_reorder_in && st == TSL_OK; k++) st = exec_prim(&s->reorder_in[k], a, ws, extra, stream);
-    if (st == TSL_OK) st = exec_prim(p, a, ws, extra, stream);
-    for (int k = 0; k < s->n_reorder_out && st == TSL_OK; k++) st = exec_prim(&s->reorder_out[k], a, ws, extra, stream);
-    if (prev != s->nthreads) omp_set_num_threads(prev);
+    for (int k = 0; k < s->n_reorder_in && st == TSL_OK; k++)
+        st = exec_prim(&s->reorder_in[k], a, ws, extra, stream);
+    if (st == TSL_OK) st = exec_prim(&s->main, a, ws, extra, stream);
+    for (int k = 0; k < s->n_reorder_out && st == TSL_OK; k++)
+        st = exec_prim(&s->reorder_out[k], a, ws, extra, stream);
+    tsl__omp_threads(prev);
     return st;
 }
 
@@ -366,7 +365,7 @@ static tsl_status dnnl_run(const tsl_kernel_args *a) {
     if (!s) {
         void *ns = NULL;
         size_t w;
-        tsl_status st = dnnl_prepare(a->g, a->op, a->nthreads >= 1 ? a->nthreads : 1, &ns, &w);
+        tsl_status st = dnnl_prepare(a->g, a->op, tsl__kernel_threads(a), &ns, &w);
         if (st != TSL_OK) return st;
         s = ns;
         if (a->state) *a->state = s;

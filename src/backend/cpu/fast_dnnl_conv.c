@@ -133,25 +133,25 @@ tsl_status tsl__dnnl_build_conv(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
     dnnl_primitive_desc_t pd;
     st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, NULL), s, op, "convolution primitive descriptor");
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
+    st = tsl__dnnl_finish(s, pd, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN, 0, op);
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN, 0, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
                                 TSL__FROM_IN, 1, op);
-    if (st == TSL_OK && bias) st = tsl__dnnl_bind(s, 0, DNNL_ARG_BIAS, &c.b, TSL__FROM_IN, 2, op);
+    if (st == TSL_OK && bias) st = tsl__dnnl_bind(s, DNNL_ARG_BIAS, &c.b, TSL__FROM_IN, 2, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DST, &c.y, chosen(pd, dnnl_query_dst_md), TSL__FROM_OUT, 0, op);
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_DST, &c.y, chosen(pd, dnnl_query_dst_md), TSL__FROM_OUT, 0, op);
     dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
-/* Makes primitive 0 of s from the backward descriptor d, whose init
+/* The primitive descriptor *pd of the backward descriptor d, whose init
  * returned `init`, with the forward primitive descriptor oneDNN takes as
  * its hint. `what` names it in messages ("convolution backward-data").
  * Returns an error, or TSL_OK with s->fallback set when oneDNN has no
  * primitive for it (the reference kernel runs instead), or TSL_OK with
- * *pd the primitive descriptor, for the caller to query and destroy. */
+ * *pd for the caller to query, build (tsl__dnnl_finish) and destroy. */
 static tsl_status backward_primitive(const conv_md *c, int bias, dnnl_status_t init,
                                      const dnnl_convolution_desc_t *d, const char *what,
                                      tsl__dnnl_op *s, const tsl_op *op, dnnl_primitive_desc_t *pd) {
@@ -168,9 +168,6 @@ static tsl_status backward_primitive(const conv_md *c, int bias, dnnl_status_t i
     snprintf(msg, sizeof msg, "%s primitive descriptor", what);
     st = tsl__dnnl_soft(tsl__dnnl_pd(pd, d, hint), s, op, msg);
     dnnl_primitive_desc_destroy(hint);
-    if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, *pd, op);
-    if (st != TSL_OK) dnnl_primitive_desc_destroy(*pd);
     return st;
 }
 
@@ -190,13 +187,15 @@ tsl_status tsl__dnnl_build_conv_bwd_data(const tsl_graph *g, const tsl_op *op, t
                                                          &c.ay, c.strides, c.dil, c.pl, c.pr),
         &d, "convolution backward-data", s, op, &pd);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
+    st = tsl__dnnl_finish(s, pd, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
                             TSL__FROM_IN, 0, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_WEIGHTS, &c.w, chosen(pd, dnnl_query_weights_md),
                                 TSL__FROM_IN, 1, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_SRC, &c.x, chosen(pd, dnnl_query_diff_src_md),
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_DIFF_SRC, &c.x, chosen(pd, dnnl_query_diff_src_md),
                                 TSL__FROM_OUT, 0, op);
     dnnl_primitive_desc_destroy(pd);
     return st;
@@ -231,16 +230,18 @@ tsl_status tsl__dnnl_build_conv_bwd_filter(const tsl_graph *g, const tsl_op *op,
         tsl__dnnl_replace(s, tsl__wgrad_gemm_run, wb, "gemm:batched");
         return TSL_OK;
     }
-    st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
+    st = tsl__dnnl_finish(s, pd, op);
+    if (st == TSL_OK)
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_DIFF_DST, &c.y, chosen(pd, dnnl_query_diff_dst_md),
                             TSL__FROM_IN, 0, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN,
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_SRC, &c.x, chosen(pd, dnnl_query_src_md), TSL__FROM_IN,
                                 1, op);
     if (st == TSL_OK)
-        st = tsl__dnnl_bind_any(s, 0, DNNL_ARG_DIFF_WEIGHTS, &c.w,
+        st = tsl__dnnl_bind_any(s, DNNL_ARG_DIFF_WEIGHTS, &c.w,
                                 chosen(pd, dnnl_query_diff_weights_md), TSL__FROM_OUT, 0, op);
     if (st == TSL_OK && bias)
-        st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_BIAS, &c.b, TSL__FROM_OUT, 1, op);
+        st = tsl__dnnl_bind(s, DNNL_ARG_DIFF_BIAS, &c.b, TSL__FROM_OUT, 1, op);
     dnnl_primitive_desc_destroy(pd);
     return st;
 }
@@ -266,11 +267,11 @@ tsl_status tsl__dnnl_build_conv_transpose(const tsl_graph *g, const tsl_op *op,
     dnnl_primitive_desc_t pd;
     st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, NULL), s, op, "deconvolution primitive descriptor");
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
+    st = tsl__dnnl_finish(s, pd, op);
     dnnl_primitive_desc_destroy(pd);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &c.x, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_WEIGHTS, &c.w, TSL__FROM_IN, 1, op);
-    if (st == TSL_OK && bias) st = tsl__dnnl_bind(s, 0, DNNL_ARG_BIAS, &c.b, TSL__FROM_IN, 2, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DST, &c.y, TSL__FROM_OUT, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_SRC, &c.x, TSL__FROM_IN, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_WEIGHTS, &c.w, TSL__FROM_IN, 1, op);
+    if (st == TSL_OK && bias) st = tsl__dnnl_bind(s, DNNL_ARG_BIAS, &c.b, TSL__FROM_IN, 2, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_DST, &c.y, TSL__FROM_OUT, 0, op);
     return st;
 }

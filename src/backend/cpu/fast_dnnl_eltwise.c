@@ -38,10 +38,10 @@ tsl_status tsl__dnnl_build_relu(const tsl_graph *g, const tsl_op *op, tsl__dnnl_
     dnnl_primitive_desc_t pd;
     st = tsl__dnnl_soft(tsl__dnnl_pd(&pd, &d, NULL), s, op, "eltwise primitive descriptor");
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
+    st = tsl__dnnl_finish(s, pd, op);
     dnnl_primitive_desc_destroy(pd);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_SRC, &md, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DST, &md, TSL__FROM_OUT, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_SRC, &md, TSL__FROM_IN, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_DST, &md, TSL__FROM_OUT, 0, op);
     return st;
 }
 
@@ -68,10 +68,10 @@ tsl_status tsl__dnnl_build_relu_bwd(const tsl_graph *g, const tsl_op *op, tsl__d
                             "eltwise backward primitive descriptor");
     dnnl_primitive_desc_destroy(hint);
     if (st != TSL_OK || s->fallback) return st;
-    st = tsl__dnnl_finish(s, 0, pd, op);
+    st = tsl__dnnl_finish(s, pd, op);
     dnnl_primitive_desc_destroy(pd);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_DST, &md, TSL__FROM_IN, 0, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DST, &md, TSL__FROM_IN, 1, op);
-    if (st == TSL_OK) st = tsl__dnnl_bind(s, 0, DNNL_ARG_DIFF_SRC, &md, TSL__FROM_OUT, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_DIFF_DST, &md, TSL__FROM_IN, 0, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_DST, &md, TSL__FROM_IN, 1, op);
+    if (st == TSL_OK) st = tsl__dnnl_bind(s, DNNL_ARG_DIFF_SRC, &md, TSL__FROM_OUT, 0, op);
     return st;
 }

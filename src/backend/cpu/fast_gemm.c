@@ -14,7 +14,6 @@
  * and so its bits, are the same on every run. Float64 runs (the oracle) go
  * to the reference kernels. No state and no workspace.
  */
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -24,11 +23,10 @@
 tsl_status tsl__sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                       int nthreads, const tsl_op *op) {
-    int prev = omp_get_max_threads();
-    if (nthreads >= 1 && prev != nthreads) omp_set_num_threads(nthreads);
+    int prev = tsl__omp_threads(nthreads >= 1 ? nthreads : 1);
     dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda,
                                   b, ldb, 0.0f, c, ldc);
-    if (nthreads >= 1 && prev != nthreads) omp_set_num_threads(prev);
+    tsl__omp_threads(prev);
     if (st == dnnl_success) return TSL_OK;
     return tsl_fail(TSL_ERR_INTERNAL, "oneDNN sgemm failed for op '%s' (%s): %s", op->name,
                     tsl_op_type_name(op->type), dnnl_status2str(st));

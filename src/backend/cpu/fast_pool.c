@@ -34,8 +34,6 @@
 
 #define CHUNK 256 /* outputs of a row handled together */
 
-static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
-
 /* The outputs ow in [o0, o1) whose window column ow*sw - pw + j lies in
  * [0, W): writes [*lo, *hi) (empty when *lo >= *hi). */
 static void columns(const pool_geom *G, int64_t j, int64_t o0, int64_t o1, int64_t *lo,
@@ -94,7 +92,7 @@ static tsl_status maxpool_run(const tsl_kernel_args *a) {
     pool_geom G = pgeom(a->g, a->op->in[0], a->op->out[0], &a->op->attr.pool);
     const float *x = a->in[0];
     float *y = a->out[0];
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t p = 0; p < G.planes; p++) {
         const float *xp = x + p * G.h * G.w;
         float *yp = y + p * G.ho * G.wo;
@@ -115,7 +113,7 @@ static tsl_status maxpool_bwd_run(const tsl_kernel_args *a) {
     TSL_ASSERT(G.h * G.w <= INT32_MAX);
     const float *dy = a->in[0], *x = a->in[1];
     float *dx = a->out[0];
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t p = 0; p < G.planes; p++) {
         const float *xp = x + p * G.h * G.w, *dyp = dy + p * G.ho * G.wo;
         float *dxp = dx + p * G.h * G.w;
@@ -159,7 +157,7 @@ static tsl_status avgpool_run(const tsl_kernel_args *a) {
     if (a->dtype != TSL_F32) return tsl_cpu_ref_kernel(a->op->type, a->dtype)(a);
     pool_geom G = pgeom(a->g, a->op->in[0], a->op->out[0], &a->op->attr.pool);
     float *x = a->in[0], *y = a->out[0];
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t p = 0; p < G.planes; p++) {
         float *xp = x + p * G.h * G.w, *yp = y + p * G.ho * G.wo;
         for (int64_t oh = 0; oh < G.ho; oh++)
@@ -180,7 +178,7 @@ static tsl_status avgpool_bwd_run(const tsl_kernel_args *a) {
     pool_geom G = pgeom(a->g, a->op->out[0], a->op->in[0], &a->op->attr.pool);
     const float *dy = a->in[0];
     float *dx = a->out[0];
-#pragma omp parallel for schedule(static) num_threads(nthreads_of(a))
+#pragma omp parallel for schedule(static) num_threads(tsl__kernel_threads(a))
     for (int64_t p = 0; p < G.planes; p++) {
         const float *dyp = dy + p * G.ho * G.wo;
         float *dxp = dx + p * G.h * G.w;

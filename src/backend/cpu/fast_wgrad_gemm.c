@@ -26,31 +26,27 @@
 #include "backend/cpu/conv_geom.h"
 #include "backend/cpu/wgrad_gemm.h"
 
-static conv_geom geom_of(const tsl_kernel_args *a) {
-    /* CONV2D_BWD_FILTER (dy, x) -> dw[, db]: y side in[0], x side in[1]. */
-    return geom(a->g, a->op->in[1], a->op->in[0], a->op->out[0], &a->op->attr.conv);
-}
-
-static size_t bytes_of(const conv_geom *G) {
-    size_t P = (size_t)(G->n * G->ho * G->wo), K = (size_t)(G->cx * G->kh * G->kw);
-    return sizeof(float) * P * ((size_t)G->cy + K);
+/* CONV2D_BWD_FILTER (dy, x) -> dw[, db]: y side in[0], x side in[1]. */
+static conv_geom geom_of(const tsl_graph *g, const tsl_op *op) {
+    return geom(g, op->in[1], op->in[0], op->out[0], &op->attr.conv);
 }
 
 size_t tsl__wgrad_gemm_workspace(const tsl_graph *g, const tsl_op *op) {
     TSL_ASSERT(op->type == TSL_OP_CONV2D_BWD_FILTER);
     if (op->attr.conv.groups != 1) return 0;
-    conv_geom G = geom(g, op->in[1], op->in[0], op->out[0], &op->attr.conv);
-    return bytes_of(&G);
+    conv_geom G = geom_of(g, op);
+    size_t P = (size_t)(G.n * G.ho * G.wo), K = (size_t)(G.cx * G.kh * G.kw);
+    return sizeof(float) * P * ((size_t)G.cy + K);
 }
 
 tsl_status tsl__wgrad_gemm_run(const tsl_kernel_args *a, void *workspace) {
-    const conv_geom G = geom_of(a);
+    const conv_geom G = geom_of(a->g, a->op);
     TSL_ASSERT(a->op->attr.conv.groups == 1 && workspace != NULL);
     const int64_t HW = G.ho * G.wo, P = G.n * HW, K = G.cx * G.kh * G.kw;
     const float *dy = a->in[0], *x = a->in[1]; /* (N,Cout,Ho,Wo), (N,Cin,H,W) */
     float *dyT = workspace;                    /* (Cout, P) */
     float *col = dyT + G.cy * P;               /* (K, P)    */
-    int nt = a->nthreads > 0 ? a->nthreads : 1;
+    int nt = tsl__kernel_threads(a);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static) nowait

@@ -38,6 +38,11 @@ typedef struct tsl_kernel_args {
 
 typedef tsl_status (*tsl_kernel_fn)(const tsl_kernel_args *a);
 
+/* The threads a kernel runs with: a->nthreads, at least 1. */
+static inline int tsl__kernel_threads(const tsl_kernel_args *a) {
+    return a->nthreads > 0 ? a->nthreads : 1;
+}
+
 /* ---- reference kernels (src/backend/cpu/ref_*.c) -------------------------- */
 typedef struct tsl_ref_kernel {
     tsl_kernel_fn f32;
@@ -95,6 +100,12 @@ tsl_kernel_fn tsl_cpu_algo_kernel(tsl_op_type t, int algo, tsl_dtype dt);
 
 /* Sets the OpenMP threads every kernel uses (oneDNN, its sgemm, own loops). */
 void tsl_cpu_set_threads(int nthreads);
+/* Sets the calling thread's OpenMP thread count to nthreads (>= 1; no call
+ * when it already is) and returns the previous count, which the caller
+ * restores the same way after its kernel: the fast kernels run with the
+ * count they were prepared for (oneDNN's split, hence the bits, depend on
+ * it). */
+int tsl__omp_threads(int nthreads);
 /* The kernel threads the backend can really have when `nthreads` are asked
  * for: at most OpenMP's thread limit (OMP_THREAD_LIMIT). A oneDNN
  * primitive is made for the threads it is told of; run with fewer, some

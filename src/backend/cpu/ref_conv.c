@@ -29,8 +29,6 @@
 
 #include "backend/cpu/conv_geom.h"
 
-static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
-
 #define REF_INC "ref_conv.inc"
 #include "ref_instantiate.h"
 

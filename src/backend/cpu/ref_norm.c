@@ -9,16 +9,8 @@
 #include <math.h>
 
 #include "backend/cpu/kernel.h"
+#include "backend/cpu/norm_geom.h"
 #include "core/assert.h"
-
-/* x (N,C,S...) seen as (N,C,S): S = product of the dims after C (1 for a
- * 2-D input). */
-static void bn_dims(const tsl_tensor *x, int64_t *n, int64_t *c, int64_t *s) {
-    *n = x->shape.d[0];
-    *c = x->shape.d[1];
-    *s = 1;
-    for (int i = 2; i < x->shape.ndim; i++) *s *= x->shape.d[i];
-}
 
 #define REF_INC "ref_norm.inc"
 #include "ref_instantiate.h"

@@ -20,8 +20,6 @@
 #include "core/assert.h"
 #include "backend/cpu/pool_geom.h"
 
-static int nthreads_of(const tsl_kernel_args *a) { return a->nthreads > 0 ? a->nthreads : 1; }
-
 #define REF_INC "ref_pool.inc"
 #include "ref_instantiate.h"
 
