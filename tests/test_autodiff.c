@@ -272,6 +272,7 @@ Test(autodiff, access_lists_with_sgd_are_exact) {
     tsl_tid loss = tsl_softmax_xent(g, "loss", r, lab);
     cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
     tsl_optimizer_cfg opt = tsl_sgd_default(0.1f);
+    opt.step = TSL_STEP_AFTER_BACKWARD; /* the lists below: the updates last */
     cr_assert_eq(tsl_graph_optimizer(g, &opt), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_graph_n_ops(g), 10);

@@ -103,13 +103,24 @@ Test(layers, gradient_sums_join_the_group_before_them) {
     tsl_workload *w = pc_zoo_workload("resnet18", &dev, 0);
     tsl__layers L;
     cr_assert_eq(tsl__layers_build(w, &L), TSL_OK);
-    int sums = 0, convs = 0;
-    for (int32_t i = L.bwd_begin; i < L.bwd_end; i++)
-        if (strstr(w->ops[i].name, ".grad_acc")) {
+    int sums = 0, convs = 0, updates = 0;
+    for (int32_t i = L.bwd_begin; i < L.bwd_end; i++) {
+        int32_t before = i - 1; /* the op before, passing over updates */
+        while (before > L.bwd_begin && strstr(w->ops[before].name, ".sgd")) before--;
+        if (strstr(w->ops[i].name, ".sgd")) { /* an update in the backward: on its own */
+            updates++;
+            cr_assert(L.layer[i] < 0 && L.seg_start[L.seg[i]] == i &&
+                      (i + 1 == L.n_ops || L.seg[i + 1] != L.seg[i]), "'%s'", w->ops[i].name);
+        } else if (strstr(w->ops[i].name, ".grad_acc")) {
             sums++;
-            cr_assert_eq(L.seg[i], L.seg[i - 1], "'%s' starts a segment", w->ops[i].name);
+            cr_assert_eq(L.layer[i], L.layer[before], "'%s' is not in its group",
+                         w->ops[i].name);
+            if (before == i - 1)
+                cr_assert_eq(L.seg[i], L.seg[i - 1], "'%s' starts a segment", w->ops[i].name);
         } else
             cr_assert_geq(L.layer[i], 0, "backward op '%s' has no layer", w->ops[i].name);
+    }
+    cr_assert_gt(updates, 0, "no update in the backward pass");
     for (int32_t f = 0; f < L.bwd_begin; f++) convs += L.conv[f];
     cr_assert_gt(sums, 0);
     cr_assert_eq(convs, 20, "resnet18 has 20 convolutions, found %d", convs);

@@ -29,6 +29,7 @@ static tsl_graph *tiny_graph(void) {
     tsl_tid loss = tsl_softmax_xent(g, "loss", r, y);
     tsl_graph_backward(g, loss);
     tsl_optimizer_cfg opt = tsl_sgd_default(0.1f);
+    opt.step = TSL_STEP_AFTER_BACKWARD; /* the tables below: the updates last */
     tsl_graph_optimizer(g, &opt);
     cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
     return g;

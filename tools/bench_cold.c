@@ -44,8 +44,8 @@
 static const char *const MODELS[] = {"vgg16", "inception3", "inception4", "resnet50",
                                      "densenet121"};
 /* The real runs' shapes (issue 9's: small enough for two cores). */
-static const bm_spec REAL[] = {{"resnet18", 24, 40, 0}, {"vgg11", 16, 32, 0},
-                               {"densenet121", 7, 48, 0}};
+static const bm_spec REAL[] = {{"resnet18", 24, 40, 0, BP_STEP}, {"vgg11", 16, 32, 0, BP_STEP},
+                               {"densenet121", 7, 48, 0, BP_STEP}};
 #define REAL_ITERS 10    /* iterations of a real run */
 #define REAL_CS_ITERS 4  /* the update after this many */
 #define MEASURE_ITERS 2  /* vanilla iterations measured for the simulation's truth */
@@ -188,6 +188,7 @@ static void sim_model(bp_ctx *c, bt_table *t1, bt_table *t2, const tsl_predictor
     cfg.batch = batch;
     if (image) cfg.image_size = image;
     tsl_optimizer_cfg opt = tsl_adam_default(1e-3f);
+    opt.step = BP_STEP;
     tsl_graph *g = tool_build_training_graph("bench", model, &cfg, &opt, NULL);
     if (!g) {
         no_numbers(t1, t2, model, "failed: the model could not be built (above)");
@@ -299,8 +300,8 @@ static void real_model(bp_ctx *c, bt_table *t1, bt_table *t2, const char *pred_p
     char *argv[40] = {"tensile", "run", "--model", (char *)s->model, "--batch", batch,
                       "--image-size", image, "--dataset", "synthetic", "--pcie-gbps", gbps,
                       "--iterations", iters, "--device-memory", "plan+1%", "--cold-start",
-                      "--cold-start-iters", csi, "--predictor", (char *)pred_path, "--json",
-                      "--quiet", NULL};
+                      "--cold-start-iters", csi, "--predictor", (char *)pred_path,
+                      "--optimizer-step", "end", "--json", "--quiet", NULL};
     int rc;
     json_t *j = bp_run_json(argv, &rc);
     if (!j || !json_is_true(json_object_get(j, "identical"))) {
@@ -345,7 +346,7 @@ static void real_model(bp_ctx *c, bt_table *t1, bt_table *t2, const char *pred_p
     char *cargv[40] = {"tensile", "run", "--model", (char *)s->model, "--batch", batch,
                        "--image-size", image, "--dataset", "synthetic", "--pcie-gbps", gbps,
                        "--iterations", "2", "--policy", "capuchin", "--device-memory", mem,
-                       "--json", "--quiet", NULL};
+                       "--optimizer-step", "end", "--json", "--quiet", NULL};
     j = bp_run_json(cargv, &rc);
     json_t *pa = j ? json_object_get(json_object_get(j, "scheduled"), "passive_iteration") : NULL;
     json_t *vi = j ? json_object_get(json_object_get(j, "vanilla"), "iteration_ms") : NULL;

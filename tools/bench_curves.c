@@ -99,7 +99,7 @@ void bp_budget_curves(bp_ctx *c) {
                                  "(columns: budget / vanilla footprint)", ratio, nr);
     for (int i = 0; i < nm; i++) {
         bp_progress(c, "budget curves: %s%s", MODELS[i], c->cpu ? " (real runs)" : "");
-        bm_spec s = {.batch = c->cpu ? 8 : 16};
+        bm_spec s = {.batch = c->cpu ? 8 : 16, .step = BP_STEP};
         snprintf(s.model, sizeof s.model, "%s", MODELS[i]);
         if (c->cpu) { /* Table III's real shape */
             s.image = strncmp(MODELS[i], "inception", 9) ? BP_REAL_IMAGE : 75;

@@ -34,6 +34,7 @@ int bm_jobs_build(bm_jobs *J, const bm_spec *specs, int n, const tsl_device_prof
         if (s->image) cfg.image_size = s->image;
         if (s->classes) cfg.n_classes = s->classes;
         tsl_optimizer_cfg opt = tsl_adam_default(1e-3f);
+        opt.step = s->step;
         tsl_graph *g = tool_build_training_graph("bench", s->model, &cfg, &opt, NULL);
         if (!g) {
             bm_jobs_free(J);

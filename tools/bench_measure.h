@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensile/graph.h"
 #include "tensile/policy.h"
 #include "tensile/sim.h"
 
@@ -40,6 +41,7 @@ typedef struct bm_spec {
     int batch;
     int image;   /* 0: the model's default */
     int classes; /* 0: the model's default */
+    tsl_optimizer_step step; /* where Adam's updates run (0: in the backward, the default) */
 } bm_spec;
 
 /* The jobs of one measurement and their vanilla simulation (made at the

@@ -16,9 +16,12 @@ void bp_mosos_figure(bp_ctx *c) {
     static const char *const LAB[] = {"Checkmate-Auto", "STR-Auto", "MO-SOS", "TENSILE (extra)",
                                       "Capuchin (extra)"};
     static const double R[] = {0.8, 0.7, 0.6, 0.5, 0.4}, QR[] = {0.8, 0.6};
-    static const bm_spec FULL[] = {{"vgg19", 144, 227, 0}, {"unet", 120, 256, 0}};
-    static const bm_spec QUICK[] = {{"vgg19", 16, 224, 0}, {"unet", 4, 256, 0}};
-    static const bm_spec REAL[] = {{"vgg19", 8, BP_REAL_IMAGE, 0}, {"unet", 2, 64, 0}};
+    static const bm_spec FULL[] = {{"vgg19", 144, 227, 0, BP_STEP},
+                                   {"unet", 120, 256, 0, BP_STEP}};
+    static const bm_spec QUICK[] = {{"vgg19", 16, 224, 0, BP_STEP},
+                                    {"unet", 4, 256, 0, BP_STEP}};
+    static const bm_spec REAL[] = {{"vgg19", 8, BP_REAL_IMAGE, 0, BP_STEP},
+                                   {"unet", 2, 64, 0, BP_STEP}};
     tsl_device_profile dev;
     if (bp_profile("tesla-p40", &dev)) {
         c->errors++;

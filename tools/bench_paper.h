@@ -61,6 +61,11 @@ double bp_mib(size_t bytes);
 #define BP_REAL_GBPS 2.0
 #define BP_REAL_ITERS 8
 #define BP_REAL_IMAGE 32
+/* Where the updates run in every job of tensile bench paper: after the
+ * backward pass, the optimizer phase of the seed papers' settings (the
+ * product's default, TSL_STEP_IN_BACKWARD, is tensile frontier's and the
+ * other commands'); the real runs pass "--optimizer-step end". */
+#define BP_STEP TSL_STEP_AFTER_BACKWARD
 /* One real measurement of model s (batch, image) under `policy` with
  * `device_memory` bytes (0: room for vanilla) through `tensile run`
  * (bench_real.c); fills *r as bm_measure does, from the allocator's

@@ -104,9 +104,10 @@ bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_mem
     char *argv[32] = {"tensile", "run", "--model", (char *)s->model, "--batch", batch,
                       "--dataset", "synthetic", "--image-size", image, "--policy",
                       (char *)policy, "--pcie-gbps", gbps, "--iterations", iters,
-                      "--optimizer", "adam", "--json", "--quiet", NULL};
+                      "--optimizer", "adam", "--optimizer-step", "end", "--json",
+                      "--quiet", NULL};
     if (device_memory) {
-        int k = 20;
+        int k = 22;
         argv[k++] = "--device-memory";
         argv[k++] = mem;
         argv[k] = NULL;

@@ -33,7 +33,7 @@ static int in_zoo(const char *m) {
 }
 
 static bm_spec spec(const char *m) {
-    bm_spec s = {.batch = BATCH, .image = IMAGE, .classes = CLASSES};
+    bm_spec s = {.batch = BATCH, .image = IMAGE, .classes = CLASSES, .step = BP_STEP};
     snprintf(s.model, sizeof s.model, "%s", m);
     return s;
 }

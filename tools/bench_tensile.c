@@ -85,7 +85,7 @@ static void measure_methods(bp_ctx *c, bm_jobs *J, const bm_spec *spec, int nm, 
  * cpu its small real shape (batch 8 in Table III, 32x32; the Inceptions at
  * their smallest image, 75x75). */
 static bm_spec job(const bp_ctx *c, const char *m, int b) {
-    bm_spec s = {.batch = b};
+    bm_spec s = {.batch = b, .step = BP_STEP};
     snprintf(s.model, sizeof s.model, "%s", m);
     if (c->cpu) s.image = strncmp(m, "inception", 9) ? BP_REAL_IMAGE : 75;
     return s;
@@ -194,6 +194,7 @@ static void fig6(bp_ctx *c) {
             for (int j = 0; j < n; j++) {
                 snprintf(s[j].model, sizeof s[j].model, "%s", m[i]);
                 s[j].batch = 16;
+                s[j].step = BP_STEP;
             }
             bm_jobs J;
             if (bm_jobs_build(&J, s, n, c->dev) != 0) {
@@ -266,6 +267,7 @@ static void table4(bp_ctx *c) {
     for (int i = 0; i < nmod; i++) {
         snprintf(s[i].model, sizeof s[i].model, "%s", m[i]);
         s[i].batch = 16;
+        s[i].step = BP_STEP;
         snprintf(jobs + strlen(jobs), sizeof jobs - strlen(jobs), "%s%s", i ? "+" : "", m[i]);
     }
     bm_jobs J;

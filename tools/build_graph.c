@@ -15,6 +15,8 @@ int tool_check_model(const char *cmd, const char *opt, const char *name) {
     return 0;
 }
 
+const char *const tool_step_names[] = {"backward", "end", NULL};
+
 tsl_graph *tool_build_training_graph(const char *cmd, const char *model, const tsl_model_cfg *cfg,
                                      const tsl_optimizer_cfg *opt, int *rc) {
     int ignored;

@@ -23,7 +23,7 @@
 static const char help[] =
     "usage: tensile frontier --model M [--batch B] [--profile P] [--image-size S]\n"
     "                        [--fractions LIST] [--policies LIST] [--out DIR]\n"
-    "                        [--json] [--no-figures]\n"
+    "                        [--optimizer-step backward|end] [--json] [--no-figures]\n"
     "\n"
     "The memory/overhead frontier of one training job (model M, Adam) on a\n"
     "device profile: for each budget, a fraction of vanilla's footprint, each\n"
@@ -40,6 +40,9 @@ static const char help[] =
     "  --batch B        the batch (default 16)\n"
     "  --profile P      the device profile (default a6000)\n"
     "  --image-size S   the images' side (default: the model's); --image is the same\n"
+    "  --optimizer-step S  backward (default): each parameter's update right after\n"
+    "                   its gradient is complete; end: every update after the\n"
+    "                   backward pass (the seed papers' optimizer phase)\n"
     "  --fractions LIST budget fractions of vanilla's footprint, comma-separated,\n"
     "                   each in (0, 1.5] (default 1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3)\n"
     "  --policies LIST  policies of the registry, comma-separated (default: every\n"
@@ -146,6 +149,7 @@ int cmd_frontier(int argc, char **argv) {
     const char *policies[MAX_POLICIES];
     double fractions[MAX_FRACTIONS] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3};
     int nf = 8, np = 0, batch = 16, image = 0, json = 0, no_figures = 0;
+    int step = TSL_STEP_IN_BACKWARD;
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(help, stdout);
@@ -155,6 +159,7 @@ int cmd_frontier(int argc, char **argv) {
         else if (!strcmp(o, "--profile")) profile = args_value(&a, o);
         else if (!strcmp(o, "--image-size") || !strcmp(o, "--image"))
             image = (int)args_int(&a, o, 1, 1 << 16);
+        else if (!strcmp(o, "--optimizer-step")) step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--fractions")) nf = parse_fractions(&a, args_value(&a, o), fractions);
         else if (!strcmp(o, "--policies")) {
             const char *v = args_value(&a, o);
@@ -186,6 +191,7 @@ int cmd_frontier(int argc, char **argv) {
     snprintf(f.spec.model, sizeof f.spec.model, "%s", model);
     f.spec.batch = batch;
     f.spec.image = image;
+    f.spec.step = (tsl_optimizer_step)step;
     bm_jobs J;
     if (bm_jobs_build(&J, &f.spec, 1, &dev) != 0) { /* the model cannot take the shape */
         fprintf(stderr, "tensile frontier: --model %s --batch %d --image-size %d: the job cannot be "

@@ -12,7 +12,8 @@
 
 static const char help[] =
     "usage: tensile info --model NAME [--batch B] [--image-size S] [--channels C]\n"
-    "                    [--classes K] [--optimizer sgd|adam] [--json]\n"
+    "                    [--classes K] [--optimizer sgd|adam]\n"
+    "                    [--optimizer-step backward|end] [--json]\n"
     "\n"
     "Builds the whole training iteration of a model (forward, loss, backward,\n"
     "optimizer update) and reports its parameters, ops, tensors and the peak\n"
@@ -29,12 +30,15 @@ static const char help[] =
     "  --channels C       input channels (default: the model's own)\n"
     "  --classes K        classes (default: the model's own)\n"
     "  --optimizer O      sgd (momentum 0.9, the default) or adam\n"
+    "  --optimizer-step S backward (default): each update right after its\n"
+    "                     gradient is complete; end: all after the backward pass\n"
     "  --json             one JSON object on stdout\n";
 
 int cmd_info(int argc, char **argv) {
     tsl_args a = {.cmd = "info", .argc = argc, .argv = argv};
     const char *model = NULL;
     int batch = 16, image = 0, channels = 0, classes = 0, json = 0, optimizer = 0;
+    int step = TSL_STEP_IN_BACKWARD;
     static const char *const opts[] = {"sgd", "adam", NULL};
     for (const char *o; (o = args_next(&a));) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -46,6 +50,7 @@ int cmd_info(int argc, char **argv) {
         else if (!strcmp(o, "--channels")) channels = (int)args_int(&a, o, 1, 1 << 16);
         else if (!strcmp(o, "--classes")) classes = (int)args_int(&a, o, 1, 1 << 24);
         else if (!strcmp(o, "--optimizer")) optimizer = args_choice(&a, o, opts);
+        else if (!strcmp(o, "--optimizer-step")) step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--json")) json = 1;
         else args_die(&a, "unknown option '%s'", o);
     }
@@ -57,6 +62,7 @@ int cmd_info(int argc, char **argv) {
     if (channels) cfg.in_channels = channels;
     if (classes) cfg.n_classes = classes;
     tsl_optimizer_cfg opt = optimizer ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+    opt.step = (tsl_optimizer_step)step;
     int rc;
     tsl_graph *g = tool_build_training_graph("info", model, &cfg, &opt, &rc);
     if (!g) return rc;
@@ -81,6 +87,7 @@ int cmd_info(int argc, char **argv) {
         json_object_set_new(o, "channels", json_integer(cfg.in_channels));
         json_object_set_new(o, "classes", json_integer(cfg.n_classes));
         json_object_set_new(o, "optimizer", json_string(opts[optimizer]));
+        json_object_set_new(o, "optimizer_step", json_string(tool_step_names[step]));
         json_object_set_new(o, "params", json_integer(params));
         json_object_set_new(o, "param_bytes", json_integer((json_int_t)pbytes));
         json_object_set_new(o, "persistent_bytes", json_integer((json_int_t)r.persistent_bytes));

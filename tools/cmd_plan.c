@@ -34,6 +34,7 @@ static const char help[] =
     "usage: tensile plan --model M --batch B [--profile P] [--policy NAME]\n"
     "                    [--jobs M:B[:S],M:B[:S],...] [--workload FILE.json]...\n"
     "                    [--budget SIZE] [--image-size S] [--optimizer adam|sgd]\n"
+    "                    [--optimizer-step backward|end]\n"
     "                    [--channel-share shared|equal] [--phases 0|random[:SEED]]\n"
     "                    [--channels fifo|fair] [--compute shared|per-job]\n"
     "                    [--OPTION VALUE]... [--out plan.json] [--trace trace.json] [--json]\n"
@@ -62,6 +63,12 @@ static const char help[] =
     "  --budget SIZE          device memory for the jobs' footprints together\n"
     "                         (default: the profile's)\n"
     "  --optimizer O          adam (default) or sgd (momentum 0.9)\n"
+    "  --optimizer-step S     backward (default): each parameter's update right\n"
+    "                         after its gradient is complete, which frees the\n"
+    "                         gradient at once and lets the optimizer states\n"
+    "                         leave the device early; end: every update after\n"
+    "                         the backward pass (the seed papers' optimizer\n"
+    "                         phase). The values computed are the same\n"
     "  --no-recompute         the same as --recompute 0\n"
     "  --channel-share S      shared (default): every job's copies booked on the\n"
     "                         device's channels on one time axis on which every\n"
@@ -104,8 +111,8 @@ static void add_jobs(tsl_args *a, const char *list, job_list *l) {
  * workload file), named `name` for a model. Returns 0 with a message
  * printed on failure and *rc the exit status (2: the job's arguments or
  * file are at fault, 1: anything else). */
-static int job_workload(const job_spec *j, const char *name, int sgd, const tsl_device_profile *dev,
-                        tsl_workload **out, int *rc) {
+static int job_workload(const job_spec *j, const char *name, int sgd, int step,
+                        const tsl_device_profile *dev, tsl_workload **out, int *rc) {
     *rc = 2;
     if (j->workload_path) {
         if (tsl_workload_read_json(j->workload_path, out) == TSL_OK) return 1;
@@ -116,6 +123,7 @@ static int job_workload(const job_spec *j, const char *name, int sgd, const tsl_
     cfg.batch = j->batch;
     if (j->image) cfg.image_size = j->image;
     tsl_optimizer_cfg opt = sgd ? tsl_sgd_default(0.01f) : tsl_adam_default(1e-3f);
+    opt.step = (tsl_optimizer_step)step;
     tsl_graph *g = tool_build_training_graph("plan", j->model, &cfg, &opt, rc);
     if (!g) return 0;
     int ok = tsl_workload_from_graph(g, name, NULL, dev, out) == TSL_OK;
@@ -325,7 +333,7 @@ static void report(const char *policy, const job_spec *jobs, int n, tsl_workload
 int cmd_plan(int argc, char **argv) {
     tsl_args a = {.cmd = "plan", .argc = argc, .argv = argv};
     job_list jobs = {0};
-    int json = 0, sgd = 0, batch = 0, image = 0;
+    int json = 0, sgd = 0, step = TSL_STEP_IN_BACKWARD, batch = 0, image = 0;
     const char *model = NULL, *profile = "a6000", *out = NULL, *trace = NULL, *policy = "tensile";
     size_t budget = 0;
     policy_pairs pairs = policy_pairs_new(&a, argc);
@@ -347,6 +355,7 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(o, "--policy")) policy = args_value(&a, o);
         else if (!strcmp(o, "--budget")) budget = args_size(&a, o);
         else if (!strcmp(o, "--optimizer")) sgd = args_choice(&a, o, optims);
+        else if (!strcmp(o, "--optimizer-step")) step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--no-recompute")) policy_pairs_add(&a, &pairs, "recompute", "0");
         else if (!strcmp(o, "--out")) out = args_value(&a, o);
         else if (!strcmp(o, "--trace")) trace = args_value(&a, o);
@@ -397,7 +406,7 @@ int cmd_plan(int argc, char **argv) {
     for (int i = 0; i < n && rc == 0; i++) {
         char name[64];
         job_name(&jobs, i, name, sizeof name);
-        if (!job_workload(&jobs.v[i], name, sgd, &dev, &w[i], &rc)) break;
+        if (!job_workload(&jobs.v[i], name, sgd, step, &dev, &w[i], &rc)) break;
         rc = 0;
     }
     if (rc == 0 && out && !distinct_names(&jobs, w, n)) rc = 2;

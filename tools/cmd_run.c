@@ -103,6 +103,9 @@ static const char help[] =
     "  --profile P          device profile to plan with (default cpu-local if\n"
     "                       `tensile calibrate` wrote it, else rough CPU figures)\n"
     "  --optimizer O        sgd (momentum 0.9, default) or adam\n"
+    "  --optimizer-step S   backward (default): each parameter's update right after\n"
+    "                       its gradient is complete; end: every update after the\n"
+    "                       backward pass (the seed papers' optimizer phase)\n"
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
     "  --cold-start         plan the first iteration from predicted op latencies\n"
     "                       (--predictor, made by tensile profile), not from\n"
@@ -149,6 +152,7 @@ typedef struct run_opts {
     const char *model, *trace, *profile;
     int dataset; /* 0 fashion-mnist, 1 synthetic */
     int batch, image, optimizer, threads, json, quiet, eval, epochs;
+    int step; /* --optimizer-step: a tsl_optimizer_step */
     const char *policy;   /* the policy's name */
     int planned;          /* the policy plans (not vanilla): the runtime runs its plan */
     tsl_policy_opts *popts; /* the policy and its options (owned) */
@@ -273,6 +277,7 @@ static void parse(int argc, char **argv, run_opts *t) {
         else if (!strcmp(o, "--eval")) t->eval = 1;
         else if (!strcmp(o, "--profile")) t->profile = args_value(&a, o);
         else if (!strcmp(o, "--optimizer")) t->optimizer = args_choice(&a, o, optims);
+        else if (!strcmp(o, "--optimizer-step")) t->step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
         else if (!strcmp(o, "--seed")) t->seed = (uint64_t)args_int(&a, o, 0, INT64_MAX);
@@ -819,6 +824,7 @@ static int run_parsed(run_opts t) {
         e.cfg.image_size = t.image;
     }
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
+    opt.step = (tsl_optimizer_step)t.step;
     int build_rc;
     e.g = tool_build_training_graph("run", t.model, &e.cfg, &opt, &build_rc);
     if (!e.g) return build_rc;

@@ -32,6 +32,9 @@ static const char help[] =
     "  --device-memory SIZE device arena capacity, e.g. 4GiB, 300MiB (default 4GiB);\n"
     "                       a step that does not fit stops with an out-of-memory error\n"
     "  --optimizer O        sgd (momentum 0.9, the default) or adam\n"
+    "  --optimizer-step S   backward (default): each parameter's update right after\n"
+    "                       its gradient is complete; end: every update after the\n"
+    "                       backward pass (the seed papers' optimizer phase)\n"
     "  --lr X               learning rate (default 0.02 for sgd, 0.001 for adam)\n"
     "  --weight-decay X     L2 weight decay (default 0)\n"
     "  --threads T          CPU threads (default: all online CPUs)\n"
@@ -50,6 +53,7 @@ typedef struct train_opts {
     const char *model;
     int dataset; /* 0 fashion-mnist, 1 synthetic */
     int epochs, batch, threads, json, quiet, image, kernels, optimizer;
+    int step; /* --optimizer-step: a tsl_optimizer_step */
     size_t device_memory;
     double lr, wd;
     uint64_t seed;
@@ -79,6 +83,7 @@ static void parse(int argc, char **argv, train_opts *t) {
         else if (!strcmp(o, "--batch")) t->batch = (int)args_int(&a, o, 1, 1 << 20);
         else if (!strcmp(o, "--device-memory")) t->device_memory = args_size(&a, o);
         else if (!strcmp(o, "--optimizer")) t->optimizer = args_choice(&a, o, optims);
+        else if (!strcmp(o, "--optimizer-step")) t->step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
         else if (!strcmp(o, "--weight-decay")) t->wd = args_double(&a, o, 0, 1);
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
@@ -116,6 +121,7 @@ int cmd_train(int argc, char **argv) {
                         &test, &rc))
         return rc;
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
+    opt.step = (tsl_optimizer_step)t.step;
     opt.weight_decay = (float)t.wd;
     tsl_graph *g = tool_build_training_graph("train", t.model, &cfg, &opt, &rc);
     if (!g) {

@@ -18,6 +18,12 @@ int cmd_cancel(int argc, char **argv);
 int cmd_bench(int argc, char **argv);  /* tensile bench paper (cmd_bench.c) */
 int cmd_frontier(int argc, char **argv); /* tensile frontier (cmd_frontier.c) */
 
+/* --optimizer-step's values, indexed by tsl_optimizer_step: "backward"
+ * (the default: each update right after its gradient is complete) and
+ * "end" (every update after the backward pass: the seed papers' optimizer
+ * phase); NULL-terminated for args_choice. */
+extern const char *const tool_step_names[];
+
 /* Builds model + loss + backward + optimizer and finalizes. On error prints
  * "tensile CMD: ..." with the library's message and returns NULL with
  * *rc the exit status: 2 when the configuration cannot make the model (an

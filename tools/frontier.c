@@ -172,6 +172,8 @@ json_t *fr_json(const fr_run *f) {
     json_object_set_new(doc, "model", json_string(f->spec.model));
     json_object_set_new(doc, "batch", json_integer(f->spec.batch));
     json_object_set_new(doc, "image", json_integer(f->image));
+    json_object_set_new(doc, "optimizer_step",
+                        json_string(f->spec.step == TSL_STEP_AFTER_BACKWARD ? "end" : "backward"));
     json_object_set_new(doc, "profile", json_string(f->profile));
     json_object_set_new(doc, "vanilla_footprint_bytes", json_integer((json_int_t)f->vanilla_fp));
     json_object_set_new(doc, "vanilla_iter_ms", json_real(f->vanilla_iter_us / 1000.0));
@@ -221,10 +223,11 @@ bt_table *fr_md_table(const fr_run *f) {
     }
     cols[1 + f->nf] = "status";
     char title[400], b1[32], b2[32];
-    snprintf(title, sizeof title, "tensile frontier: %s, batch %d, image %d, on %s - vanilla "
+    snprintf(title, sizeof title, "tensile frontier: %s, batch %d, image %d, on %s%s - vanilla "
              "footprint %s, op floor %s (%.3f of vanilla, %s)", f->spec.model, f->spec.batch,
-             f->image, f->profile, fmt_bytes(f->vanilla_fp, b1, sizeof b1),
-             fmt_bytes(f->floor, b2, sizeof b2),
+             f->image, f->profile,
+             f->spec.step == TSL_STEP_AFTER_BACKWARD ? ", updates after the backward" : "",
+             fmt_bytes(f->vanilla_fp, b1, sizeof b1), fmt_bytes(f->floor, b2, sizeof b2),
              f->vanilla_fp ? (double)f->floor / (double)f->vanilla_fp : 0.0, f->floor_op);
     bt_table *t = bt_new("frontier", title, f->nf + 2, cols);
     int any_optimum = 0, tensile = -1;

@@ -45,7 +45,7 @@ static const char help[] =
     "  --socket PATH        the daemon's socket (default: $XDG_RUNTIME_DIR/tensile/\n"
     "                       tensiled.sock, else /tmp/tensile-UID/tensiled.sock)\n"
     "  --model M, --batch B, --dataset D, --image-size S, --iterations N, --epochs E,\n"
-    "  --optimizer O, --lr X, --seed S, --train-examples N\n"
+    "  --optimizer O, --optimizer-step S, --lr X, --seed S, --train-examples N\n"
     "                       as tensile run (default: 20 iterations)\n"
     "  --predictor FILE     the op-latency predictor its first plan's workload comes\n"
     "                       from (cold start: no warm-up iteration; default\n"
@@ -69,6 +69,7 @@ static const char help[] =
 typedef struct conn_opts {
     const char *socket, *model, *name;
     int dataset, batch, image, optimizer, threads, json, quiet, epochs, id_fd;
+    int step; /* --optimizer-step: a tsl_optimizer_step */
     int64_t iterations, train_n;
     double rate, lr, util;
     uint64_t seed;
@@ -103,6 +104,7 @@ static void parse(int argc, char **argv, conn_opts *t) {
         else if (!strcmp(o, "--cost-model")) t->cost_model = 1;
         else if (!strcmp(o, "--utilisation")) t->util = args_double(&a, o, 0, 1);
         else if (!strcmp(o, "--optimizer")) t->optimizer = args_choice(&a, o, optims);
+        else if (!strcmp(o, "--optimizer-step")) t->step = args_choice(&a, o, tool_step_names);
         else if (!strcmp(o, "--lr")) t->lr = args_double(&a, o, 1e-12, 1e3);
         else if (!strcmp(o, "--threads")) t->threads = (int)args_int(&a, o, 1, 1024);
         else if (!strcmp(o, "--seed")) t->seed = (uint64_t)args_int(&a, o, 0, INT64_MAX);
@@ -291,6 +293,7 @@ int cmd_run_connected(int argc, char **argv) {
     if (!tool_load_data("run", t.dataset, &cfg, t.train_n, 0, t.seed, t.batch, &train, NULL, &rc))
         return rc;
     tsl_optimizer_cfg opt = t.optimizer ? tsl_adam_default((float)t.lr) : tsl_sgd_default((float)t.lr);
+    opt.step = (tsl_optimizer_step)t.step;
     tsl_graph *g = tool_build_training_graph("run", t.model, &cfg, &opt, &rc);
     if (!g) {
         tsl_dataset_free(&train);

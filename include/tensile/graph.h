@@ -4,10 +4,12 @@
  * A graph holds tensor descriptors and ops in a fixed, deterministic execution
  * order: the order in which the builder functions were called. Forward ops
  * come first, then the loss, then the backward ops appended by
- * tsl_graph_backward(), then the optimizer updates appended by
- * tsl_graph_optimizer(). An update writes its parameter in place: it is a use
- * and a generation of the same tensor, so the first use of a parameter in the
- * next iteration follows the previous iteration's update.
+ * tsl_graph_backward(); tsl_graph_optimizer() adds the updates, each right
+ * after its parameter's last backward access (by default) or all after the
+ * backward pass (TSL_STEP_AFTER_BACKWARD). An update writes its parameter in
+ * place: it is a use and a generation of the same tensor, so the first use
+ * of a parameter in the next iteration follows the previous iteration's
+ * update.
  *
  * This header is the graph itself (the core layer): tensors, ops, the
  * leaves (inputs, labels, parameters, buffers), finalisation and the
@@ -122,12 +124,29 @@ typedef struct tsl_slice_attr {
 
 typedef enum tsl_optimizer_kind { TSL_OPT_SGD = 0, TSL_OPT_ADAM } tsl_optimizer_kind;
 
+/* Where each parameter's update runs in the iteration. Either way an
+ * update reads only its parameter, gradient and states, so the values
+ * every op computes are the same bit for bit; what changes is how long the
+ * gradients and states must stay on the device. */
+typedef enum tsl_optimizer_step {
+    /* the default: each update right after the last op that reads or writes
+     * its parameter or gradient, inside the backward pass (PyTorch's
+     * "optimizer step in backward"): each gradient is freed as soon as it is
+     * complete and the optimizer states can leave the device for most of the
+     * iteration */
+    TSL_STEP_IN_BACKWARD = 0,
+    /* every update after the whole backward pass, in parameter creation
+     * order: the optimizer phase of the seed papers (TENSILE's "Opt") */
+    TSL_STEP_AFTER_BACKWARD
+} tsl_optimizer_step;
+
 typedef struct tsl_optimizer_cfg {
     tsl_optimizer_kind kind;
     float lr;
     float momentum;         /* SGD: 0 means no momentum buffer */
     float weight_decay;     /* L2 added to the gradient (PyTorch's definition) */
     float beta1, beta2, eps; /* Adam */
+    tsl_optimizer_step step; /* where the updates run (0: in the backward) */
 } tsl_optimizer_cfg;
 
 /* One op of the graph. Attributes are read through the union member that

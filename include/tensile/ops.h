@@ -70,8 +70,14 @@ tsl_pool_attr tsl_pool_ksp(int kernel, int stride, int pad);
  * reverse execution order; gradients of a tensor used several times are
  * summed with ADD in a fixed order. Sets tsl_tensor.grad of every PARAM. */
 tsl_status tsl_graph_backward(tsl_graph *g, tsl_tid loss);
-/* Appends one in-place update op per PARAM (and creates the optimizer-state
- * tensors: SGD momentum "<p>.momentum", Adam "<p>.adam_m", "<p>.adam_v"). */
+/* Adds one in-place update op per PARAM that has a gradient (and creates
+ * the optimizer-state tensors: SGD momentum "<p>.momentum", Adam
+ * "<p>.adam_m", "<p>.adam_v"). cfg->step places them: TSL_STEP_IN_BACKWARD
+ * (0, the default) moves each update to just after the last op reading or
+ * writing its parameter or gradient (updates after the same op keep
+ * parameter creation order); TSL_STEP_AFTER_BACKWARD appends them all after
+ * the backward pass, in parameter creation order (the graph's optimizer
+ * phase; tsl_workload.optimizer_begin). */
 tsl_status tsl_graph_optimizer(tsl_graph *g, const tsl_optimizer_cfg *cfg);
 /* Per-op costs: FLOPs and the scratch workspace the op's reference
  * semantics need beyond its outputs (the op definitions of src/ops). */

@@ -79,7 +79,13 @@ tsl_status tsl_session_new_on(const tsl_graph *g, tsl_backend *b, const tsl_sess
 void tsl_session_free(tsl_session *s);
 
 /* One training iteration: loads x (the INPUT "input") and y (the LABEL
- * "label"), runs every op in order, frees by liveness. `st` may be NULL. */
+ * "label"), runs every op in order, frees by liveness. `st` may be NULL.
+ * A step that fails (TSL_ERR_OOM: nothing left to evict) frees its
+ * tensors. The parameters are untouched if no update had run: always with
+ * the updates after the backward pass (TSL_STEP_AFTER_BACKWARD), and the
+ * step can be run again. With the updates in the backward pass (the
+ * default) those already run stay applied; the message then says how many,
+ * and running the step again would apply them twice. */
 tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st);
 
 /* Forward and loss only, in evaluation mode (batch norm uses running

@@ -240,6 +240,31 @@ void tsl__graph_mark_phase(tsl_graph *g, int optimizer) {
     else g->backward_begin = g->n_ops;
 }
 
+tsl_status tsl__graph_permute_ops(tsl_graph *g, const int32_t *order) {
+    if (g->status != TSL_OK) return g->status;
+    TSL_ASSERT(!g->finalized);
+    int32_t n = g->n_ops;
+    tsl_op *ops = malloc((size_t)(n ? n : 1) * sizeof *ops);
+    uint8_t *seen = calloc((size_t)(n ? n : 1), 1);
+    if (!ops || !seen) {
+        free(ops);
+        free(seen);
+        g->status = TSL_ERR_OOM;
+        return tsl_fail(TSL_ERR_OOM, "graph '%s': out of host memory to reorder %d ops", g->name,
+                        (int)n);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        TSL_ASSERT(order[i] >= 0 && order[i] < n && !seen[order[i]]);
+        seen[order[i]] = 1;
+        ops[i] = g->ops[order[i]];
+        ops[i].index = i;
+    }
+    memcpy(g->ops, ops, (size_t)n * sizeof *ops);
+    free(ops);
+    free(seen);
+    return TSL_OK;
+}
+
 int32_t tsl__graph_backward_begin(const tsl_graph *g) {
     return g->backward_begin < 0 ? g->n_ops : g->backward_begin;
 }

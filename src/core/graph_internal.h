@@ -46,6 +46,13 @@ int tsl__graph_needs_grad(const tsl_graph *g, tsl_tid id);
 /* Builds "prefix.suffix" (or "prefix" when suffix is NULL) into buf. */
 const char *tsl__name(char *buf, const char *prefix, const char *suffix);
 
+/* Reorders the ops (before finalize): op i becomes the op that was at
+ * order[i] (order: a permutation of 0..n_ops-1, asserted); each op's index
+ * follows. The caller keeps the order a valid execution order (every read
+ * after the generation it needs). TSL_ERR_OOM (the graph failed) if out of
+ * host memory. */
+tsl_status tsl__graph_permute_ops(tsl_graph *g, const int32_t *order);
+
 /* Op index where the backward phase and the optimizer phase begin
  * (tsl_graph_n_ops if not built). */
 int32_t tsl__graph_backward_begin(const tsl_graph *g);

@@ -152,8 +152,16 @@ void tsl_session_free(tsl_session *s) {
 }
 
 tsl_status tsl_session_step(tsl_session *s, const float *x, const int32_t *y, tsl_step_stats *st) {
-    if (s->rt) return tsl__rt_step(s, x, y, st);
-    return tsl__vanilla_pass(s, x, y, 1, INT64_MAX, st);
+    s->step_updates = 0;
+    tsl_status rc = s->rt ? tsl__rt_step(s, x, y, st) : tsl__vanilla_pass(s, x, y, 1, INT64_MAX, st);
+    if (rc != TSL_OK && s->step_updates > 0) { /* the updates in the backward pass */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", tsl_last_error());
+        rc = tsl_fail(rc, "%s (%d parameter update%s of this step had run: they stay applied, "
+                      "so running the step again would apply them twice)",
+                      why, (int)s->step_updates, s->step_updates == 1 ? "" : "s");
+    }
+    return rc;
 }
 
 /* Evaluation runs the vanilla pass: with a runtime attached, the persistent

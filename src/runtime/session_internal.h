@@ -38,6 +38,7 @@ struct tsl_session {
     float host_loss;            /* the loss op's outputs, copied to the host in the */
     float *host_probs;          /* compute stream's order (tsl__step_capture) */
     int64_t steps;
+    int32_t step_updates;       /* optimizer updates launched by the step under way */
     tsl__inflight inflight;     /* the vanilla pass's launched kernels */
     struct tsl__runtime *rt;    /* attached runtime (runtime_internal.h), NULL: vanilla */
     /* persistent tensors that did not fit when the session opened

@@ -18,8 +18,9 @@
  *
  * A failed allocation ends the step with TSL_ERR_OOM and a message naming
  * the op, the tensor, its size, the load and the capacity; the step's
- * tensors are freed and the parameters are untouched, so the step can be
- * retried.
+ * tensors are freed. The parameters are untouched, so that the step can be
+ * retried, if it failed before its first update (always, with the updates
+ * after the backward pass; tsl_session_step, tensile/session.h).
  */
 #include <stdio.h>
 #include <string.h>

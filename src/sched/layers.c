@@ -15,9 +15,13 @@
  *  - a backward op (from bwd_begin up to the optimizer phase) named
  *    "F.<suffix>", F a forward op's name and the suffix without a dot and
  *    not starting with "grad_acc", belongs to F's layer; a "...grad_acc..."
- *    op belongs to the layer of the op before it (its group); any other
- *    backward op is a layer of its own, with no forward op (workloads not
- *    built from Tensile's graphs: every backward op is then its own layer);
+ *    op belongs to the layer of the op before it (its group), passing over
+ *    updates; any other backward op is a layer of its own, with no forward
+ *    op (workloads not built from Tensile's graphs: every backward op is
+ *    then its own layer);
+ *  - an optimizer update inside the backward pass (the graph's default,
+ *    tsl_optimizer_cfg.step: an op writing a PARAM tensor) is, as in the
+ *    optimizer phase, a segment of its own with no layer;
  *  - a forward op F is a convolution if an op named "F.bwd_filter" or
  *    "F.bwd_data" exists (CONV2D_BWD_FILTER, CONV2D_BWD_DATA; a transposed
  *    convolution's backward has the same names).
@@ -74,6 +78,13 @@ static int32_t owner(const name_idx *v, int32_t n, const char *name) {
     return find_fwd(v, n, name, (size_t)(dot - name));
 }
 
+/* 1 if op i of w writes a PARAM tensor (an optimizer update). */
+static int writes_param(const tsl_workload *w, int32_t i) {
+    for (int k = 0; k < w->ops[i].n_out; k++)
+        if (w->tensors[w->ops[i].out[k]].kind == TSL_KIND_PARAM) return 1;
+    return 0;
+}
+
 tsl_status tsl__layers_build(const tsl_workload *w, tsl__layers *L) {
     memset(L, 0, sizeof *L);
     int32_t no = w->n_ops;
@@ -98,16 +109,18 @@ tsl_status tsl__layers_build(const tsl_workload *w, tsl__layers *L) {
     for (int32_t i = 0; i < B; i++) v[i] = (name_idx){w->ops[i].name, i};
     qsort(v, (size_t)B, sizeof *v, cmp_name);
     for (int32_t f = 0; f < B; f++) L->bwd_start[f] = -1;
-    int32_t ns = 0;
+    int32_t ns = 0, group = -1; /* the layer of the last backward op not an update */
     for (int32_t i = 0; i < no; i++) {
         int32_t lay = -1;
         int cont = 0;
         if (i < B) lay = i;
-        else if (i < L->bwd_end) {
+        else if (i < L->bwd_end && writes_param(w, i)) {
+            lay = -1; /* an update in the backward: its own segment */
+        } else if (i < L->bwd_end) {
             lay = owner(v, B, w->ops[i].name);
             if (lay == -2) { /* a gradient sum: the group of the op before */
-                cont = i > B;
-                lay = cont ? L->layer[i - 1] : -1;
+                lay = i > B ? group : -1;
+                cont = i > B && lay == L->layer[i - 1] && !writes_param(w, i - 1);
             } else
                 cont = i > B && lay >= 0 && lay == L->layer[i - 1];
             if (lay >= 0 && L->bwd_start[lay] < 0) L->bwd_start[lay] = i;
@@ -117,6 +130,7 @@ tsl_status tsl__layers_build(const tsl_workload *w, tsl__layers *L) {
                 L->conv[lay] = 1;
         }
         L->layer[i] = lay;
+        if (i >= B && i < L->bwd_end && !writes_param(w, i)) group = lay;
         if (!cont) L->seg_start[ns++] = i;
         L->seg[i] = ns - 1;
     }
