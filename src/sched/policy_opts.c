@@ -217,7 +217,7 @@ tsl_status tsl_policy_opts_set(tsl_policy_opts *po, const char *name, const char
     if (!o) return TSL_ERR_INVALID;
     if (!value) return tsl_fail(TSL_ERR_INVALID, "policy '%s': option %s: no value", p->name, name);
     void *f = field(po->values, o);
-    double x;
+    double x = 0.0;
     tsl_status st;
     switch (o->kind) {
     case TSL_OPT_BOOL: {
