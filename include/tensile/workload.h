@@ -53,7 +53,8 @@ typedef struct tsl_workload {
     int32_t n_tensors, n_ops;
     tsl_wl_tensor *tensors;
     tsl_wl_op *ops;
-    int32_t optimizer_begin;   /* first op of the optimizer phase (n_ops if none) */
+    int32_t optimizer_begin;   /* first op of the optimizer phase (n_ops if none: the
+                                  updates run inside the backward pass, the default) */
     double period_us;          /* iteration time = end of the last op */
 } tsl_workload;
 
