@@ -86,6 +86,12 @@ void th_expect_build_fail(tsl_graph *g, tsl_tid res, const char *what, const cha
 }
 
 /* See helpers.h. */
+tsl_optimizer_cfg th_optimizer(int flags) {
+    tsl_optimizer_cfg o = flags & TH_ADAM ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
+    o.step = flags & TH_UPDATES_AFTER ? TSL_STEP_AFTER_BACKWARD : TSL_STEP_IN_BACKWARD;
+    return o;
+}
+
 void th_train_graph(tsl_graph *g, tsl_tid loss, const tsl_optimizer_cfg *o) {
     cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
     cr_assert_eq(tsl_graph_optimizer(g, o), TSL_OK, "%s", tsl_last_error());

@@ -88,6 +88,17 @@ void th_check_f32_f64_threads(const tsl_graph *g, uint64_t seed, double tol, con
 void th_expect_build_fail(tsl_graph *g, tsl_tid res, const char *what, const char *const *needles,
                           size_t n);
 
+/* The fixtures' optimizer flags (rtf_make, pc_zoo_workload: their `adam`
+ * argument): Adam (else SGD with momentum), and the updates after the
+ * backward pass (else the default, TSL_STEP_IN_BACKWARD). 0 and 1 are SGD
+ * and Adam with the default. */
+#define TH_ADAM 1
+#define TH_UPDATES_AFTER 2
+
+/* The optimizer of `flags` (TH_ADAM, TH_UPDATES_AFTER): Adam at 1e-3 or
+ * SGD at 0.01, the updates placed as the flags say. */
+tsl_optimizer_cfg th_optimizer(int flags);
+
 /* Appends the backward of `loss` and the optimizer o to g and finalizes g;
  * a failure of any of the three fails the calling test with the library's
  * message. */

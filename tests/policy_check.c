@@ -45,8 +45,7 @@ tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *de
     tsl_tid loss;
     cr_assert_eq(tsl_model_build(g, model, &cfg, &loss), TSL_OK, "%s: %s", model,
                  tsl_last_error());
-    tsl_optimizer_cfg o = adam & PC_ADAM ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    o.step = adam & PC_UPDATES_AFTER ? TSL_STEP_AFTER_BACKWARD : TSL_STEP_IN_BACKWARD;
+    tsl_optimizer_cfg o = th_optimizer(adam);
     th_train_graph(g, loss, &o);
     tsl_workload *w;
     cr_assert_eq(tsl_workload_from_graph(g, model, NULL, dev, &w), TSL_OK, "%s: %s", model,

@@ -51,15 +51,9 @@ void pc_plan_and_check(tsl_workload **w, int n, const tsl_device_profile *dev,
                        const tsl_plan_opts *po, const char *what, pc_result *r);
 void pc_result_free(pc_result *r);
 
-/* pc_zoo_workload's `adam` argument, as flags: Adam (else SGD with
- * momentum), and the updates after the backward pass
- * (TSL_STEP_AFTER_BACKWARD; else the default, in the backward). */
-#define PC_ADAM 1
-#define PC_UPDATES_AFTER 2
-
 /* The training workload of zoo model `model` at small shapes (batch 2,
- * images 32x32, 75x75 for the Inceptions, 10 classes; the optimizer as
- * the flags `adam` say) on dev's cost model. Free with tsl_workload_free. */
+ * images 32x32, 75x75 for the Inceptions, 10 classes; the optimizer
+ * th_optimizer(adam), helpers.h) on dev's cost model. Free with tsl_workload_free. */
 tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, int adam);
 /* The same at batch `batch` and images image x image (activations large
  * enough beside the parameters for the policies that only recompute). */

@@ -33,8 +33,7 @@ void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam
     c->g = tsl_graph_new(model);
     tsl_tid loss;
     cr_assert_eq(tsl_model_build(c->g, model, cfg, &loss), TSL_OK, "%s: %s", model, tsl_last_error());
-    tsl_optimizer_cfg o = adam & RTF_ADAM ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    o.step = adam & RTF_UPDATES_AFTER ? TSL_STEP_AFTER_BACKWARD : TSL_STEP_IN_BACKWARD;
+    tsl_optimizer_cfg o = th_optimizer(adam);
     th_train_graph(c->g, loss, &o);
     cr_assert_eq(tsl_workload_from_graph(c->g, model, NULL, &c->dev, &c->w), TSL_OK, "%s",
                  tsl_last_error());

@@ -50,15 +50,9 @@ typedef struct rtf_case {
     size_t ref_fp;            /* vanilla peak footprint (measured) */
 } rtf_case;
 
-/* rtf_make's `adam` argument, as flags: Adam (else SGD), and the updates
- * after the backward pass (TSL_STEP_AFTER_BACKWARD; else the default, in
- * the backward). 0 and 1 are SGD and Adam with the default. */
-#define RTF_ADAM 1
-#define RTF_UPDATES_AFTER 2
-
 /* Builds `model` (a name of the zoo, kept by pointer) with cfg into c: its
- * backward, the optimizer (Adam at 1e-3 if adam & RTF_ADAM, else SGD at
- * 0.01; updates placed as adam & RTF_UPDATES_AFTER says), the
+ * backward, the optimizer th_optimizer(adam) (helpers.h: Adam at 1e-3 or SGD
+ * at 0.01, the updates placed as the flags say), the
  * finalized graph, the workload on rtf_cpu_profile() with every op's
  * workspace set to what the fast kernels at 2 threads really take
  * (pg_match_backend_workspace), the persistent bytes, and the batches

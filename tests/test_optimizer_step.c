@@ -17,11 +17,13 @@
 #include "tensile/models.h"
 #include "tensile/ops.h"
 #include "tensile/profile.h"
+#include "tensile/sched_json.h"
 #include "tensile/session.h"
 #include "tensile/workload.h"
 
-static tsl_graph *build(const char *model, int batch, int image, int adam,
-                        tsl_optimizer_step step) {
+/* Model `model`'s training graph with the optimizer th_optimizer(flags)
+ * (TH_ADAM, TH_UPDATES_AFTER), finalized. */
+static tsl_graph *build(const char *model, int batch, int image, int flags) {
     tsl_graph *g = tsl_graph_new(model);
     cr_assert_not_null(g);
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
@@ -29,12 +31,24 @@ static tsl_graph *build(const char *model, int batch, int image, int adam,
     if (image) cfg.image_size = image;
     tsl_tid loss;
     cr_assert_eq(tsl_model_build(g, model, &cfg, &loss), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_backward(g, loss), TSL_OK, "%s", tsl_last_error());
-    tsl_optimizer_cfg o = adam ? tsl_adam_default(1e-3f) : tsl_sgd_default(0.01f);
-    o.step = step;
-    cr_assert_eq(tsl_graph_optimizer(g, &o), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_finalize(g), TSL_OK, "%s", tsl_last_error());
+    tsl_optimizer_cfg o = th_optimizer(flags);
+    th_train_graph(g, loss, &o);
     return g;
+}
+
+/* The same graph with the updates in the backward pass and after it. */
+typedef struct both {
+    tsl_graph *in, *end;
+} both;
+
+static both build_both(const char *model, int batch, int image, int adam) {
+    int f = adam ? TH_ADAM : 0;
+    return (both){build(model, batch, image, f), build(model, batch, image, f | TH_UPDATES_AFTER)};
+}
+
+static void both_free(both *b) {
+    tsl_graph_free(b->in);
+    tsl_graph_free(b->end);
 }
 
 static int is_update(const tsl_op *o) {
@@ -55,8 +69,8 @@ static int touches(const tsl_op *o, tsl_tid t) {
  * last other op touching its parameter or gradient (only updates between),
  * and nothing after it touching its inputs within the iteration. */
 static void check_order(const char *model, int batch, int image, int adam) {
-    tsl_graph *in = build(model, batch, image, adam, TSL_STEP_IN_BACKWARD);
-    tsl_graph *end = build(model, batch, image, adam, TSL_STEP_AFTER_BACKWARD);
+    both b = build_both(model, batch, image, adam);
+    tsl_graph *in = b.in, *end = b.end;
     int32_t n = tsl_graph_n_ops(in);
     cr_assert_eq(n, tsl_graph_n_ops(end), "%s", model);
     int32_t first_end = -1, n_upd = 0, moved = 0;
@@ -111,8 +125,7 @@ static void check_order(const char *model, int batch, int image, int adam) {
     cr_assert_eq(we->optimizer_begin, first_end);
     tsl_workload_free(wi);
     tsl_workload_free(we);
-    tsl_graph_free(in);
-    tsl_graph_free(end);
+    both_free(&b);
 }
 
 Test(optimizer_step, each_update_runs_right_after_its_last_access) {
@@ -152,17 +165,16 @@ static uint64_t train(const tsl_graph *g, int steps, double *loss) {
 
 static void check_same_values(const char *model, int batch, int image, int adam) {
     enum { STEPS = 3 };
-    tsl_graph *in = build(model, batch, image, adam, TSL_STEP_IN_BACKWARD);
-    tsl_graph *end = build(model, batch, image, adam, TSL_STEP_AFTER_BACKWARD);
+    both b = build_both(model, batch, image, adam);
+    tsl_graph *in = b.in, *end = b.end;
     double li[STEPS], le[STEPS];
     uint64_t ci = train(in, STEPS, li), ce = train(end, STEPS, le);
     for (int k = 0; k < STEPS; k++)
         cr_assert(memcmp(&li[k], &le[k], sizeof li[k]) == 0, "%s: step %d loss %.9g vs %.9g",
-                  model, k, (double)li[k], (double)le[k]);
+                  model, k, li[k], le[k]);
     cr_assert_eq(ci, ce, "%s: parameters differ after %d steps (%016llx vs %016llx)", model,
                  STEPS, (unsigned long long)ci, (unsigned long long)ce);
-    tsl_graph_free(in);
-    tsl_graph_free(end);
+    both_free(&b);
 }
 
 Test(optimizer_step, both_orders_compute_the_same_values_bit_for_bit) {
@@ -173,15 +185,13 @@ Test(optimizer_step, both_orders_compute_the_same_values_bit_for_bit) {
 
 /* The vanilla executor's peak load (dry run) of both orders. */
 static void peaks(const char *model, int batch, int image, size_t *in, size_t *end) {
-    tsl_graph *gi = build(model, batch, image, 1, TSL_STEP_IN_BACKWARD);
-    tsl_graph *ge = build(model, batch, image, 1, TSL_STEP_AFTER_BACKWARD);
+    both b = build_both(model, batch, image, 1);
     tsl_mem_report ri, re;
-    cr_assert_eq(tsl_graph_dry_run(gi, (size_t)1 << 34, &ri), TSL_OK, "%s", tsl_last_error());
-    cr_assert_eq(tsl_graph_dry_run(ge, (size_t)1 << 34, &re), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_dry_run(b.in, (size_t)1 << 34, &ri), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(tsl_graph_dry_run(b.end, (size_t)1 << 34, &re), TSL_OK, "%s", tsl_last_error());
     *in = ri.peak_load;
     *end = re.peak_load;
-    tsl_graph_free(gi);
-    tsl_graph_free(ge);
+    both_free(&b);
 }
 
 Test(optimizer_step, updates_in_the_backward_hold_no_more_memory) {
@@ -208,27 +218,13 @@ Test(optimizer_step, an_unknown_step_is_refused_by_name) {
     tsl_graph_free(g);
 }
 
-/* The a6000 profile's figures (profiles/a6000.json). */
-static tsl_device_profile a6000(void) {
-    tsl_device_profile p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "a6000");
-    p.flops = 2.322e13;
-    p.mem_bw = 7.68e11;
-    p.mem_bytes = (size_t)48 << 30;
-    p.h2d_bw = p.d2h_bw = 2.4e10;
-    p.duplex = 1;
-    p.launch_us = 5;
-    p.copy_latency_us = 10;
-    return p;
-}
-
 /* TENSILE on resnet18 (batch 16, 224 px, Adam, a6000) at `frac` of
  * vanilla's footprint with the updates at `step`: 1 if it meets the
  * budget. Every plan goes through pc_plan_and_check. */
 static int tensile_meets(tsl_optimizer_step step, double frac) {
-    tsl_device_profile dev = a6000();
-    int flags = PC_ADAM | (step == TSL_STEP_AFTER_BACKWARD ? PC_UPDATES_AFTER : 0);
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    int flags = TH_ADAM | (step == TSL_STEP_AFTER_BACKWARD ? TH_UPDATES_AFTER : 0);
     tsl_workload *w = pc_zoo_workload_at("resnet18", &dev, flags, 16, 224);
     pc_result v, r;
     tsl_plan_opts po = pc_opts("vanilla", NULL, 0);

@@ -45,13 +45,13 @@
 
 #define ITERS RTF_ITERS
 
-/* cnn with its updates after the backward pass (RTF_UPDATES_AFTER): with
+/* cnn with its updates after the backward pass (TH_UPDATES_AFTER): with
  * them in the backward (the default) the update of fc1's weight (weight,
  * gradient, momentum: one op's working set) is nearly all of vanilla's
  * peak, so the devices this test takes as fractions of the activations
  * would be below what that op needs. */
 static void make_case_with(rtf_case *c, const char *model, int adam) {
-    if (!strcmp(model, "cnn")) adam |= RTF_UPDATES_AFTER;
+    if (!strcmp(model, "cnn")) adam |= TH_UPDATES_AFTER;
     tsl_model_cfg cfg = tsl_model_cfg_default(model);
     cfg.batch = 2;
     cfg.n_classes = 10;

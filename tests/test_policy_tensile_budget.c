@@ -100,7 +100,7 @@ static int beats_the_paper(tsl_workload *w, const tsl_device_profile *dev, doubl
  * floor leave no budget between them for this test) */
 Test(tensile_budget, cnn_beats_the_paper, .timeout = 600) {
     tsl_device_profile dev = rtf_cpu_profile();
-    tsl_workload *w = pc_zoo_workload_at("cnn", &dev, PC_UPDATES_AFTER, 16, 32);
+    tsl_workload *w = pc_zoo_workload_at("cnn", &dev, TH_UPDATES_AFTER, 16, 32);
     beats_the_paper(w, &dev, 0.6, "cnn b16");
     tsl_workload_free(w);
 }
@@ -200,7 +200,7 @@ Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
  * (0: the profile's). */
 static void runs_bitwise(const char *model, int batch, double bw, double frac) {
     rtf_case c;
-    rtf_zoo_case_at(&c, model, strcmp(model, "cnn") ? 0 : RTF_UPDATES_AFTER, batch, 32);
+    rtf_zoo_case_at(&c, model, strcmp(model, "cnn") ? 0 : TH_UPDATES_AFTER, batch, 32);
     if (bw > 0) c.dev.h2d_bw = c.dev.d2h_bw = bw;
     tsl_tensile_opts to = tsl_tensile_opts_default();
     to.min_swap_bytes = 0;

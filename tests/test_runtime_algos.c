@@ -65,13 +65,13 @@ static void expect_exact(const rtf_case *c, const tsl_plan *p, const rtf_run *o,
     }
 }
 
-/* cnn with its updates after the backward pass (RTF_UPDATES_AFTER): with
+/* cnn with its updates after the backward pass (TH_UPDATES_AFTER): with
  * them in the backward (the default) its peak is the update of fc1's
  * weight, which has no algorithm to choose, and the choices would change
  * no peak. */
 static void check_model(const char *model, int n_random) {
     rtf_case c;
-    rtf_zoo_case(&c, model, strcmp(model, "cnn") ? 0 : RTF_UPDATES_AFTER);
+    rtf_zoo_case(&c, model, strcmp(model, "cnn") ? 0 : TH_UPDATES_AFTER);
     cr_assert_eq(tsl_workload_add_algos(c.w, c.g, NULL, NULL), TSL_OK, "%s", tsl_last_error());
 
     tsl_plan *v = choices(&c, 0);

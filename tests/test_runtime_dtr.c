@@ -61,14 +61,14 @@ static uint64_t run(const rtf_case *c, size_t capacity, int remat, int vclock, s
     return sum;
 }
 
-/* cnn with its updates after the backward pass (RTF_UPDATES_AFTER): with
+/* cnn with its updates after the backward pass (TH_UPDATES_AFTER): with
  * them in the backward (the default) the update of fc1's weight (weight,
  * gradient, momentum: one op's working set) is nearly all of vanilla's
  * peak, so the devices this test takes as fractions of the activations
  * would be below what that op needs. */
 static void check_model(const char *model, int batch, double frac) {
     rtf_case c;
-    rtf_zoo_case_at(&c, model, strcmp(model, "cnn") ? 0 : RTF_UPDATES_AFTER, batch, 32);
+    rtf_zoo_case_at(&c, model, strcmp(model, "cnn") ? 0 : TH_UPDATES_AFTER, batch, 32);
     size_t cap = c.persistent + (size_t)(frac * (double)(c.ref_peak - c.persistent));
     for (int vclock = 1; vclock >= 0; vclock--) {
         size_t peak;

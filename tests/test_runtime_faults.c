@@ -41,7 +41,7 @@
 #define ITERS RTF_ITERS
 
 /* cnn at `batch`, SGD; fixed batches; vanilla's reference (rt_fixture.h).
- * The updates after the backward pass (RTF_UPDATES_AFTER): with them in
+ * The updates after the backward pass (TH_UPDATES_AFTER): with them in
  * the backward (the default) the update of fc1's weight (weight, gradient,
  * momentum: one op's working set) is nearly all of vanilla's peak, so the
  * devices these tests take as fractions of the activations would be below
@@ -49,7 +49,7 @@
 static void fcase_make(rtf_case *c, int batch) {
     tsl_model_cfg cfg = tsl_model_cfg_default("cnn");
     cfg.batch = batch;
-    rtf_make(c, "cnn", &cfg, RTF_UPDATES_AFTER);
+    rtf_make(c, "cnn", &cfg, TH_UPDATES_AFTER);
     for (int k = 0; k < ITERS; k++) {
         th_fill_f32(c->x[k], c->nx, 77 + (uint64_t)k, -1, 1);
         for (int i = 0; i < batch; i++) c->y[k][i] = (i * 3 + k) % 10;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "commands.h"
 #include "frontier.h"
 #include "progress.h"
 #include "tensile/models.h"
@@ -172,8 +173,7 @@ json_t *fr_json(const fr_run *f) {
     json_object_set_new(doc, "model", json_string(f->spec.model));
     json_object_set_new(doc, "batch", json_integer(f->spec.batch));
     json_object_set_new(doc, "image", json_integer(f->image));
-    json_object_set_new(doc, "optimizer_step",
-                        json_string(f->spec.step == TSL_STEP_AFTER_BACKWARD ? "end" : "backward"));
+    json_object_set_new(doc, "optimizer_step", json_string(tool_step_names[f->spec.step]));
     json_object_set_new(doc, "profile", json_string(f->profile));
     json_object_set_new(doc, "vanilla_footprint_bytes", json_integer((json_int_t)f->vanilla_fp));
     json_object_set_new(doc, "vanilla_iter_ms", json_real(f->vanilla_iter_us / 1000.0));

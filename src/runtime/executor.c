@@ -430,7 +430,7 @@ static tsl_status launch_item(step *S, const tsl__rt_item *it, tsl__launched *l)
     pthread_mutex_unlock(&rt->mu);
     rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->start);
     if (rc == TSL_OK) rc = b->iface->launch_op(b, rt->g, op, in, out, ws, &ctx);
-    if (rc == TSL_OK && it->tensor < 0) rc = tsl__step_capture(S->s, it->op);
+    if (rc == TSL_OK && it->tensor < 0) rc = tsl__step_enqueued(S->s, it->op);
     if (rc == TSL_OK) rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &l->end);
     pthread_mutex_lock(&rt->mu);
     return rc;

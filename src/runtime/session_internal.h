@@ -36,7 +36,7 @@ struct tsl_session {
     tsl_tid input, label, loss, probs;
     int32_t loss_op;
     float host_loss;            /* the loss op's outputs, copied to the host in the */
-    float *host_probs;          /* compute stream's order (tsl__step_capture) */
+    float *host_probs;          /* compute stream's order (tsl__step_enqueued) */
     int64_t steps;
     int32_t step_updates;       /* optimizer updates launched by the step under way */
     tsl__inflight inflight;     /* the vanilla pass's launched kernels */
@@ -71,10 +71,11 @@ tsl_status tsl__vanilla_pass(tsl_session *s, const float *x, const int32_t *y, i
  * plan): zeroes *st with the loss NaN, and checks the graph has the INPUT
  * "input" and LABEL "label" it loads (TSL_ERR_INVALID otherwise). */
 tsl_status tsl__step_begin(const tsl_session *s, tsl_step_stats *st);
-/* Right after op i is enqueued (before anything frees its outputs): if i
- * is the loss op, enqueues copies of the loss and the probabilities to the
- * session's host buffers on the compute stream. */
-tsl_status tsl__step_capture(tsl_session *s, int32_t i);
+/* Right after op i is enqueued (before anything frees its outputs), in
+ * both executors: counts it in step_updates if it is an optimizer update;
+ * if i is the loss op, enqueues copies of the loss and the probabilities
+ * to the session's host buffers on the compute stream. */
+tsl_status tsl__step_enqueued(tsl_session *s, int32_t i);
 /* After op i's kernel has completed: the loss (and the correct predictions
  * of the first n_valid examples) from the captured copies, if i is the loss
  * op; nothing otherwise. */

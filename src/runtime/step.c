@@ -35,7 +35,7 @@ tsl_status tsl__step_read(tsl_session *s, void *host, const void *dev, size_t n)
     return st;
 }
 
-tsl_status tsl__step_capture(tsl_session *s, int32_t i) {
+tsl_status tsl__step_enqueued(tsl_session *s, int32_t i) {
     tsl_op_type ty = tsl_graph_op(s->g, i)->type;
     s->step_updates += ty == TSL_OP_SGD_UPDATE || ty == TSL_OP_ADAM_UPDATE;
     if (i != s->loss_op) return TSL_OK;

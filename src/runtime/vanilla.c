@@ -128,7 +128,7 @@ static tsl_status launch(vpass *V, int32_t i, const tsl_run_ctx *ctx) {
     tsl_dev_event *e0 = NULL, *e1 = NULL;
     if (rc == TSL_OK) rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &e0);
     if (rc == TSL_OK) rc = b->iface->launch_op(b, s->g, op, in, out, ws, ctx);
-    if (rc == TSL_OK) rc = tsl__step_capture(s, i);
+    if (rc == TSL_OK) rc = tsl__step_enqueued(s, i);
     if (rc == TSL_OK) rc = b->iface->event_record(b, TSL_STREAM_COMPUTE, &e1);
     if (rc != TSL_OK) {
         if (l) s->inflight.n--; /* the entry just pushed */

@@ -110,17 +110,16 @@ tsl_status tsl__layers_build(const tsl_workload *w, tsl__layers *L) {
     qsort(v, (size_t)B, sizeof *v, cmp_name);
     for (int32_t f = 0; f < B; f++) L->bwd_start[f] = -1;
     int32_t ns = 0, group = -1; /* the layer of the last backward op not an update */
+    int prev_update = 0;        /* op i - 1 is an update in the backward */
     for (int32_t i = 0; i < no; i++) {
         int32_t lay = -1;
-        int cont = 0;
+        int cont = 0, update = i >= B && i < L->bwd_end && writes_param(w, i);
         if (i < B) lay = i;
-        else if (i < L->bwd_end && writes_param(w, i)) {
-            lay = -1; /* an update in the backward: its own segment */
-        } else if (i < L->bwd_end) {
+        else if (i < L->bwd_end && !update) { /* (an update: no layer, a segment of its own) */
             lay = owner(v, B, w->ops[i].name);
             if (lay == -2) { /* a gradient sum: the group of the op before */
                 lay = i > B ? group : -1;
-                cont = i > B && lay == L->layer[i - 1] && !writes_param(w, i - 1);
+                cont = i > B && lay == L->layer[i - 1] && !prev_update;
             } else
                 cont = i > B && lay >= 0 && lay == L->layer[i - 1];
             if (lay >= 0 && L->bwd_start[lay] < 0) L->bwd_start[lay] = i;
@@ -130,7 +129,8 @@ tsl_status tsl__layers_build(const tsl_workload *w, tsl__layers *L) {
                 L->conv[lay] = 1;
         }
         L->layer[i] = lay;
-        if (i >= B && i < L->bwd_end && !writes_param(w, i)) group = lay;
+        if (i >= B && i < L->bwd_end && !update) group = lay;
+        prev_update = update;
         if (!cont) L->seg_start[ns++] = i;
         L->seg[i] = ns - 1;
     }
