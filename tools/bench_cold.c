@@ -301,7 +301,8 @@ static void real_model(bp_ctx *c, bt_table *t1, bt_table *t2, const char *pred_p
                       "--image-size", image, "--dataset", "synthetic", "--pcie-gbps", gbps,
                       "--iterations", iters, "--device-memory", "plan+1%", "--cold-start",
                       "--cold-start-iters", csi, "--predictor", (char *)pred_path,
-                      "--optimizer-step", "end", "--json", "--quiet", NULL};
+                      "--optimizer-step", (char *)tool_step_names[BP_STEP], "--json",
+                      "--quiet", NULL};
     int rc;
     json_t *j = bp_run_json(argv, &rc);
     if (!j || !json_is_true(json_object_get(j, "identical"))) {
@@ -346,7 +347,8 @@ static void real_model(bp_ctx *c, bt_table *t1, bt_table *t2, const char *pred_p
     char *cargv[40] = {"tensile", "run", "--model", (char *)s->model, "--batch", batch,
                        "--image-size", image, "--dataset", "synthetic", "--pcie-gbps", gbps,
                        "--iterations", "2", "--policy", "capuchin", "--device-memory", mem,
-                       "--optimizer-step", "end", "--json", "--quiet", NULL};
+                       "--optimizer-step", (char *)tool_step_names[BP_STEP], "--json",
+                      "--quiet", NULL};
     j = bp_run_json(cargv, &rc);
     json_t *pa = j ? json_object_get(json_object_get(j, "scheduled"), "passive_iteration") : NULL;
     json_t *vi = j ? json_object_get(json_object_get(j, "vanilla"), "iteration_ms") : NULL;

@@ -64,7 +64,7 @@ double bp_mib(size_t bytes);
 /* Where the updates run in every job of tensile bench paper: after the
  * backward pass, the optimizer phase of the seed papers' settings (the
  * product's default, TSL_STEP_IN_BACKWARD, is tensile frontier's and the
- * other commands'); the real runs pass "--optimizer-step end". */
+ * other commands'); the real runs pass it as "--optimizer-step end". */
 #define BP_STEP TSL_STEP_AFTER_BACKWARD
 /* One real measurement of model s (batch, image) under `policy` with
  * `device_memory` bytes (0: room for vanilla) through `tensile run`

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench_paper.h"
+#include "commands.h"
 #include "tensile/policy.h"
 
 /* Reads all of fd into a malloc'd string; NULL if out of memory. */
@@ -104,8 +105,8 @@ bm_state bp_real_measure(const bm_spec *s, const char *policy, size_t device_mem
     char *argv[32] = {"tensile", "run", "--model", (char *)s->model, "--batch", batch,
                       "--dataset", "synthetic", "--image-size", image, "--policy",
                       (char *)policy, "--pcie-gbps", gbps, "--iterations", iters,
-                      "--optimizer", "adam", "--optimizer-step", "end", "--json",
-                      "--quiet", NULL};
+                      "--optimizer", "adam", "--optimizer-step",
+                      (char *)tool_step_names[BP_STEP], "--json", "--quiet", NULL};
     if (device_memory) {
         int k = 22;
         argv[k++] = "--device-memory";

@@ -68,7 +68,7 @@ static const char help[] =
     "                         gradient at once and lets the optimizer states\n"
     "                         leave the device early; end: every update after\n"
     "                         the backward pass (the seed papers' optimizer\n"
-    "                         phase). The values computed are the same\n"
+    "                         phase). The values computed are the same.\n"
     "  --no-recompute         the same as --recompute 0\n"
     "  --channel-share S      shared (default): every job's copies booked on the\n"
     "                         device's channels on one time axis on which every\n"
