@@ -11,7 +11,8 @@
  * before they complete are harmless; elapsed times are ordered and
  * positive; a failing kernel's error is sticky and named; the synchronous
  * helpers give the same bytes as the reference kernel; in synchronous mode
- * a kernel has run when launch_op returns and its events have completed.
+ * a kernel has run when launch_op returns and its events have completed; a
+ * host function runs between the copies enqueued around it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -164,6 +165,60 @@ Test(backend_streams, synchronous_compute_runs_at_launch) {
     b->iface->free(b, y);
     tsl_backend_free(b);
     tsl_graph_free(r.g);
+}
+
+/* host_func: a host function runs after the copy enqueued before it has
+ * landed (it sees every byte), before the copy enqueued after it starts
+ * (it still sees the old bytes there), once each, in enqueue order; it may
+ * enqueue work itself; on the synchronous compute stream it runs at once. */
+typedef struct host_probe {
+    tsl_backend *b;
+    const float *first, *second; /* device bytes the calls read */
+    float seen_first, seen_second;
+    int calls, order[4];
+    float *again;                /* the first call copies into it (enqueueing from fn) */
+    const float *again_src;
+} host_probe;
+
+static void probe_fn(void *arg) {
+    host_probe *p = arg;
+    p->seen_first = p->first[N - 1];
+    p->seen_second = p->second[N - 1];
+    p->order[p->calls] = p->calls;
+    if (p->calls++ == 0 && p->again)
+        cr_assert_eq(p->b->iface->memcpy_async(p->b, TSL_STREAM_H2D, p->again, p->again_src,
+                                               N * sizeof(float)),
+                     TSL_OK);
+}
+
+Test(backend_streams, host_function_runs_between_the_copies_around_it) {
+    tsl_backend *b = backend(0, 0.0);
+    cr_assert(b->iface->host_func != NULL);
+    cr_assert_eq(tsl_cpu_backend_set_pcie_gbps(b, 0.05), TSL_OK); /* 16 KB: ~0.3 ms each */
+    float *d1 = dev_floats(b, N), *d2 = dev_floats(b, N), *d3 = dev_floats(b, N);
+    float *h = malloc(N * sizeof *h), *h2 = malloc(N * sizeof *h2);
+    for (int i = 0; i < N; i++) h[i] = 7.0f, h2[i] = 9.0f, d1[i] = d2[i] = d3[i] = 0.0f;
+    host_probe p = {.b = b, .first = d1, .second = d2, .again = d3, .again_src = h2};
+    cr_assert_eq(b->iface->memcpy_async(b, TSL_STREAM_H2D, d1, h, N * sizeof(float)), TSL_OK);
+    cr_assert_eq(b->iface->host_func(b, TSL_STREAM_H2D, probe_fn, &p), TSL_OK);
+    cr_assert_eq(b->iface->memcpy_async(b, TSL_STREAM_H2D, d2, h, N * sizeof(float)), TSL_OK);
+    cr_assert_eq(b->iface->synchronize(b), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(p.calls, 1);
+    cr_assert_eq(p.seen_first, 7.0f, "the copy before it had not landed");
+    cr_assert_eq(p.seen_second, 0.0f, "the copy after it had started");
+    for (int i = 0; i < N; i++) cr_assert_eq(d3[i], 9.0f); /* enqueued by fn, landed */
+    /* the synchronous compute stream: at once, in order */
+    p.again = NULL;
+    cr_assert_eq(b->iface->host_func(b, TSL_STREAM_COMPUTE, probe_fn, &p), TSL_OK);
+    cr_assert_eq(p.calls, 2);
+    cr_assert_eq(p.seen_second, 7.0f);
+    cr_assert_eq(p.order[1], 1);
+    free(h);
+    free(h2);
+    b->iface->free(b, d1);
+    b->iface->free(b, d2);
+    b->iface->free(b, d3);
+    tsl_backend_free(b);
 }
 
 /* The synchronous helpers: tsl_backend_run_op gives the reference kernel's

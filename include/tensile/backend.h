@@ -18,6 +18,8 @@
  *   stream_wait             cudaStreamWaitEvent
  *   event_query / _sync     cudaEventQuery / cudaEventSynchronize
  *   event_elapsed_ms        cudaEventElapsedTime
+ *   host_func               cudaLaunchHostFunc (a host thread of the
+ *                           backend's own, which may enqueue work)
  *   alloc / free            one cudaMalloc'd arena, Tensile's allocator
  *
  * Order and completion. Work enqueued on one stream runs in enqueue order;
@@ -197,6 +199,17 @@ struct tsl_backend_i {
      * yet (the backend keeps it as long as a stream still needs it). NULL
      * is fine. */
     void (*event_release)(tsl_backend *b, tsl_dev_event *ev);
+    /* Optional (NULL: the caller waits for events on threads of its own).
+     * Enqueues a call of fn(arg) on `stream`: it runs on a thread of the
+     * backend once the work enqueued on the stream before it has
+     * completed, and the stream's later work waits until it returns. fn
+     * may enqueue work on any stream, call alloc and free and take the
+     * caller's locks; it must not wait for work of its own stream, and it
+     * is called even when earlier work failed (the error stays sticky).
+     * TSL_ERR_OOM when out of host memory (nothing enqueued). What a
+     * completion would cost a watching thread - a wake-up per copy, on
+     * a host whose cores also run the kernels - it costs nothing here. */
+    tsl_status (*host_func)(tsl_backend *b, tsl_stream stream, void (*fn)(void *arg), void *arg);
 
     /* Waits for everything enqueued on every stream. TSL_OK or the sticky
      * error. */

@@ -9,8 +9,11 @@
  *  - Real time (default): ops take what their kernels take; the events an op
  *    triggers are due at (its real end) + delay. The Swap Executor's queue
  *    thread releases due events in time order and issues their copies on
- *    the backend's channels; one watcher thread per channel completes the
- *    copies in order (a channel is FIFO). Every piece of state below is
+ *    the backend's channels; each copy's end is handled in order (a
+ *    channel is FIFO) by a host function its stream runs after it
+ *    (host_func), or, on a backend without, by one watcher thread per
+ *    channel. The executor issues the events due when it queues them
+ *    itself. Every piece of state below is
  *    guarded by `mu`. Each waiter has its own condition variable, so that
  *    a change wakes only the thread that waits for it: `cv` the compute
  *    thread (any change of residency, events or memory), `cv_queue` the
@@ -158,6 +161,13 @@ typedef struct tsl__rt_log {
     int oom;
 } tsl__rt_log;
 
+/* A channel's completion callback's argument (real time, on a backend with
+ * host_func): the runtime and the direction (1: to the device). */
+typedef struct tsl__landing {
+    struct tsl__runtime *rt;
+    int to_device;
+} tsl__landing;
+
 typedef struct tsl__runtime {
     tsl_session *s;
     tsl_backend *b;
@@ -204,7 +214,10 @@ typedef struct tsl__runtime {
     pthread_mutex_t mu;
     pthread_cond_t cv;         /* the compute thread's */
     pthread_cond_t cv_queue;   /* the queue thread's */
-    pthread_cond_t cv_watch[2];/* the channel watchers' */
+    pthread_cond_t cv_watch[2];/* the channel watchers' (a backend without host_func) */
+    int callbacks;             /* 1: each copy's end is handled by a host function the copy's
+                                  stream calls after it (host_func), not by a watcher */
+    tsl__landing landing[2];   /* the host functions' arguments, per direction */
     int threads_on, stop;
     int draining;              /* a failed step: due events are not issued any more */
     pthread_t queue_th, watch_th[2];

@@ -22,11 +22,15 @@
  *    it waits (WMEM) and is retried after every free; the executor takes it
  *    over when its op comes.
  *
- * Real time: a queue thread pops due events (a min-heap on due time, then
- * insertion order) and runs their handlers; one watcher thread per channel
- * waits for the oldest transfer of its channel (channels are FIFO), then
- * completes it. Releases are applied by the executor right after their
- * trigger. All under rt->mu; cv is broadcast on every change.
+ * Real time: events wait in a min-heap on due time, then insertion order.
+ * The executor issues those already due right after it queued an op's
+ * events (issue_due); a queue thread sleeps until the next one is due and
+ * issues it. A copy's end is handled (land) by a host function its stream
+ * runs right after it (host_func: no thread wakes per copy), or, on a
+ * backend without host_func, by one watcher thread per channel waiting
+ * for the oldest transfer of its channel (channels are FIFO). Releases are
+ * applied by the executor right after their trigger. All under rt->mu;
+ * the compute thread's cv is signalled on every change.
  *
  * Virtual clock: no thread. An agenda keyed (time, phase, seq) holds copy
  * ends and event issues; the executor runs it up to each of its own steps
@@ -232,6 +236,8 @@ uint64_t tsl__vc_next_seq(tsl__runtime *rt) { return rt->agenda.next_seq++; }
 
 /* ---- copies --------------------------------------------------------------------------------- */
 
+static void landed(void *arg);
+
 int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32_t event,
                      size_t bytes) {
     tsl__res *r = &rt->res[t];
@@ -272,16 +278,38 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
                                         bytes, &X.ev_end);
         if (st != TSL_OK) {
             tsl_clear_error();
-            if (X.ev_start) { /* enqueued before the failure: let it pass */
+            if (X.ev_start) { /* enqueued before the failure: let it pass (the lock
+                               * released: a copy's host function may need it) */
+                pthread_mutex_unlock(&rt->mu);
                 rt->b->iface->synchronize(rt->b);
+                pthread_mutex_lock(&rt->mu);
                 tsl_clear_error();
                 rt->b->iface->event_release(rt->b, X.ev_start);
             }
             return -1;
         }
-        if (fifo_push(&rt->copies[to_device ? 1 : 0], x) != 0) {
-            rt->b->iface->event_sync(rt->b, X.ev_end); /* cannot track it: let it land */
+        tsl__fifo *f = &rt->copies[to_device ? 1 : 0];
+        if (fifo_push(f, x) != 0) { /* cannot track it: let it land */
+            pthread_mutex_unlock(&rt->mu);
+            rt->b->iface->event_sync(rt->b, X.ev_end);
+            pthread_mutex_lock(&rt->mu);
             tsl_clear_error();
+            rt->b->iface->event_release(rt->b, X.ev_start);
+            rt->b->iface->event_release(rt->b, X.ev_end);
+            return -1;
+        }
+        if (rt->callbacks &&
+            rt->b->iface->host_func(rt->b, sid, landed, &rt->landing[to_device ? 1 : 0]) != TSL_OK) {
+            /* out of host memory for the call: the copy lands here. Every
+             * copy before it on its channel has landed once it has (their
+             * host functions ran first), so it is the head of the fifo */
+            tsl_clear_error();
+            pthread_mutex_unlock(&rt->mu);
+            rt->b->iface->event_sync(rt->b, X.ev_end);
+            tsl_clear_error();
+            pthread_mutex_lock(&rt->mu);
+            TSL_ASSERT(f->n > 0 && f->a[f->head] == x);
+            fifo_pop(f);
             rt->b->iface->event_release(rt->b, X.ev_start);
             rt->b->iface->event_release(rt->b, X.ev_end);
             return -1;
@@ -299,7 +327,7 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
     }
     if (rt->virtual_clock) vchan_request(rt, x);
     else {
-        pthread_cond_signal(&rt->cv_watch[to_device ? 1 : 0]);
+        if (!rt->callbacks) pthread_cond_signal(&rt->cv_watch[to_device ? 1 : 0]);
         wake(rt);
     }
     return x;
@@ -352,6 +380,34 @@ static void copy_end(tsl__runtime *rt, int64_t x) {
     if (X->event >= 0) tsl__se_ev_done(rt, X->event);
     if (!X->to_device) after_swap_out(rt, t);
     wake(rt);
+}
+
+/* Real time: the oldest copy in flight of direction d (1: to the device)
+ * has ended: its times from its events, which it gives back, then
+ * copy_end. Under rt->mu. */
+static void land(tsl__runtime *rt, int d) {
+    tsl__fifo *f = &rt->copies[d];
+    TSL_ASSERT(f->n > 0);
+    int64_t x = fifo_pop(f);
+    tsl__xfer *X = &rt->xf[x];
+    X->start = tsl__rt_event_us(rt, X->ev_start);
+    X->end = tsl__rt_event_us(rt, X->ev_end);
+    X->dur = X->end - X->start;
+    rt->b->iface->event_release(rt->b, X->ev_start);
+    rt->b->iface->event_release(rt->b, X->ev_end);
+    X->ev_start = X->ev_end = NULL;
+    copy_end(rt, x);
+}
+
+/* The host function a copy's stream runs right after it (host_func; arg:
+ * its direction's tsl__landing): that copy, the oldest of its channel in
+ * flight, has ended. */
+static void landed(void *arg) {
+    const tsl__landing *l = arg;
+    tsl__runtime *rt = l->rt;
+    pthread_mutex_lock(&rt->mu);
+    land(rt, l->to_device);
+    pthread_mutex_unlock(&rt->mu);
 }
 
 /* ---- event handlers -------------------------------------------------------------------------- */
@@ -466,8 +522,36 @@ void tsl__se_retry_wmem(tsl__runtime *rt) {
     busy = 0;
 }
 
+/* Runs the handler of a due event that is still scheduled. */
+static void issue(tsl__runtime *rt, int32_t e) {
+    if (rt->ev_state[e] != TSL__EV_SCHED || rt->draining) return; /* taken over, or failing */
+    switch (rt->cur->p->events[e].type) {
+    case TSL_EV_SWAP_OUT: tsl__se_swap_out(rt, e); break;
+    case TSL_EV_SWAP_IN: tsl__se_swap_in(rt, e); break;
+    case TSL_EV_RELEASE: tsl__se_release(rt, e); break;
+    default: TSL_ASSERT(0);
+    }
+}
+
+/* Real time: pops and issues the queue's events due by now, earliest first
+ * (those left from an earlier iteration are dropped). Called by the queue
+ * thread, and by the executor right after it queued an op's events. */
+static void issue_due(tsl__runtime *rt) {
+    while (rt->queue.n > 0 && !rt->stop) {
+        tsl__qent top = rt->queue.a[0];
+        if (top.iter != rt->iter) { /* left over from an earlier iteration */
+            heap_pop(&rt->queue);
+            continue;
+        }
+        if (top.t > tsl__rt_now(rt)) return;
+        heap_pop(&rt->queue);
+        issue(rt, (int32_t)top.arg);
+    }
+}
+
 void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end) {
     const tsl__rt_plan *pl = rt->cur;
+    int pushed = 0;
     for (int32_t k = pl->trig_start[op + 1]; k < pl->trig_start[op + 2]; k++) {
         int32_t e = pl->trig_list[k];
         const tsl_event *ev = &pl->p->events[e];
@@ -495,22 +579,18 @@ void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end) {
                 note_oom(rt);
                 tsl__se_ev_done(rt, e);
             } else {
-                pthread_cond_signal(&rt->cv_queue);
+                pushed = 1;
             }
         }
     }
-    wake(rt);
-}
-
-/* Runs the handler of a due event that is still scheduled. */
-static void issue(tsl__runtime *rt, int32_t e) {
-    if (rt->ev_state[e] != TSL__EV_SCHED || rt->draining) return; /* taken over, or failing */
-    switch (rt->cur->p->events[e].type) {
-    case TSL_EV_SWAP_OUT: tsl__se_swap_out(rt, e); break;
-    case TSL_EV_SWAP_IN: tsl__se_swap_in(rt, e); break;
-    case TSL_EV_RELEASE: tsl__se_release(rt, e); break;
-    default: TSL_ASSERT(0);
+    if (pushed && !rt->virtual_clock) {
+        /* what is due already is issued here, in time order, without a
+         * hand-off to the queue thread and back (two wake-ups per copy);
+         * the queue thread is woken only for what is due later */
+        issue_due(rt);
+        if (rt->queue.n > 0) pthread_cond_signal(&rt->cv_queue);
     }
+    wake(rt);
 }
 
 /* ---- virtual agenda ----------------------------------------------------------------------------- */
@@ -574,16 +654,9 @@ static void *queue_main(void *arg) {
             pthread_cond_wait(&rt->cv_queue, &rt->mu);
             continue;
         }
+        issue_due(rt);
+        if (rt->queue.n == 0 || rt->stop) continue;
         tsl__qent top = rt->queue.a[0];
-        if (top.iter != rt->iter) { /* left over from an earlier iteration */
-            heap_pop(&rt->queue);
-            continue;
-        }
-        if (top.t <= tsl__rt_now(rt)) {
-            heap_pop(&rt->queue);
-            issue(rt, (int32_t)top.arg);
-            continue;
-        }
         double due_ms = rt->t0_ms + top.t * 1e-3, now_ms = tsl_backend_now_ms();
         double wait_ms = due_ms - now_ms;
         if (wait_ms > 20.0) wait_ms = 20.0; /* the clocks may differ: re-check */
@@ -613,8 +686,7 @@ static void *watch_main(void *arg) {
     for (;;) {
         while (!rt->stop && f->n == 0) pthread_cond_wait(&rt->cv_watch[d], &rt->mu);
         if (f->n == 0) break; /* stopping, nothing in flight */
-        int64_t x = f->a[f->head];
-        tsl_dev_event *ev = rt->xf[x].ev_end;
+        tsl_dev_event *ev = rt->xf[f->a[f->head]].ev_end;
         pthread_mutex_unlock(&rt->mu);
         tsl_status st = rt->b->iface->event_sync(rt->b, ev);
         pthread_mutex_lock(&rt->mu);
@@ -622,15 +694,7 @@ static void *watch_main(void *arg) {
             rt->async_err = st;
             snprintf(rt->async_msg, sizeof rt->async_msg, "%s", tsl_last_error());
         }
-        fifo_pop(f);
-        tsl__xfer *X = &rt->xf[x];
-        X->start = tsl__rt_event_us(rt, X->ev_start);
-        X->end = tsl__rt_event_us(rt, X->ev_end);
-        X->dur = X->end - X->start;
-        rt->b->iface->event_release(rt->b, X->ev_start);
-        rt->b->iface->event_release(rt->b, X->ev_end);
-        X->ev_start = X->ev_end = NULL;
-        copy_end(rt, x);
+        land(rt, d);
     }
     pthread_mutex_unlock(&rt->mu);
     return NULL;
@@ -638,10 +702,12 @@ static void *watch_main(void *arg) {
 
 tsl_status tsl__se_start(tsl__runtime *rt) {
     rt->stop = 0;
+    rt->callbacks = rt->b->iface->host_func != NULL;
+    for (int d = 0; d < 2; d++) rt->landing[d] = (tsl__landing){rt, d};
     if (pthread_create(&rt->queue_th, NULL, queue_main, rt) != 0)
         return tsl_fail(TSL_ERR_INTERNAL, "runtime: cannot start the execution queue thread");
     rt->threads_on = 1;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 2 && !rt->callbacks; d++) {
         watch_arg *a = malloc(sizeof *a);
         int ok = a != NULL;
         if (ok) {
@@ -661,6 +727,15 @@ tsl_status tsl__se_start(tsl__runtime *rt) {
 void tsl__se_stop(tsl__runtime *rt) {
     if (!rt->threads_on) return;
     pthread_mutex_lock(&rt->mu);
+    if (rt->callbacks) {
+        /* the copies in flight land first (their host functions use rt),
+         * and those functions return before rt goes (the streams drained) */
+        while (rt->copies[0].n > 0 || rt->copies[1].n > 0) pthread_cond_wait(&rt->cv, &rt->mu);
+        pthread_mutex_unlock(&rt->mu);
+        rt->b->iface->synchronize(rt->b);
+        tsl_clear_error();
+        pthread_mutex_lock(&rt->mu);
+    }
     rt->stop = 1;
     pthread_cond_broadcast(&rt->cv);
     pthread_cond_broadcast(&rt->cv_queue);

@@ -263,6 +263,12 @@ static tsl_status cpu_stream_wait(tsl_backend *b, tsl_stream stream, tsl_dev_eve
     return tsl__streams_wait(c->streams, stream, ev);
 }
 
+static tsl_status cpu_host_func(tsl_backend *b, tsl_stream stream, void (*fn)(void *arg),
+                                void *arg) {
+    cpu_ctx *c = b->context;
+    return tsl__streams_host_func(c->streams, stream, fn, arg);
+}
+
 static int cpu_event_query(tsl_backend *b, tsl_dev_event *ev) {
     (void)b;
     return tsl__event_query(ev);
@@ -358,6 +364,7 @@ static const struct tsl_backend_i cpu_iface = {
     .event_sync = cpu_event_sync,
     .event_elapsed_ms = cpu_event_elapsed_ms,
     .event_release = cpu_event_release,
+    .host_func = cpu_host_func,
     .synchronize = cpu_synchronize,
     .destroy = cpu_destroy,
 };

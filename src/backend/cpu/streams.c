@@ -30,7 +30,7 @@
 #include "backend/cpu/streams.h"
 #include "core/assert.h"
 
-typedef enum { IT_KERNEL, IT_COPY, IT_RECORD, IT_WAIT } item_kind;
+typedef enum { IT_KERNEL, IT_COPY, IT_RECORD, IT_WAIT, IT_HOST } item_kind;
 
 typedef struct item {
     struct item *next;
@@ -40,6 +40,8 @@ typedef struct item {
     const void *src;
     size_t n;
     tsl_kernel_fn fn;      /* KERNEL: args.in / args.out point into ptrs */
+    void (*host)(void *);  /* HOST: host(host_arg) */
+    void *host_arg;
     tsl_kernel_args args;
     void **ptrs;
 } item;
@@ -240,6 +242,9 @@ static tsl_status run_item(stream *st, item *it) {
         event_block(s, it->ev);
         event_unref(s, it->ev);
         return TSL_OK;
+    case IT_HOST:
+        it->host(it->host_arg);
+        return TSL_OK;
     }
     return TSL_OK;
 }
@@ -341,6 +346,16 @@ tsl_status tsl__streams_record(tsl__streams *s, tsl_stream id, tsl_dev_event **e
     }
     it->ev = e;
     *ev = e;
+    return enqueue(s, id, it);
+}
+
+tsl_status tsl__streams_host_func(tsl__streams *s, tsl_stream id, void (*fn)(void *arg),
+                                  void *arg) {
+    TSL_ASSERT((unsigned)id < TSL_N_STREAMS && fn);
+    item *it = item_new(IT_HOST);
+    if (!it) return tsl_fail(TSL_ERR_OOM, "cpu backend: out of host memory for a host function");
+    it->host = fn;
+    it->host_arg = arg;
     return enqueue(s, id, it);
 }
 

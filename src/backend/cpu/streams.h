@@ -86,6 +86,10 @@ tsl_status tsl__streams_copy(tsl__streams *s, tsl_stream st, void *dst, const vo
                              size_t n);
 
 tsl_status tsl__streams_record(tsl__streams *s, tsl_stream st, tsl_dev_event **ev);
+/* Enqueues fn(arg) on stream st (host_func in tensile/backend.h): run by
+ * the stream's thread in its turn (by the caller at once on a synchronous
+ * compute stream). TSL_ERR_OOM when out of host memory. */
+tsl_status tsl__streams_host_func(tsl__streams *s, tsl_stream st, void (*fn)(void *arg), void *arg);
 tsl_status tsl__streams_wait(tsl__streams *s, tsl_stream st, tsl_dev_event *ev);
 int tsl__event_query(tsl_dev_event *ev);
 tsl_status tsl__event_sync(tsl__streams *s, tsl_dev_event *ev);
