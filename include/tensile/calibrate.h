@@ -68,15 +68,6 @@ typedef struct tsl_calib_result {
  * (well under a second with quick). */
 tsl_status tsl_calibrate_cpu(const tsl_calib_opts *o, tsl_calib_result *r);
 
-/* The copy latency of this machine's CPU backend alone, as
- * tsl_calibrate_cpu measures it (a 256-byte copy into the arena and the
- * wait for its end: the hand-off to a copy thread and back), on a small
- * backend of its own: the median of `repeats` (1..1000) runs of `batch`
- * (1..100000) copies, in µs. What rough figures miss most - thread
- * wake-ups cost 5 to 100 µs by machine - for a few ms (3 x 50 copies).
- * TSL_ERR_INVALID (ranges, named), TSL_ERR_OOM, or the backend's error. */
-tsl_status tsl_calibrate_copy_latency(int repeats, int batch, double *us);
-
 /* Measures every algorithm (tensile/ops.h, "algorithms") of every op of
  * finalized graph g that has several, on backend b: the median µs of
  * `repeats` (1..1000) timed runs after one warm-up (tsl_backend_run_op),

@@ -161,9 +161,7 @@ void tsl_job_get_stats(const tsl_job *j, tsl_job_stats *st);
 
 /* The device profile to plan with on this machine: `name` (a profile name
  * or path) if given, else profiles/cpu-local.json (`tensile calibrate`) if
- * it exists, else tsl_profile_cpu_rough() with its copy latency measured
- * on this machine (tsl_calibrate_copy_latency: a few ms; 5 µs if the probe
- * fails); its copy bandwidths set to
+ * it exists, else tsl_profile_cpu_rough(); its copy bandwidths set to
  * pcie_gbps GB/s when > 0 (the CPU backend's throttle), its memory to
  * capacity. TSL_ERR_IO / TSL_ERR_FORMAT for a named profile that cannot be
  * loaded. */

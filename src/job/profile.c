@@ -1,15 +1,13 @@
 /*
  * profile.c - the device profile a job plans with on this machine
  * (tsl_job_default_profile, tensile/job.h): a named one, else the
- * calibrated cpu-local, else the one rough CPU profile with the copy
- * latency measured at once (a few ms). A cpu-local.json
+ * calibrated cpu-local, else the one rough CPU profile. A cpu-local.json
  * that exists but cannot be read as a profile is an error, not a reason to
  * guess.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "tensile/calibrate.h"
 #include "tensile/job.h"
 #include "tensile/sched_json.h"
 
@@ -28,14 +26,6 @@ tsl_status tsl_job_default_profile(const char *name, double pcie_gbps, size_t ca
         if (st != TSL_OK) {
             tsl_clear_error(); /* never calibrated: rough figures */
             *out = tsl_profile_cpu_rough();
-            /* but the copy latency measured: the rough 5 µs is a GPU copy
-             * engine's, while a copy here is a hand-off to a thread and
-             * back (tens of µs on a shared VM); a planner that thinks
-             * copies nearly free plans hundreds of small ones whose
-             * latency makes compute wait. A failed probe keeps 5 µs. */
-            double us = 0;
-            if (tsl_calibrate_copy_latency(3, 50, &us) == TSL_OK) out->copy_latency_us = us;
-            else tsl_clear_error();
         }
     }
     if (pcie_gbps > 0) out->h2d_bw = out->d2h_bw = pcie_gbps * 1e9;

@@ -159,29 +159,6 @@ static tsl_status time_copy(tsl_backend *be,
 /* Clamps a measured time to at least 1 ns, so that rates stay finite. */
 static double at_least_ns(double s) { return s > 1e-9 ? s : 1e-9; }
 
-tsl_status tsl_calibrate_copy_latency(int repeats, int batch, double *us) {
-    TSL_ASSERT(us);
-    if (repeats < 1 || repeats > 1000)
-        return tsl_fail(TSL_ERR_INVALID, "calibrate copy latency: repeats %d outside 1..1000",
-                        repeats);
-    if (batch < 1 || batch > 100000)
-        return tsl_fail(TSL_ERR_INVALID, "calibrate copy latency: batch %d outside 1..100000",
-                        batch);
-    enum { N = 256 };
-    unsigned char host[N];
-    memset(host, 1, sizeof host);
-    tsl_backend *be = NULL;
-    void *dev = NULL;
-    double s = 0;
-    tsl_status st = tsl_cpu_backend_new((size_t)1 << 20, TSL_KERNELS_REF, 1, &be);
-    if (st == TSL_OK) st = be->iface->alloc(be, N, &dev);
-    if (st == TSL_OK) st = time_copy(be, tsl_backend_upload, dev, host, N, repeats, batch, &s);
-    if (st == TSL_OK) *us = at_least_ns(s) * 1e6;
-    if (dev) be->iface->free(be, dev);
-    tsl_backend_free(be);
-    return st;
-}
-
 /* See calibrate.h. Builds the timed graph, places its tensors in a CPU
  * backend's arena, times each figure, fills *r (zeroed first) and its
  * profile. Everything it allocated is freed on every path. */
