@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "core/assert.h"
@@ -648,6 +649,7 @@ void tsl__se_reset_iteration(tsl__runtime *rt) {
 /* The execution queue: releases due events in time order. */
 static void *queue_main(void *arg) {
     tsl__runtime *rt = arg;
+    (void)prctl(PR_SET_NAME, "tsl-queue", 0UL, 0UL, 0UL); /* for top and perf */
     pthread_mutex_lock(&rt->mu);
     while (!rt->stop) {
         if (rt->queue.n == 0) {
@@ -681,6 +683,7 @@ static void *watch_main(void *arg) {
     tsl__runtime *rt = ((watch_arg *)arg)->rt;
     int d = ((watch_arg *)arg)->to_device;
     free(arg);
+    (void)prctl(PR_SET_NAME, d ? "tsl-watch-h2d" : "tsl-watch-d2h", 0UL, 0UL, 0UL);
     tsl__fifo *f = &rt->copies[d];
     pthread_mutex_lock(&rt->mu);
     for (;;) {

@@ -258,6 +258,8 @@ static void item_free(item *it) {
  * empty queue (stopping never drops an item). */
 static void *stream_main(void *arg) {
     stream *st = arg;
+    static const char *const thread_names[] = {"tsl-compute", "tsl-h2d", "tsl-d2h"};
+    (void)prctl(PR_SET_NAME, thread_names[st->id], 0UL, 0UL, 0UL); /* for top and perf */
     if (st->id == TSL_STREAM_COMPUTE) tsl_cpu_set_threads(st->owner->o.nthreads);
     else /* a copy channel's throttle sleeps to absolute deadlines: no 50 µs
           * default timer slack on top of each (Linux; best effort) */
