@@ -91,6 +91,8 @@ typedef struct tsl__xfer {
     double issue, start, end, dur; /* µs in the iteration (real: from the events) */
     tsl_dev_event *ev_start, *ev_end; /* real time: recorded around the copy on its stream */
     int done;
+    int polled;            /* real time with host functions: none could be enqueued after
+                              it (out of host memory); it lands when found ended (land_ready) */
 } tsl__xfer;
 
 /* Per tensor, beside s->ptr[t] (the device block, NULL when absent). */

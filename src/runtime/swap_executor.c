@@ -79,6 +79,16 @@ static int fifo_push(tsl__fifo *f, int64_t x) {
     return 0;
 }
 
+/* Makes room for one more entry, so that the next fifo_push cannot fail:
+ * 0, or -1 out of host memory (f unchanged). */
+static int fifo_reserve(tsl__fifo *f) {
+    if (f->head + f->n < f->cap) return 0;
+    if (fifo_push(f, 0) != 0) return -1; /* compacts or grows; then takes the entry back */
+    f->n--;
+    if (f->n == 0) f->head = 0;
+    return 0;
+}
+
 static int64_t fifo_pop(tsl__fifo *f) {
     TSL_ASSERT(f->n > 0);
     int64_t x = f->a[f->head++];
@@ -268,6 +278,8 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
         /* a copy out reads a tensor whose writers have completed (swap-outs
          * are triggered by retired ops; evictions take no busy tensor) */
         tsl_stream sid = to_device ? TSL_STREAM_H2D : TSL_STREAM_D2H;
+        tsl__fifo *f = &rt->copies[to_device ? 1 : 0];
+        if (fifo_reserve(f) != 0) return -1; /* nothing enqueued yet */
         tsl_status st = TSL_OK;
         /* a fresh block may hold bytes a kernel in flight still uses (blocks
          * go back when their last kernel is enqueued): the copy waits for
@@ -289,31 +301,15 @@ int64_t tsl__se_copy(tsl__runtime *rt, int32_t t, int to_device, int kind, int32
             }
             return -1;
         }
-        tsl__fifo *f = &rt->copies[to_device ? 1 : 0];
-        if (fifo_push(f, x) != 0) { /* cannot track it: let it land */
-            pthread_mutex_unlock(&rt->mu);
-            rt->b->iface->event_sync(rt->b, X.ev_end);
-            pthread_mutex_lock(&rt->mu);
-            tsl_clear_error();
-            rt->b->iface->event_release(rt->b, X.ev_start);
-            rt->b->iface->event_release(rt->b, X.ev_end);
-            return -1;
-        }
+        int pushed = fifo_push(f, x); /* cannot fail: reserved above */
+        TSL_ASSERT(pushed == 0);
         if (rt->callbacks &&
             rt->b->iface->host_func(rt->b, sid, landed, &rt->landing[to_device ? 1 : 0]) != TSL_OK) {
-            /* out of host memory for the call: the copy lands here. Every
-             * copy before it on its channel has landed once it has (their
-             * host functions ran first), so it is the head of the fifo */
+            /* out of host memory for the call: it lands when found ended,
+             * by the next host function of its channel or the waits of the
+             * compute thread (land_ready) */
             tsl_clear_error();
-            pthread_mutex_unlock(&rt->mu);
-            rt->b->iface->event_sync(rt->b, X.ev_end);
-            tsl_clear_error();
-            pthread_mutex_lock(&rt->mu);
-            TSL_ASSERT(f->n > 0 && f->a[f->head] == x);
-            fifo_pop(f);
-            rt->b->iface->event_release(rt->b, X.ev_start);
-            rt->b->iface->event_release(rt->b, X.ev_end);
-            return -1;
+            X.polled = 1;
         }
     }
     rt->xf[x] = X;
@@ -400,13 +396,32 @@ static void land(tsl__runtime *rt, int d) {
     copy_end(rt, x);
 }
 
+/* Lands the oldest copies of direction d that have no host function
+ * (polled) and have ended; returns how many. Under rt->mu. */
+static int land_ready(tsl__runtime *rt, int d) {
+    tsl__fifo *f = &rt->copies[d];
+    int n = 0;
+    while (f->n > 0) {
+        const tsl__xfer *X = &rt->xf[f->a[f->head]];
+        if (!X->polled || !rt->b->iface->event_query(rt->b, X->ev_end)) break;
+        land(rt, d);
+        n++;
+    }
+    return n;
+}
+
 /* The host function a copy's stream runs right after it (host_func; arg:
- * its direction's tsl__landing): that copy, the oldest of its channel in
- * flight, has ended. */
+ * its direction's tsl__landing): that copy has ended, and so has every
+ * copy before it on its channel - those with host functions of their own
+ * have landed already, the polled ones land here first - so it is the
+ * oldest in flight. */
 static void landed(void *arg) {
     const tsl__landing *l = arg;
     tsl__runtime *rt = l->rt;
     pthread_mutex_lock(&rt->mu);
+    const tsl__fifo *f = &rt->copies[l->to_device];
+    land_ready(rt, l->to_device);
+    TSL_ASSERT(f->n > 0 && !rt->xf[f->a[f->head]].polled);
     land(rt, l->to_device);
     pthread_mutex_unlock(&rt->mu);
 }
@@ -614,6 +629,16 @@ void tsl__vc_run_before(tsl__runtime *rt, double t, int32_t phase, uint64_t seq)
     }
 }
 
+/* 1 if a polled copy (no host function) is in flight. Under rt->mu. */
+static int polled_in_flight(const tsl__runtime *rt) {
+    for (int d = 0; d < 2; d++) {
+        const tsl__fifo *f = &rt->copies[d];
+        for (int64_t i = 0; i < f->n; i++)
+            if (rt->xf[f->a[f->head + i]].polled) return 1;
+    }
+    return 0;
+}
+
 int tsl__se_wait(tsl__runtime *rt) {
     if (rt->virtual_clock) {
         if (rt->agenda.n == 0) return 0;
@@ -621,9 +646,11 @@ int tsl__se_wait(tsl__runtime *rt) {
         vprocess(rt, &q);
         return 1;
     }
+    if (rt->callbacks && land_ready(rt, 0) + land_ready(rt, 1) > 0) return 1;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 20 * 1000 * 1000; /* re-check at least every 20 ms */
+    /* re-check at least every 20 ms (1 ms while a polled copy is in flight) */
+    ts.tv_nsec += (polled_in_flight(rt) ? 1 : 20) * 1000 * 1000;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -733,7 +760,17 @@ void tsl__se_stop(tsl__runtime *rt) {
     if (rt->callbacks) {
         /* the copies in flight land first (their host functions use rt),
          * and those functions return before rt goes (the streams drained) */
-        while (rt->copies[0].n > 0 || rt->copies[1].n > 0) pthread_cond_wait(&rt->cv, &rt->mu);
+        while (rt->copies[0].n > 0 || rt->copies[1].n > 0)
+            if (land_ready(rt, 0) + land_ready(rt, 1) == 0) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += 1000 * 1000; /* a polled copy is not signalled */
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
+            }
         pthread_mutex_unlock(&rt->mu);
         rt->b->iface->synchronize(rt->b);
         tsl_clear_error();
