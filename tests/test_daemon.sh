@@ -60,7 +60,9 @@ submit() { "$bin" submit --socket "$sock" --dataset synthetic "$@" 2>&1 | sed -n
 # ---- 1. three jobs in 70 % of their vanilla footprints, a fourth queued
 start_daemon
 check "the daemon listens on a 0600 socket" "$([ "$(stat -c %a "$sock")" = 600 ] && echo 1 || echo 0)"
-ja=$(submit "${A[@]}" --iterations 12)
+# A runs long enough (40 iterations, a few seconds) that B is seen queued
+# by a STATUS poll even on a loaded machine
+ja=$(submit "${A[@]}" --iterations 40)
 jb=$(submit "${B[@]}" --iterations 12)
 jc=$(submit "${C[@]}" --iterations 12)
 check "three jobs submitted ($ja $jb $jc)" "$([ -n "$ja" ] && [ -n "$jb" ] && [ -n "$jc" ] && echo 1 || echo 0)"
@@ -69,7 +71,7 @@ why=$(jobfield "$jb" reason)
 check "a job that does not fit waits, told why: '$why'" "$(grep -q "starts when a job ends" <<<"$why" && echo 1 || echo 0)"
 for j in $ja $jb $jc; do wait_for 240 state_is "$j" done; done
 for j in $ja $jb $jc; do check "job $j done" "$(state_is "$j" done && echo 1 || echo 0)"; done
-check "job $ja's parameters equal its solo run's" "$([ "$(jobfield "$ja" param_checksum)" = "$(solo "${A[@]}" --iterations 12)" ] && echo 1 || echo 0)"
+check "job $ja's parameters equal its solo run's" "$([ "$(jobfield "$ja" param_checksum)" = "$(solo "${A[@]}" --iterations 40)" ] && echo 1 || echo 0)"
 check "job $jb's parameters equal its solo run's" "$([ "$(jobfield "$jb" param_checksum)" = "$(solo "${B[@]}" --iterations 12)" ] && echo 1 || echo 0)"
 check "job $jc's parameters equal its solo run's" "$([ "$(jobfield "$jc" param_checksum)" = "$(solo "${C[@]}" --iterations 12)" ] && echo 1 || echo 0)"
 peak=$(status_json | python3 -c "import json,sys; print(json.load(sys.stdin)['global']['peak_footprint_bytes'])")

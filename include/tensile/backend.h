@@ -18,8 +18,9 @@
  *   stream_wait             cudaStreamWaitEvent
  *   event_query / _sync     cudaEventQuery / cudaEventSynchronize
  *   event_elapsed_ms        cudaEventElapsedTime
- *   host_func               cudaLaunchHostFunc (a host thread of the
- *                           backend's own, which may enqueue work)
+ *   host_func               cudaLaunchHostFunc, handing fn to a host
+ *                           thread of the backend's own (a CUDA callback
+ *                           may not call CUDA; fn may enqueue work)
  *   alloc / free            one cudaMalloc'd arena, Tensile's allocator
  *
  * Order and completion. Work enqueued on one stream runs in enqueue order;
@@ -206,9 +207,10 @@ struct tsl_backend_i {
      * may enqueue work on any stream, call alloc and free and take the
      * caller's locks; it must not wait for work of its own stream, and it
      * is called even when earlier work failed (the error stays sticky).
-     * TSL_ERR_OOM when out of host memory (nothing enqueued). What a
-     * completion would cost a watching thread - a wake-up per copy, on
-     * a host whose cores also run the kernels - it costs nothing here. */
+     * TSL_ERR_OOM when out of host memory (nothing enqueued). The runtime
+     * learns that its copies ended this way: a thread watching their
+     * events would cost a wake-up per copy on cores that also run the
+     * kernels. */
     tsl_status (*host_func)(tsl_backend *b, tsl_stream stream, void (*fn)(void *arg), void *arg);
 
     /* Waits for everything enqueued on every stream. TSL_OK or the sticky

@@ -103,6 +103,18 @@ double tsl__rt_now(const tsl__runtime *rt) {
     return (tsl_backend_now_ms() - rt->t0_ms) * 1e3;
 }
 
+/* Waits on cv (a CLOCK_MONOTONIC condition variable, runtime.c) with mu
+ * held, for at most ms milliseconds (0 or less: not at all). */
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double ms) {
+    if (!(ms > 0)) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(ms * 1e6);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* Wakes the compute thread if it waits for a change (real time). */
 static void wake(tsl__runtime *rt) {
     if (!rt->virtual_clock) pthread_cond_signal(&rt->cv);
@@ -647,15 +659,8 @@ int tsl__se_wait(tsl__runtime *rt) {
         return 1;
     }
     if (rt->callbacks && land_ready(rt, 0) + land_ready(rt, 1) > 0) return 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     /* re-check at least every 20 ms (1 ms while a polled copy is in flight) */
-    ts.tv_nsec += (polled_in_flight(rt) ? 1 : 20) * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
+    timed_wait(&rt->cv, &rt->mu, polled_in_flight(rt) ? 1.0 : 20.0);
     return 1;
 }
 
@@ -689,12 +694,7 @@ static void *queue_main(void *arg) {
         double due_ms = rt->t0_ms + top.t * 1e-3, now_ms = tsl_backend_now_ms();
         double wait_ms = due_ms - now_ms;
         if (wait_ms > 20.0) wait_ms = 20.0; /* the clocks may differ: re-check */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        long ns = ts.tv_nsec + (long)(wait_ms * 1e6);
-        ts.tv_sec += ns / 1000000000L;
-        ts.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&rt->cv_queue, &rt->mu, &ts);
+        timed_wait(&rt->cv_queue, &rt->mu, wait_ms);
     }
     pthread_mutex_unlock(&rt->mu);
     return NULL;
@@ -761,16 +761,8 @@ void tsl__se_stop(tsl__runtime *rt) {
         /* the copies in flight land first (their host functions use rt),
          * and those functions return before rt goes (the streams drained) */
         while (rt->copies[0].n > 0 || rt->copies[1].n > 0)
-            if (land_ready(rt, 0) + land_ready(rt, 1) == 0) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += 1000 * 1000; /* a polled copy is not signalled */
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
-                pthread_cond_timedwait(&rt->cv, &rt->mu, &ts);
-            }
+            if (land_ready(rt, 0) + land_ready(rt, 1) == 0)
+                timed_wait(&rt->cv, &rt->mu, 1.0); /* a polled copy is not signalled */
         pthread_mutex_unlock(&rt->mu);
         rt->b->iface->synchronize(rt->b);
         tsl_clear_error();
