@@ -61,31 +61,28 @@ static int qlt(const tsl__qent *a, const tsl__qent *b) {
 /* heap_push (gives e the next seq; -1 if out of memory) and heap_pop */
 TSL__HEAP_DEFINE(heap, tsl__heap, tsl__qent, qlt)
 
-static int fifo_push(tsl__fifo *f, int64_t x) {
-    if (f->head + f->n == f->cap) {
-        if (f->head > 0) {
-            memmove(f->a, f->a + f->head, (size_t)f->n * sizeof *f->a);
-            f->head = 0;
-        }
-        if (f->n == f->cap) {
-            int64_t cap = f->cap ? 2 * f->cap : 64;
-            int64_t *a = realloc(f->a, (size_t)cap * sizeof *a);
-            if (!a) return -1;
-            f->a = a;
-            f->cap = cap;
-        }
+/* Makes room for one more entry at the tail (compacting, else growing),
+ * so that the next fifo_push cannot fail: 0, or -1 out of host memory (f
+ * unchanged). */
+static int fifo_reserve(tsl__fifo *f) {
+    if (f->head + f->n < f->cap) return 0;
+    if (f->head > 0) {
+        memmove(f->a, f->a + f->head, (size_t)f->n * sizeof *f->a);
+        f->head = 0;
     }
-    f->a[f->head + f->n++] = x;
+    if (f->n == f->cap) {
+        int64_t cap = f->cap ? 2 * f->cap : 64;
+        int64_t *a = realloc(f->a, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        f->a = a;
+        f->cap = cap;
+    }
     return 0;
 }
 
-/* Makes room for one more entry, so that the next fifo_push cannot fail:
- * 0, or -1 out of host memory (f unchanged). */
-static int fifo_reserve(tsl__fifo *f) {
-    if (f->head + f->n < f->cap) return 0;
-    if (fifo_push(f, 0) != 0) return -1; /* compacts or grows; then takes the entry back */
-    f->n--;
-    if (f->n == 0) f->head = 0;
+static int fifo_push(tsl__fifo *f, int64_t x) {
+    if (fifo_reserve(f) != 0) return -1;
+    f->a[f->head + f->n++] = x;
     return 0;
 }
 
