@@ -66,7 +66,7 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
 /* ---- swaps ---------------------------------------------------------------------------- */
 
 void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
-    c->swap_ok = 0;
+    c->swap_ok = c->has_across = 0;
     c->ft = c->stall = 0.0;
     if (!D->swap) return;
     tsl__kit *K = D->K;
@@ -77,6 +77,12 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     tsl__swap_draft d = {.tensor = c->tensor, .gap = c->gap};
     /* out after the evicted access, gone by the peak */
     double rel = tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op], c->evict_op, t_peak, &d);
+    if ((rel < 0 || rel > t_peak) && hidden && D->clean_drops &&
+        tsl__clean_drop_ok(J, c->tensor, c->gap) && tsl__place_across(K, J, c->tensor, &c->across)) {
+        d = (tsl__swap_draft){.tensor = c->tensor, .gap = c->gap, .rel_trig = c->evict_op};
+        rel = tl->e[c->evict_op]; /* a clean drop: nothing of it planned, it goes at once */
+        c->has_across = 1;
+    }
     if (rel < 0 || rel > t_peak) return;
     /* back once the position running at the peak has ended (a swap-in
      * allocates as it starts: one issued while it runs adds to its load) */
@@ -84,7 +90,10 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     double lo = fmax(rel, fmax(t_end, nextafter(t_peak, INFINITY)));
     double left = d.has_out ? d.so_end : rel;
     if (hidden) {
-        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) return;
+        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) {
+            c->has_across = 0;
+            return;
+        }
     } else {
         /* as early as the channel allows: the back access waits for a copy
          * under way when it would start, never for one issued later */
@@ -237,7 +246,11 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     if (!old) return 0;
     int32_t n0 = J->plan->n_events, m = tsl__pjob_copy_times(J, old);
     size_t before = J->pk.peak;
-    int ok = tsl__commit_swap_out(K, J, d);
+    int ok = !c->has_across || tsl__commit_swap(K, J, &c->across); /* what makes it clean */
+    if (ok && !tsl__commit_swap_out(K, J, d)) {
+        if (c->has_across) tsl__kit_undo(K, J, n0, NULL, old);
+        ok = 0;
+    }
     if (ok && d->has_out) { /* the swap-out's own booking: the swap-in cannot move it */
         old[2 * m] = d->so_issue;
         old[2 * m + 1] = d->so_end;
@@ -247,6 +260,10 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     double stall = J->tl.stall;
     if (ok && !tsl__commit_swap_in(K, J, d)) {
         tsl__kit_undo(K, J, n0, NULL, old);
+        ok = 0;
+    }
+    if (ok && c->has_across && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
+        tsl__kit_undo(K, J, n0, NULL, old); /* a clean drop is hidden, or nothing */
         ok = 0;
     }
     if (ok && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {

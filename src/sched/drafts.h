@@ -47,6 +47,8 @@ typedef struct tsl__draft_cand {
     /* its swap (tsl__draft_swap) */
     int swap_ok;
     tsl__swap_draft sw;
+    int has_across;       /* sw is a clean drop (no swap-out) that holds once `across`, the */
+    tsl__swap_draft across; /* tensor's across-iteration swap, is committed first */
     double ft;            /* free time: swap-in issue - swap-out end (or release) */
     double stall;         /* the wait of the back access for a late swap-in (0: hidden) */
     /* its recomputation (tsl__draft_rc) */
@@ -64,6 +66,8 @@ typedef struct tsl__drafter {
     int swap, recompute;  /* which drafts may be made */
     int single_output;    /* recomputations re-run single-output producers only (not batch
                              norm's: remat.h) */
+    int clean_drops;      /* a hidden swap of a persistent tensor whose swap-out does not fit
+                             may be a clean drop (tsl__clean_drop_ok) */
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */
     const size_t *min_bytes; /* per job: the smallest candidate */
     tsl__draft_cand *cand; /* the candidates of one round */
@@ -83,8 +87,10 @@ int32_t tsl__drafts_candidates(tsl__drafter *D);
  * `hidden`, the swap-in as late as the host-to-device channel allows,
  * after the peak, landing by the back access (stall 0, ft set); else as
  * early as it allows after the peak, the back access waiting for it if it
- * is late (ft and stall set). Sets c->swap_ok (0: no such swap, or
- * D->swap is 0). */
+ * is late (ft and stall set). With `hidden` and D->clean_drops, a
+ * persistent tensor whose swap-out does not fit may leave with no copy
+ * (a clean drop, c->has_across: its across-iteration swap goes with it).
+ * Sets c->swap_ok (0: no such swap, or D->swap is 0). */
 void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden);
 /* Drafts c's recomputation right before its back access with its chain
  * (see above): every tensor of it transient, its producer replayable

@@ -177,6 +177,18 @@ static size_t estimate_peak(const tsl__pjob *J, const tsl__swap_draft *d, int64_
     return best > before_si ? best : before_si;
 }
 
+/* Takes back the events J's plan got since it had n_ev, unbooking their
+ * copies. */
+static void pop_since(tsl__kit *K, tsl__pjob *J, int32_t n_ev) {
+    for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
+            tsl__chan_unbook(tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
+                             J->ev_end[k]);
+    }
+    tsl__pjob_pop_events(J, J->plan->n_events - n_ev);
+}
+
 /* Candidates evaluated per iteration (drafts whose estimated peaks are
  * compared before one is committed). */
 #define LOOKAHEAD 8
@@ -194,7 +206,7 @@ static int swap_step(tsl__tensile *T, const uint8_t *skip) {
         collect_mpt(T, j);
         pos[j] = skip[j] ? T->tj[j].n_mpt : 0;
     }
-    tsl__swap_draft best;
+    tsl__tdraft best;
     int best_j = -1, n_drafts = 0;
     size_t best_gain = 0, best_bytes = 0;
     int64_t best_cover = 0;
@@ -214,11 +226,11 @@ static int swap_step(tsl__tensile *T, const uint8_t *skip) {
         if (bj < 0) break;
         tsl__pjob *J = &K->jobs[bj];
         int32_t t = T->tj[bj].mpt[pos[bj]++];
-        tsl__swap_draft d;
+        tsl__tdraft d;
         if (!tsl__try_swap(T, bj, t, &d)) continue;
         n_drafts++;
         int64_t cover = 0;
-        size_t est = J->prof.n >= 0 ? estimate_peak(J, &d, &cover) : J->pk.peak;
+        size_t est = J->prof.n >= 0 ? estimate_peak(J, &d.d, &cover) : J->pk.peak;
         size_t gain = est < J->pk.peak ? J->pk.peak - est : 0;
         /* lower sum of peaks first; then more of the plateau; then larger */
         double sc = (double)cover * (double)bb, bsc = (double)best_cover * (double)best_bytes;
@@ -233,21 +245,22 @@ static int swap_step(tsl__tensile *T, const uint8_t *skip) {
     }
     if (best_j < 0) return -1;
     tsl__pjob *J = &K->jobs[best_j];
-    int32_t t = best.tensor;
+    int32_t t = best.d.tensor;
     int had = J->swapped[t];
     size_t before = J->pk.peak;
     int32_t n_ev = J->plan->n_events;
-    if (!tsl__commit_swap(K, J, &best)) return -1;
-    T->tj[best_j].gap_done[best.gap] = 1;
+    if (best.has_across) { /* first what makes the drop clean */
+        if (!tsl__commit_swap(K, J, &best.across)) return -1;
+        T->tj[best_j].gap_done[best.across.gap] = 1;
+    }
+    if (!tsl__commit_swap(K, J, &best.d)) {
+        if (best.has_across) pop_since(K, J, n_ev);
+        return -1;
+    }
+    T->tj[best_j].gap_done[best.d.gap] = 1;
     tsl__pjob_analyse(J);
     if (J->pk.peak > before) { /* never expected: undo, and give the gap up */
-        for (int32_t k = J->plan->n_events - 1; k >= n_ev; k--) {
-            const tsl_event *e = &J->plan->events[k];
-            if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN)
-                tsl__chan_unbook(tsl__chan_of(K, J, e->type == TSL_EV_SWAP_IN), J->ev_time[k],
-                                 J->ev_end[k]);
-        }
-        tsl__pjob_pop_events(J, J->plan->n_events - n_ev);
+        pop_since(K, J, n_ev);
         tsl__pjob_analyse(J);
         return swap_step(T, skip);
     }
@@ -382,13 +395,16 @@ typedef struct outcome {
 
 /* One planning of the request into plans with options o: Algorithm 3, then
  * to the budget (recomputing single-output producers only with
- * `single_output`); its outcome into *r. */
+ * `single_output`; both dropping persistent tensors clean where their
+ * swap-outs do not fit with `clean_drops`); its outcome into *r. */
 static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *o,
-                            tsl_plan **plans, int *iterations, int single_output, outcome *r) {
+                            tsl_plan **plans, int *iterations, int single_output,
+                            int clean_drops, outcome *r) {
     tsl__tensile T;
     tsl_status st = tensile_init(&T, rq, o, plans);
     if (st != TSL_OK) return st;
     T.single_output_rc = single_output;
+    T.clean_drops = clean_drops;
     size_t n = (size_t)rq->n_jobs;
     history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
     uint8_t *done = calloc(n, 1);
@@ -421,24 +437,27 @@ static int better(const outcome *b, const outcome *a, size_t budget) {
 
 /* The policy's plan function (tsl_policy_plan_fn). Where Algorithm 3
  * leaves the jobs above the budget, the budget mode's greedy choice
- * depends on where it starts and on what it may recompute - recomputing
- * batch norm's output from a convolution's keeps that output resident,
- * which a cheaper plan would have swapped; Algorithm 3's smallest swap
- * (min-swap-bytes) decides what the greedy finds done - so it plans the
- * request four ways (batch norm's outputs recomputed or not; the option's
- * smallest swap, or every size) and keeps the plan that meets the budget
- * with the least time (none meeting it: the lowest peaks; ties: the
- * first). Planning is deterministic, each way too. */
+ * depends on where it starts and on what it may do - recomputing batch
+ * norm's output from a convolution's keeps that output resident, which a
+ * cheaper plan would have swapped; Algorithm 3's smallest swap
+ * (min-swap-bytes) decides what the greedy finds done; the across-iteration
+ * swaps that clean drops bring along fill the device-to-host channel of
+ * the backward pass, which other swaps may want - so it plans the request
+ * three more ways (clean drops, with batch norm's outputs recomputed; no
+ * clean drops, batch norm's outputs recomputed or not, every swap size)
+ * and keeps the plan that meets the budget with the least time (none
+ * meeting it: the lowest peaks; ties: the first). Planning is
+ * deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0};
-    tsl_status st = plan_once(rq, o, plans, iterations, 0, &best);
+    tsl_status st = plan_once(rq, o, plans, iterations, 0, 0, &best);
     if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) return st;
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
     static const struct {
-        int single, every;
-    } WAYS[] = {{1, 0}, {0, 1}, {1, 1}};
+        int single, every, clean;
+    } WAYS[] = {{0, 0, 1}, {0, 1, 0}, {1, 1, 0}};
     int n = rq->n_jobs;
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);
     if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
@@ -447,7 +466,8 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
         outcome r = {0, 0.0, 0};
         int it = 0;
-        st = ok ? plan_once(rq, WAYS[w].every ? &every : o, alt, &it, WAYS[w].single, &r)
+        st = ok ? plan_once(rq, WAYS[w].every ? &every : o, alt, &it, WAYS[w].single,
+                            WAYS[w].clean, &r)
                 : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
         *iterations += it;
         int take = st == TSL_OK && better(&r, &best, rq->budget);

@@ -83,7 +83,17 @@ double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end,
     /* a swap-out of the current value planned already (issued after its
      * last write, by the end of `last`: the release waits for it) leaves a
      * valid host copy: another one would be redundant */
-    if (tsl__find_swap_out(J, t, fmin(gen_end, value_since(J, t, last)), tl->e[last]) >= 0) {
+    double since = value_since(J, t, last);
+    if (tsl__find_swap_out(J, t, fmin(gen_end, since), tl->e[last]) >= 0) {
+        d->rel_trig = last;
+        return tsl__release_time_with(J, t, last, -1, 0);
+    }
+    /* a clean drop: a persistent tensor absent at time 0 and not written in
+     * the iteration by `last` holds the value of the host copy it came back
+     * from (the previous iteration's last swap-out, the periodic rule; the
+     * runtime parks or copies such tensors before the first iteration it
+     * runs, the simulator gives them that copy at its cold start) */
+    if (J->absent0[t] && since == -INFINITY) {
         d->rel_trig = last;
         return tsl__release_time_with(J, t, last, -1, 0);
     }
@@ -117,5 +127,38 @@ int tsl__place_swap_in(tsl__kit *K, tsl__pjob *J, double lo, double end_by,
     d->si_issue = y;
     d->si_end = y + din;
     d->si_precede = precede;
+    return 1;
+}
+
+int tsl__clean_drop_ok(const tsl__pjob *J, int32_t t, int32_t kb) {
+    const tsl__activity *a = &J->act;
+    int32_t first = a->acc_off[t], last = a->acc_off[t + 1] - 1;
+    if (!a->persistent[t] || J->absent0[t] || J->ev_head[t] >= 0 || kb < first || kb >= last ||
+        !a->acc[first].reads)
+        return 0;
+    for (int32_t k = first; k <= kb; k++)
+        if (a->acc[k].writes) return 0; /* written before the gap: not clean */
+    for (int32_t k = kb + 1; k <= last; k++)
+        if (a->acc[k].writes) return 1;
+    return 0; /* never written: no across-iteration swap-out to anchor it */
+}
+
+int tsl__place_across(tsl__kit *K, tsl__pjob *J, int32_t t, tsl__swap_draft *x) {
+    const tsl__activity *a = &J->act;
+    const tsl__timeline *tl = &J->tl;
+    int32_t first = a->acc_off[t], last = a->acc_off[t + 1] - 1, wr = last;
+    while (wr >= first && !a->acc[wr].writes) wr--;
+    if (wr < first) return 0;
+    int32_t F = a->acc[first].op, L = a->acc[last].op;
+    double D = tl->period - tsl__margin(tl->period);
+    *x = (tsl__swap_draft){.tensor = t, .gap = last};
+    double rel = tsl__place_swap_out(K, J, t, tl->e[a->acc[wr].op], L, D, x);
+    if (rel < 0 || rel > D || !x->has_out || !tsl__place_swap_in(K, J, 0.0, tl->s[F], F, x))
+        return 0;
+    x->n_abs = 2;
+    x->abs_lo[0] = 0.0; /* absent from the iteration start */
+    x->abs_hi[0] = x->si_issue;
+    x->abs_lo[1] = rel; /* and from the release to the end */
+    x->abs_hi[1] = INFINITY;
     return 1;
 }

@@ -22,6 +22,16 @@
  * A swap-out for A needs the tensor resident. A tensor already swapped out
  * within the iteration before its first access (an earlier middle gap) is
  * left as it is (neither A nor B).
+ *
+ * Clean drops (planning to a budget, docs/SCHEDULING.md): a parameter is
+ * read in the forward pass, read again in the backward pass and written
+ * only by its update. Once it is swapped as in A, it comes back at the
+ * start of each iteration as a copy of its host copy and stays equal to it
+ * until the update, so between its forward and backward reads it can be
+ * released with no swap-out, and swapped in again: the device-to-host
+ * channel before the forward peak, which the activations fill, is not
+ * used. tsl__try_clean_drop drafts A and that drop together for a tensor
+ * whose gap holds the peak and whose ordinary swap-out does not fit.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -110,4 +120,28 @@ int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_dr
         return 0;
     }
     return head_in_iteration(T, j, t, gap, F, out);
+}
+
+int tsl__try_clean_drop(tsl__tensile *T, int j, int32_t t, int32_t kb, int32_t ka,
+                        tsl__tdraft *out) {
+    tsl__pjob *J = &T->K.jobs[j];
+    const tsl__activity *a = &J->act;
+    tsl__swap_draft x;
+    if (!tsl__clean_drop_ok(J, t, kb) || T->tj[j].gap_done[a->acc_off[t + 1] - 1] ||
+        !tsl__place_across(&T->K, J, t, &x))
+        return 0;
+    /* the drop: released after the gap's first access, back after the peak
+     * before its next one (no swap-out: none of t is planned, so it goes
+     * at once) */
+    int32_t prev_op = a->acc[kb].op;
+    tsl__swap_draft d = {.tensor = t, .gap = kb, .rel_trig = prev_op};
+    if (!tsl__tensile_swap_in(T, j, d, J->tl.e[prev_op], a->acc[ka].op, &out->d)) return 0;
+    out->d.n_abs = 3;
+    for (int i = 0; i < 2; i++) {
+        out->d.abs_lo[1 + i] = x.abs_lo[i];
+        out->d.abs_hi[1 + i] = x.abs_hi[i];
+    }
+    out->across = x;
+    out->has_across = 1;
+    return 1;
 }

@@ -104,7 +104,8 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     if (!ok) K->status = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %zu jobs", n);
     else {
         tsl__drafter D = {.K = K, .swap = 1, .recompute = T->opts->recompute != 0, .done = done,
-                          .min_bytes = min_bytes, .single_output = T->single_output_rc};
+                          .min_bytes = min_bytes, .single_output = T->single_output_rc,
+                          .clean_drops = T->clean_drops};
         K->rebook_rounded = 1; /* copies back to back move together */
         rounds = tsl__drafts_run(&D, budget, pick_cheapest, NULL);
         K->rebook_rounded = 0;

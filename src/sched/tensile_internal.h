@@ -32,13 +32,25 @@ typedef struct tsl__tensile {
     int32_t total_swapped; /* tensors with a swap-out, all jobs */
     int32_t *pos;          /* per job: scratch of one swap step */
     int single_output_rc;  /* planning to a budget recomputes single-output producers only */
+    int clean_drops;       /* tsl__try_clean_drop is tried (planning to a budget) */
 } tsl__tensile;
+
+/* One swap TENSILE may commit: draft d; with has_across, a clean drop (d a
+ * release with no swap-out and a swap-in, in a gap of a persistent
+ * tensor) that holds only once `across`, the tensor's across-iteration
+ * swap, is committed first (tensile_across.c, tsl__try_clean_drop). d's
+ * absence intervals include across's. */
+typedef struct tsl__tdraft {
+    tsl__swap_draft d;
+    int has_across;
+    tsl__swap_draft across;
+} tsl__tdraft;
 
 /* tensile_swap.c: Algorithm 2 for candidate t of job j at its current peak
  * (the gap of t around the peak). Returns 1 and fills *d if a swap fits on
  * the channels as they are (nothing is booked or added), 0 if not (the
  * gap's failure is recorded). */
-int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__swap_draft *d);
+int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__tdraft *d);
 /* Completes draft d of job j, whose tensor leaves the device at `rel`: it
  * must have left by the peak time, then its swap-in is placed as late as
  * the H2D channel allows after the peak, ending by the start of op
@@ -50,6 +62,17 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
 /* tensile_across.c: the wrap gap of persistent t (peak before its first or
  * after its last access op), as tsl__try_swap. */
 int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *d);
+/* tensile_across.c: the clean drop of persistent t of job j in its gap
+ * after access index kb (read again at access index ka), when T->clean_drops
+ * is set: t has no events yet and is not written in the iteration before
+ * the gap, so once it is swapped across the iteration boundary (out after
+ * its last write, absent at time 0, in before its first access) its device
+ * copy equals its host copy through the gap, and it can leave at the gap's
+ * start with no copy at all and come back after the peak. Returns 1 and
+ * fills *out (has_across set) if both fit on the channels as they are, else
+ * 0 (nothing booked either way). */
+int tsl__try_clean_drop(tsl__tensile *T, int j, int32_t t, int32_t kb, int32_t ka,
+                        tsl__tdraft *out);
 /* tensile_recompute.c: one recomputation over all jobs (largest MSPS).
  * Returns the index of the job it was added to, or -1. */
 int tsl__try_recompute(tsl__tensile *T);

@@ -30,7 +30,9 @@
  *    try; the gap is given up instead (and remembered with the peak time,
  *    see policy_tensile.c);
  *  - persistent tensors whose peak lies before their first or after their
- *    last access go to tensile_across.c;
+ *    last access go to tensile_across.c; so, when planning to a budget, does
+ *    a persistent tensor whose swap-out does not fit before the peak: its
+ *    clean drop (no copy out at all, tsl__try_clean_drop);
  *  - INPUT and LABEL tensors are never swapped (not candidates).
  */
 #include <math.h>
@@ -70,7 +72,9 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
     return 1;
 }
 
-int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__swap_draft *out) {
+int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__tdraft *td) {
+    tsl__swap_draft *out = &td->d;
+    td->has_across = 0;
     tsl__pjob *J = &T->K.jobs[j];
     tsl__tjob *X = &T->tj[j];
     const tsl__activity *a = &J->act;
@@ -101,6 +105,8 @@ int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__swap_draft *out) {
     tsl__swap_draft d = {.tensor = t, .gap = gap};
     double rel = tsl__place_swap_out(&T->K, J, t, gen_end, prev_op, t_peak, &d);
     if (rel < 0) {
+        if (T->clean_drops && a->persistent[t] && tsl__try_clean_drop(T, j, t, kb, ka, td))
+            return 1;
         X->gap_fail_out[gap] = t_peak;
         return 0;
     }

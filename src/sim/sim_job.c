@@ -67,6 +67,33 @@ static void build_deaths(tsl__sim_job *j, int32_t *last_read) {
     j->death_start[0] = 0;
 }
 
+/* The host copies a job starts with (host_gen): none, but for each
+ * persistent tensor the plan releases after its last access (absent at
+ * time 0 by the periodic rule), a copy of its initial value - as the
+ * runtime makes one before the first iteration it runs such a plan
+ * (parked under a layout, copied as a cold tensor without one), so a
+ * clean drop (a release with no swap-out, the host copy being current)
+ * holds from the first iteration. Uses last_read's space as scratch. */
+static void cold_host_copies(tsl__sim_job *j, int32_t *last) {
+    const tsl_workload *w = j->w;
+    int32_t nt = w->n_tensors;
+    for (int32_t t = 0; t < nt; t++) {
+        j->host_gen[t] = UINT32_MAX;
+        last[t] = -1;
+    }
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        for (int k = 0; k < w->ops[i].n_in; k++) last[w->ops[i].in[k]] = i;
+        for (int k = 0; k < w->ops[i].n_out; k++) last[w->ops[i].out[k]] = i;
+    }
+    for (int32_t e = 0; e < j->n_ev; e++) {
+        const tsl_event *ev = &j->p->events[e];
+        int32_t t = ev->tensor;
+        if (ev->type == TSL_EV_RELEASE && tsl_kind_is_persistent(w->tensors[t].kind) &&
+            last[t] >= 0 && ev->trigger >= last[t])
+            j->host_gen[t] = j->gen[t];
+    }
+}
+
 tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
                              const tsl_plan *p, const tsl_latency_table *actual,
                              const tsl_device_profile *dev, const tsl_device_profile *plan_dev) {
@@ -128,6 +155,7 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     build_tensor_events(j, sorted + n_rc, ne - n_rc, pe);
     free(pe);
     build_deaths(j, last_read);
+    cold_host_copies(j, last_read);
     free(last_read);
     free(sorted);
     if (st != TSL_OK) return st;
@@ -141,7 +169,6 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     }
     for (int32_t t = 0; t < nt; t++) {
         const tsl_wl_tensor *tt = &w->tensors[t];
-        j->host_gen[t] = UINT32_MAX;
         j->incoming[t] = -1;
         if (tsl_kind_is_persistent(tt->kind)) { /* cold start: all resident */
             j->alloc[t] = j->readable[t] = 1;
