@@ -239,6 +239,28 @@ int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
     return n;
 }
 
+int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        int32_t t = e->tensor;
+        if (e->type != TSL_EV_RELEASE || !tsl_kind_is_persistent(w->tensors[t].kind)) continue;
+        int32_t last = -1; /* t's last access op */
+        for (int32_t i = 0; i < w->n_ops; i++) {
+            const tsl_wl_op *o = &w->ops[i];
+            for (int q = 0; q < o->n_in; q++) last = o->in[q] == t ? i : last;
+            for (int q = 0; q < o->n_out; q++) last = o->out[q] == t ? i : last;
+        }
+        if (e->trigger >= last) continue; /* after its last access: across the boundary */
+        int out_before = 0;
+        for (int32_t m = 0; m < p->n_events; m++)
+            out_before |= p->events[m].type == TSL_EV_SWAP_OUT && p->events[m].tensor == t &&
+                          p->events[m].trigger <= e->trigger;
+        n += !out_before;
+    }
+    return n;
+}
+
 int pc_chained(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {

@@ -73,6 +73,10 @@ int pc_chained(const tsl_workload *w, const tsl_plan *p);
 /* The recomputations of p whose producer has several outputs (batch
  * norm's: the others go to scratch in the recomputation's block). */
 int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p);
+/* Clean drops in p (docs/SCHEDULING.md): releases of a persistent tensor
+ * before its last access op with no swap-out of it triggered at or before
+ * them (its host copy is the one it came back from). */
+int pc_clean_drops(const tsl_workload *w, const tsl_plan *p);
 
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */

@@ -198,9 +198,10 @@ Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
  * footprint and period. The budget: `frac` of the way from the floor to
  * the paper's footprint at the profile's memory; bw: the copy bandwidth
  * (0: the profile's). */
-static void runs_bitwise(const char *model, int batch, double bw, double frac) {
+static void runs_bitwise(const char *model, int flags, int batch, double bw, double frac,
+                         int want_clean) {
     rtf_case c;
-    rtf_zoo_case_at(&c, model, strcmp(model, "cnn") ? 0 : TH_UPDATES_AFTER, batch, 32);
+    rtf_zoo_case_at(&c, model, flags, batch, 32);
     if (bw > 0) c.dev.h2d_bw = c.dev.d2h_bw = bw;
     tsl_tensile_opts to = tsl_tensile_opts_default();
     to.min_swap_bytes = 0;
@@ -216,7 +217,9 @@ static void runs_bitwise(const char *model, int batch, double bw, double frac) {
     cr_assert_eq(tsl_peak_analysis(c.w, p, &c.dev, &pi), TSL_OK, "%s", tsl_last_error());
     int rc = 0;
     for (int32_t k = 0; k < p->n_events; k++) rc += p->events[k].type == TSL_EV_RECOMPUTE;
-    cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
+    int clean = pc_clean_drops(c.w, p);
+    if (want_clean) cr_assert_gt(clean, 0, "%s: no clean drop", model);
+    else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
     rtf_run o;
     rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
     cr_assert_eq(o.checksum, c.ref, "%s: parameters %016llx differ from vanilla's %016llx", model,
@@ -231,17 +234,34 @@ static void runs_bitwise(const char *model, int batch, double bw, double frac) {
                   o.ms[k], want);
     }
     printf("%-12s tensile fit at %zu: %d events, %d recomputations (%d chained), %d waits, "
-           "footprint %zu, identical to vanilla %016llx\n", model, budget, p->n_events, rc,
-           pc_chained(c.w, p), pi.n_waits, p->predicted_footprint, (unsigned long long)c.ref);
+           "%d clean drops, footprint %zu, identical to vanilla %016llx\n", model, budget,
+           p->n_events, rc, pc_chained(c.w, p), pi.n_waits, clean, p->predicted_footprint,
+           (unsigned long long)c.ref);
     tsl_peak_info_free(&pi);
     tsl_plan_free(p);
     rtf_free(&c);
 }
 
-Test(tensile_budget_runs, cnn_bitwise_identical, .timeout = 600) { runs_bitwise("cnn", 16, 0, 0.5); }
+Test(tensile_budget_runs, cnn_bitwise_identical, .timeout = 600) {
+    runs_bitwise("cnn", TH_UPDATES_AFTER, 16, 0, 0.5, 0);
+}
 Test(tensile_budget_runs, densenet121_bitwise_identical, .timeout = 600) {
     if (th_quick())
         cr_skip_test("densenet121's chains run in the release build only (TSL_TEST_QUICK: the "
                      "sanitizer builds run cnn's plan above)");
-    runs_bitwise("densenet121", 4, 1e8, 0.8);
+    runs_bitwise("densenet121", 0, 4, 1e8, 0.8, 0);
 }
+/* Clean drops (docs/SCHEDULING.md): densenet121 at batch 4 with Adam, the
+ * budget 0.6 of the way from the floor: the budget mode's plan releases
+ * parameters between their forward and backward reads with no swap-out
+ * (their host copies are the ones they came back from at the iteration's
+ * start); the runtime runs it as planned, its first iteration (parked
+ * parameters) included, and ends on vanilla's parameters. */
+Test(tensile_budget_runs, clean_drops_bitwise_identical, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("densenet121's clean drops run in the release build only (TSL_TEST_QUICK: "
+                     "the sanitizer builds run the simulator's and the verifier's small cases, "
+                     "test_simulator.c, test_verify.c)");
+    runs_bitwise("densenet121", TH_ADAM, 4, 0, 0.6, 1);
+}
+

@@ -408,6 +408,88 @@ Test(simulator, persistent_tensor_swapped_across_iterations) {
     rw_free(w);
 }
 
+/* A clean drop (docs/SCHEDULING.md): P (PARAM) swapped across the
+ * iteration boundary - in at the start (H2D [0,1]) for fwd, out after upd
+ * (D2H [11,12]) and released then - is released after fwd with no
+ * swap-out and swapped in again 2 us after fwd (H2D [6,7]) for bwd: its
+ * host copy is the one it came back from. x 1000 (INPUT), P 1000, A0, A, B,
+ * G, Z 1000 each:
+ *   load [0,2]: x -> A0;  fwd [2,4]: A0 P -> A;  mid [4,8]: A -> B;
+ *   bwd [8,10]: B P -> G;  upd [10,11]: P G -> P;  post [11,13]: B -> Z.
+ * The simulator starts P with a host copy (as the runtime parks it), so the
+ * first iteration runs too (its first swap-in finds P resident and copies
+ * nothing); every iteration lasts 13 us with no stall. Without the
+ * across-iteration swap, P's only host copy would be stale: the simulator
+ * and the verifier refuse the drop. */
+Test(simulator, clean_drop_of_a_parameter) {
+    rw_builder *b = rw_build_begin("clean");
+    int32_t x = rw_build_tensor(b, "x", 1000, TSL_KIND_INPUT);
+    int32_t P = rw_build_tensor(b, "P", 1000, TSL_KIND_PARAM);
+    int32_t A0 = rw_build_tensor(b, "A0", 1000, ACT);
+    int32_t A = rw_build_tensor(b, "A", 1000, ACT);
+    int32_t B = rw_build_tensor(b, "B", 1000, ACT);
+    int32_t G = rw_build_tensor(b, "G", 1000, GRAD);
+    int32_t Z = rw_build_tensor(b, "Z", 1000, ACT);
+    rw_build_op(b, "load", 2, 0, IDS(x), IDS(A0));
+    rw_build_op(b, "fwd", 2, 0, IDS(A0, P), IDS(A));
+    rw_build_op(b, "mid", 4, 0, IDS(A), IDS(B));
+    rw_build_op(b, "bwd", 2, 0, IDS(B, P), IDS(G));
+    rw_build_mark_optimizer(b);
+    rw_build_op(b, "upd", 1, 0, IDS(P, G), IDS(P));
+    rw_build_op(b, "post", 2, 0, IDS(B), IDS(Z));
+    tsl_workload *w = rw_build_end(b);
+    tsl_device_profile dev = sim_dev(1);
+    for (int across = 1; across >= 0; across--) {
+        tsl_plan *p = tsl_plan_new("clean");
+        if (across) {
+            add_ev(p, TSL_EV_SWAP_IN, P, -1, 0.0, 1);
+            add_ev(p, TSL_EV_SWAP_OUT, P, 4, 0.0, NO_PRECEDE);
+            add_ev(p, TSL_EV_RELEASE, P, 4, 0.0, NO_PRECEDE);
+        }
+        add_ev(p, TSL_EV_RELEASE, P, 1, 0.0, NO_PRECEDE); /* the drop */
+        add_ev(p, TSL_EV_SWAP_IN, P, 1, 2.0, 3);
+        tsl_plan_sort(p);
+        tsl_peak_info pi;
+        cr_assert_eq(tsl_peak_analysis(w, p, &dev, &pi), TSL_OK, "%s", tsl_last_error());
+        p->predicted_peak = pi.peak;
+        p->predicted_period_us = 13;
+        tsl_violation *v = NULL;
+        int nv = 0;
+        tsl_status vs = tsl_plan_verify(w, p, &dev, &v, &nv);
+        if (across) {
+            cr_assert_eq(vs, TSL_OK, "%d violations: %s", nv, nv ? v[0].what : "");
+            tsl__sim_log log;
+            tsl_sim_result r = run_log(&w, &p, 1, &dev, 3, NULL, &log);
+            expect_us(r.job[0].iter_us, 13, "iteration");
+            expect_us(r.job[0].stall_us, 0, "stall");
+            /* iteration 1 copies only the drop's swap-in, the others both */
+            cr_assert_eq(count_spans(&log, 0, TSL__SPAN_SWAP_IN), 5);
+            cr_assert_eq(count_spans(&log, 0, TSL__SPAN_SWAP_OUT), 3);
+            expect_us(span(&log, 0, 1, TSL__SPAN_SWAP_IN, 0)->rel_start, 6, "drop's swap-in, 1");
+            expect_us(span(&log, 0, 2, TSL__SPAN_SWAP_IN, 1)->rel_start, 6, "drop's swap-in, 2");
+            cr_assert_eq(pi.peak, r.job[0].peak, "peak analysis %zu, simulated %zu", pi.peak,
+                         r.job[0].peak);
+            run_free(&r, &log);
+        } else {
+            cr_assert_eq(vs, TSL_ERR_INVALID);
+            cr_assert_gt(nv, 0);
+            cr_assert(strstr(v[0].what, "host copy"), "%s", v[0].what);
+            tsl_sim_result r;
+            cr_assert_eq(tsl_simulate(&w, &p, 1, &dev, NULL, &r), TSL_ERR_INVALID);
+            cr_assert(strstr(tsl_last_error(), "no host copy"), "%s", tsl_last_error());
+        }
+        free(v);
+        tsl_peak_info_free(&pi);
+        tsl_plan_free(p);
+    }
+    (void)x;
+    (void)A;
+    (void)B;
+    (void)G;
+    (void)Z;
+    rw_free(w);
+}
+
 /* A release or swap-in depends on the swap-outs of its tensor planned at or
  * before it, not on later ones. x 1000, P 4000 (PARAM), A, G 1000:
  *   load [0,4]: x -> A;  fwd [4,6]: A P -> G;  upd [6,7]: P G -> P.
