@@ -36,6 +36,16 @@ static int push_cand(tsl__drafter *D, const tsl__draft_cand *c) {
     return 1;
 }
 
+/* The swap-in event of t that precedes op b and is issued by J's peak
+ * time (it lands t there), or -1. */
+static int32_t early_swap_in(const tsl__pjob *J, int32_t t, int32_t b) {
+    for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k]) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type == TSL_EV_SWAP_IN && e->precede == b && J->ev_time[k] <= J->pk.time) return k;
+    }
+    return -1;
+}
+
 int32_t tsl__drafts_candidates(tsl__drafter *D) {
     D->n_cand = 0;
     for (int j = 0; j < D->K->n_jobs; j++) {
@@ -54,9 +64,14 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
                 w->tensors[t].bytes < min_bytes)
                 continue;
             int32_t kb = tsl__acc_before(a, t, op), ka = tsl__acc_after(a, t, op);
-            if (kb < 0 || ka < 0 || !a->acc[ka].reads || D->done[j][kb]) continue;
+            if (kb < 0 || ka < 0 || !a->acc[ka].reads) continue;
+            int32_t late = D->done[j][kb] && D->late_ins && !D->late_done[j][kb]
+                               ? early_swap_in(J, t, a->acc[ka].op)
+                               : -1;
+            if (D->done[j][kb] && late < 0) continue;
             tsl__draft_cand c = {.job = j, .tensor = t, .gap = kb, .evict_op = a->acc[kb].op,
-                                 .back_op = a->acc[ka].op, .bytes = w->tensors[t].bytes};
+                                 .back_op = a->acc[ka].op, .late_in = late,
+                                 .bytes = w->tensors[t].bytes};
             if (!push_cand(D, &c)) return -1;
         }
     }
@@ -75,13 +90,17 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     double t_peak = J->pk.time;
     int32_t b = c->back_op;
     tsl__swap_draft d = {.tensor = c->tensor, .gap = c->gap};
-    /* out after the evicted access, gone by the peak */
-    double rel = tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op], c->evict_op, t_peak, &d);
-    if ((rel < 0 || rel > t_peak) && hidden && D->clean_drops &&
+    int clean = 0;
+    /* out after the evicted access, gone by the peak (a late swap-in: gone
+     * since its release, before the swap-in it moves) */
+    double rel = c->late_in >= 0 ? J->ev_time[c->late_in]
+                                 : tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op],
+                                                       c->evict_op, t_peak, &d);
+    if ((rel < 0 || rel > t_peak) && c->late_in < 0 && D->clean_drops &&
         tsl__clean_drop_ok(J, c->tensor, c->gap) && tsl__place_across(K, J, c->tensor, &c->across)) {
         d = (tsl__swap_draft){.tensor = c->tensor, .gap = c->gap, .rel_trig = c->evict_op};
         rel = tl->e[c->evict_op]; /* a clean drop: nothing of it planned, it goes at once */
-        c->has_across = 1;
+        clean = 1;
     }
     if (rel < 0 || rel > t_peak) return;
     /* back once the position running at the peak has ended (a swap-in
@@ -90,10 +109,7 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     double lo = fmax(rel, fmax(t_end, nextafter(t_peak, INFINITY)));
     double left = d.has_out ? d.so_end : rel;
     if (hidden) {
-        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) {
-            c->has_across = 0;
-            return;
-        }
+        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) return;
     } else {
         /* as early as the channel allows: the back access waits for a copy
          * under way when it would start, never for one issued later */
@@ -110,9 +126,11 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
         d.si_precede = b;
         c->stall = fmax(0.0, d.si_end - W);
     }
+    if (clean && !tsl__drafts_disjoint(K, J, &c->across, &d)) return;
     c->ft = d.si_issue - left;
     c->sw = d;
     c->swap_ok = 1;
+    c->has_across = clean;
 }
 
 /* ---- recomputations -------------------------------------------------------------------- */
@@ -238,15 +256,52 @@ static int kept(tsl__kit *K, tsl__pjob *J, int32_t n0, const double *old, size_t
     return 0;
 }
 
+/* Commits c's late swap-in: its swap-in event re-anchored at the draft's
+ * trigger and delay, J re-timed, its copies re-booked; undone unless J's
+ * peak did not rise and its recomputations find their inputs. */
+static int commit_late_in(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) {
+    double *old = tsl__kit_copy_buf(K, J, 0);
+    if (!old) return 0;
+    tsl__pjob_copy_times(J, old);
+    size_t before = J->pk.peak;
+    tsl_event *e = &J->plan->events[c->late_in], was = *e;
+    e->trigger = c->sw.si_trig;
+    e->delay_us = c->sw.si_delay;
+    tsl_status st = tsl__pjob_retime(J, J->dev);
+    int ok = st == TSL_OK && tsl__kit_rebook(K, J, old); /* else booked at old again */
+    if (ok) {
+        tsl__pjob_analyse(J);
+        ok = J->pk.peak <= before && rc_inputs_ready(J);
+        if (!ok) { /* the copies at their new times off, the old ones back */
+            *e = was;
+            tsl__kit_undo(K, J, J->plan->n_events, NULL, old);
+        }
+    } else {
+        if (st != TSL_OK) K->status = st;
+        *e = was;
+        if (tsl__pjob_retime(J, J->dev) != TSL_OK) K->status = TSL_ERR_OOM;
+        tsl__pjob_analyse(J);
+    }
+    free(old);
+    return ok && K->status == TSL_OK;
+}
+
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
+    if (c->late_in >= 0) return commit_late_in(K, J, c);
     const tsl__swap_draft *d = &c->sw;
-    double *old = tsl__kit_copy_buf(K, J, 2);
+    double *old = tsl__kit_copy_buf(K, J, 4);
     if (!old) return 0;
     int32_t n0 = J->plan->n_events, m = tsl__pjob_copy_times(J, old);
     size_t before = J->pk.peak;
     int ok = !c->has_across || tsl__commit_swap(K, J, &c->across); /* what makes it clean */
+    if (ok && c->has_across) { /* its bookings, in event order, for a re-booking below */
+        const double b[4] = {c->across.so_issue, c->across.so_end, c->across.si_issue,
+                             c->across.si_end};
+        memcpy(old + 2 * m, b, sizeof b);
+        m += 2;
+    }
     if (ok && !tsl__commit_swap_out(K, J, d)) {
         if (c->has_across) tsl__kit_undo(K, J, n0, NULL, old);
         ok = 0;
@@ -260,10 +315,6 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     double stall = J->tl.stall;
     if (ok && !tsl__commit_swap_in(K, J, d)) {
         tsl__kit_undo(K, J, n0, NULL, old);
-        ok = 0;
-    }
-    if (ok && c->has_across && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
-        tsl__kit_undo(K, J, n0, NULL, old); /* a clean drop is hidden, or nothing */
         ok = 0;
     }
     if (ok && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
@@ -341,7 +392,8 @@ int tsl__drafts_run(tsl__drafter *D, size_t budget, tsl__draft_pick_fn pick, voi
         int32_t i = pick(D, ctx, &swap);
         if (i < 0 || D->K->status != TSL_OK) break;
         const tsl__draft_cand *c = &D->cand[i];
-        D->done[c->job][c->gap] = 1; /* planned or given up: never tried again */
+        if (c->late_in >= 0) D->late_done[c->job][c->gap] = 1; /* moved or given up */
+        else D->done[c->job][c->gap] = 1; /* planned or given up: never tried again */
         if (swap) tsl__draft_commit_swap(D, c);
         else tsl__draft_commit_rc(D, c);
         rounds++;

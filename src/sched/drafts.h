@@ -43,6 +43,9 @@ typedef struct tsl__draft_cand {
     int32_t gap;          /* index in the job's act.acc of its evicted access */
     int32_t evict_op;     /* the evicted access's op */
     int32_t back_op;      /* the back access's op */
+    int32_t late_in;      /* -1; or the plan swaps the tensor in this gap already and this
+                             swap-in event of it, issued by the peak, lands it there: its
+                             swap draft moves that swap-in after the peak */
     size_t bytes;
     /* its swap (tsl__draft_swap) */
     int swap_ok;
@@ -66,8 +69,12 @@ typedef struct tsl__drafter {
     int swap, recompute;  /* which drafts may be made */
     int single_output;    /* recomputations re-run single-output producers only (not batch
                              norm's: remat.h) */
-    int clean_drops;      /* a hidden swap of a persistent tensor whose swap-out does not fit
-                             may be a clean drop (tsl__clean_drop_ok) */
+    int clean_drops;      /* a swap of a persistent tensor whose swap-out does not fit may be
+                             a clean drop (tsl__clean_drop_ok) */
+    int late_ins;         /* a tensor the plan swaps in the gap around the peak already, but
+                             brings back by the peak, is a candidate (its swap-in moved) */
+    uint8_t **late_done;  /* with late_ins (the caller's, zeroed): per job, per access op: that
+                             gap's swap-in was moved or given up */
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */
     const size_t *min_bytes; /* per job: the smallest candidate */
     tsl__draft_cand *cand; /* the candidates of one round */
@@ -82,14 +89,18 @@ void tsl__drafter_free(tsl__drafter *D);
  * nothing drafted yet. Returns their number (-1: out of host memory, in
  * D->K->status). */
 int32_t tsl__drafts_candidates(tsl__drafter *D);
+/* The candidates also hold, with D->late_ins, the tensors whose gap around
+ * the peak the plan swaps already but whose swap-in is issued by the peak
+ * (a swap-in placed after an earlier peak, before this one): their swap
+ * draft is that swap-in moved after the peak (c->late_in). */
 /* Drafts c's swap: the swap-out as early as the device-to-host channel
  * allows after the evicted access, the tensor gone by the peak; with
  * `hidden`, the swap-in as late as the host-to-device channel allows,
  * after the peak, landing by the back access (stall 0, ft set); else as
  * early as it allows after the peak, the back access waiting for it if it
- * is late (ft and stall set). With `hidden` and D->clean_drops, a
- * persistent tensor whose swap-out does not fit may leave with no copy
- * (a clean drop, c->has_across: its across-iteration swap goes with it).
+ * is late (ft and stall set). With D->clean_drops, a persistent tensor
+ * whose swap-out does not fit may leave with no copy (a clean drop,
+ * c->has_across: its across-iteration swap goes with it).
  * Sets c->swap_ok (0: no such swap, or D->swap is 0). */
 void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden);
 /* Drafts c's recomputation right before its back access with its chain
@@ -106,6 +117,9 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c);
  * ones) still finds its inputs there: if not, the plan is as before.
  * Returns 1 if committed. */
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c);
+/* (A candidate with late_in >= 0: its swap-in event is re-anchored at the
+ * draft's trigger and delay, the job re-timed and its copies re-booked;
+ * undone as above.) */
 int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c);
 
 /* A policy's choice among D->cand[0 .. D->n_cand) (the candidates of this

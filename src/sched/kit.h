@@ -517,6 +517,11 @@ int tsl__clean_drop_ok(const tsl__pjob *J, int32_t t, int32_t kb);
  * intervals are set. Returns 1, or 0 if t is never written or a copy does
  * not fit (nothing is booked either way). */
 int tsl__place_across(tsl__kit *K, tsl__pjob *J, int32_t t, tsl__swap_draft *x);
+/* 1 if no copy of draft x overlaps one of draft d on a channel they share
+ * (both drafted against the same bookings, to be committed together: on
+ * a profile that is not duplex both directions share one channel). */
+int tsl__drafts_disjoint(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *x,
+                         const tsl__swap_draft *d);
 /* Books the draft's copies and adds its events to J. Returns 1, or 0 with
  * K->status set if out of host memory (nothing added then). */
 int tsl__commit_swap(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d);

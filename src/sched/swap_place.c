@@ -162,3 +162,20 @@ int tsl__place_across(tsl__kit *K, tsl__pjob *J, int32_t t, tsl__swap_draft *x) 
     x->abs_hi[1] = INFINITY;
     return 1;
 }
+
+/* 1 if [a0, a1) and [b0, b1) overlap. */
+static int overlap(double a0, double a1, double b0, double b1) { return a0 < b1 && b0 < a1; }
+
+int tsl__drafts_disjoint(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *x,
+                         const tsl__swap_draft *d) {
+    double xs[2][2] = {{x->has_out ? x->so_issue : 0, x->has_out ? x->so_end : 0},
+                       {x->si_issue, x->si_end}};
+    double ds[2][2] = {{d->has_out ? d->so_issue : 0, d->has_out ? d->so_end : 0},
+                       {d->si_issue, d->si_end}};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            if (tsl__chan_of(K, J, a) == tsl__chan_of(K, J, b) &&
+                overlap(xs[a][0], xs[a][1], ds[b][0], ds[b][1]))
+                return 0;
+    return 1;
+}

@@ -135,7 +135,9 @@ int tsl__try_clean_drop(tsl__tensile *T, int j, int32_t t, int32_t kb, int32_t k
      * at once) */
     int32_t prev_op = a->acc[kb].op;
     tsl__swap_draft d = {.tensor = t, .gap = kb, .rel_trig = prev_op};
-    if (!tsl__tensile_swap_in(T, j, d, J->tl.e[prev_op], a->acc[ka].op, &out->d)) return 0;
+    if (!tsl__tensile_swap_in(T, j, d, J->tl.e[prev_op], a->acc[ka].op, &out->d) ||
+        !tsl__drafts_disjoint(&T->K, J, &x, &out->d))
+        return 0;
     out->d.n_abs = 3;
     for (int i = 0; i < 2; i++) {
         out->d.abs_lo[1 + i] = x.abs_lo[i];

@@ -5,7 +5,9 @@
  * jobs above the budget, planning goes on one choice per round at the
  * jobs' peaks with the drafts Capuchin uses (drafts.h): for each candidate
  * its cheapest form - a swap whose copies hide (no cost), a swap whose
- * late swap-in makes the back access wait (its stall), or a recomputation
+ * late swap-in makes the back access wait (its stall), for a tensor the
+ * plan swaps already but brings back by the peak that swap-in moved after
+ * it (hidden or waited for), or a recomputation
  * chained back to the nearest resident tensors (its producers'
  * latencies) - and the candidate with the least added iteration time per
  * byte taken off the peak is committed (ties: the larger, then the lower
@@ -91,12 +93,13 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     tsl__kit *K = &T->K;
     if (!fitting(T, budget) || tsl__kit_peaks(K) <= budget) return 0;
     size_t n = K->n_jobs > 0 ? (size_t)K->n_jobs : 0;
-    uint8_t **done = calloc(n, sizeof *done);
+    uint8_t **done = calloc(n, sizeof *done), **late_done = calloc(n, sizeof *late_done);
     size_t *min_bytes = calloc(n, sizeof *min_bytes);
-    int ok = done && min_bytes;
+    int ok = done && late_done && min_bytes;
     for (size_t j = 0; ok && j < n; j++) {
         const tsl__pjob *J = &K->jobs[j];
-        ok = (done[j] = calloc((size_t)J->act.acc_off[J->w->n_tensors] + 1, 1)) != NULL;
+        size_t na = (size_t)J->act.acc_off[J->w->n_tensors] + 1;
+        ok = (done[j] = calloc(na, 1)) != NULL && (late_done[j] = calloc(na, 1)) != NULL;
         if (ok) mark_released(J, done[j]);
         min_bytes[j] = T->tj[j].min_swap;
     }
@@ -105,14 +108,17 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     else {
         tsl__drafter D = {.K = K, .swap = 1, .recompute = T->opts->recompute != 0, .done = done,
                           .min_bytes = min_bytes, .single_output = T->single_output_rc,
-                          .clean_drops = T->clean_drops};
+                          .clean_drops = T->clean_drops, .late_ins = 1,
+                          .late_done = late_done};
         K->rebook_rounded = 1; /* copies back to back move together */
         rounds = tsl__drafts_run(&D, budget, pick_cheapest, NULL);
         K->rebook_rounded = 0;
         tsl__drafter_free(&D);
     }
     for (size_t j = 0; done && j < n; j++) free(done[j]);
+    for (size_t j = 0; late_done && j < n; j++) free(late_done[j]);
     free(done);
+    free(late_done);
     free(min_bytes);
     return rounds;
 }
