@@ -91,8 +91,8 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     int32_t b = c->back_op;
     tsl__swap_draft d = {.tensor = c->tensor, .gap = c->gap};
     int clean = 0;
-    /* out after the evicted access, gone by the peak (a late swap-in: gone
-     * since its release, before the swap-in it moves) */
+    /* out after the evicted access, gone by the peak (a late swap-in: the
+     * issue of the swap-in it moves, which the new one comes after) */
     double rel = c->late_in >= 0 ? J->ev_time[c->late_in]
                                  : tsl__place_swap_out(K, J, c->tensor, tl->e[c->evict_op],
                                                        c->evict_op, t_peak, &d);

@@ -86,13 +86,13 @@ void tsl__drafter_free(tsl__drafter *D);
 
 /* The candidates at every job's current peak into D->cand (gaps not done,
  * at least D->min_bytes, not data, not used by what runs at the peak),
- * nothing drafted yet. Returns their number (-1: out of host memory, in
+ * nothing drafted yet; with D->late_ins also the tensors whose gap around
+ * the peak the plan swaps already but whose swap-in is issued by the peak
+ * (a swap-in placed after an earlier peak, before this one; not moved or
+ * given up before): their swap draft is that swap-in moved after the peak
+ * (c->late_in). Returns their number (-1: out of host memory, in
  * D->K->status). */
 int32_t tsl__drafts_candidates(tsl__drafter *D);
-/* The candidates also hold, with D->late_ins, the tensors whose gap around
- * the peak the plan swaps already but whose swap-in is issued by the peak
- * (a swap-in placed after an earlier peak, before this one): their swap
- * draft is that swap-in moved after the peak (c->late_in). */
 /* Drafts c's swap: the swap-out as early as the device-to-host channel
  * allows after the evicted access, the tensor gone by the peak; with
  * `hidden`, the swap-in as late as the host-to-device channel allows,
@@ -114,12 +114,12 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c);
  * other copies) or its recomputation (releases, the chain, releases of the
  * chain after the back access), then checks that the job's peak did not
  * rise and that every recomputation of the job (this one's and the earlier
- * ones) still finds its inputs there: if not, the plan is as before.
- * Returns 1 if committed. */
+ * ones) still finds its inputs there: if not, the plan is as before. A
+ * late swap-in (c->late_in >= 0) re-anchors that swap-in event at the
+ * draft's trigger and delay, the job re-timed and its copies re-booked; a
+ * clean drop commits its across-iteration swap first. Returns 1 if
+ * committed. */
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c);
-/* (A candidate with late_in >= 0: its swap-in event is re-anchored at the
- * draft's trigger and delay, the job re-timed and its copies re-booked;
- * undone as above.) */
 int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c);
 
 /* A policy's choice among D->cand[0 .. D->n_cand) (the candidates of this
