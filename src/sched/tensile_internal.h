@@ -63,8 +63,8 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
  * after its last access op), as tsl__try_swap. */
 int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *d);
 /* tensile_across.c: the clean drop of persistent t of job j in its gap
- * after access index kb (read again at access index ka), when T->clean_drops
- * is set: t has no events yet and is not written in the iteration before
+ * after access index kb (read again at access index ka; the caller tries
+ * it only with T->clean_drops set): t has no events yet and is not written in the iteration before
  * the gap, so once it is swapped across the iteration boundary (out after
  * its last write, absent at time 0, in before its first access) its device
  * copy equals its host copy through the gap, and it can leave at the gap's

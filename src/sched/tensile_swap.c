@@ -19,9 +19,10 @@
  *    trigger's end), and must take effect by the peak;
  *  - if the tensor already has a host copy of its current value (swapped
  *    out in an earlier gap, not written since), no new swap-out is needed;
- *    the copy a persistent tensor absent at time 0 came back from (made in
- *    the previous iteration) is not relied on: the first iteration of a job
- *    starts with every persistent tensor resident and no host copy;
+ *    nor for a persistent tensor absent at time 0 and not written since: the
+ *    copy it came back from (made in the previous iteration; before the
+ *    first, the runtime and the simulator give it one) is current
+ *    (tsl__place_swap_out);
  *  - the swap-in starts at the latest free moment whose copy ends by the
  *    next read's start and that lies strictly after the peak (a swap-in
  *    issued at the peak would allocate there): TENSILE never plans compute
