@@ -1160,6 +1160,56 @@ Test(policy, malformed_policies_are_refused) {
     cr_assert_null(tsl_policy_find("wrong-default"));
 }
 
+/* ---- footprint rounds ----------------------------------------------------------------- */
+
+/* A test policy that plans nothing and counts its calls; with `least` set
+ * it says its (empty) plans are its least memory
+ * (tsl_plan_request.least_memory). */
+static int nothing_calls;
+static int nothing_least;
+static tsl_status plan_nothing(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    (void)plans;
+    (void)iterations;
+    nothing_calls++;
+    if (nothing_least && rq->least_memory) *rq->least_memory = 1;
+    return TSL_OK;
+}
+static const tsl_policy NOTHING = {
+    "plans-nothing", "plans nothing and counts its calls (a test policy)", 0, NULL, 0,
+    plan_nothing, NULL,
+};
+
+/* A budget the policy misses is planned again, lower by the layout's
+ * overhead, unless the policy says its plans are its least memory: one
+ * round then. (Without the flag the second round's plans are the first's
+ * and the planner stops there: two calls.) */
+Test(planner, least_memory_ends_the_footprint_rounds) {
+    cr_assert_eq(tsl_policy_register(&NOTHING), TSL_OK, "%s", tsl_last_error());
+    tsl_workload *w = chain("chain", NULL, NULL);
+    tsl_device_profile dev = test_dev();
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.policy = &NOTHING;
+    tsl_plan *p = NULL;
+    tsl_plan_report rep;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, &p, &rep), TSL_OK, "%s", tsl_last_error());
+    size_t vanilla = rep.vanilla_footprint[0];
+    cr_assert_gt(vanilla, rep.floor[0]);
+    tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
+    o.budget = vanilla - 1; /* above the floor, below what the policy reaches */
+    for (int least = 0; least < 2; least++) {
+        nothing_calls = 0;
+        nothing_least = least;
+        cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, &p, &rep), TSL_ERR_BUDGET);
+        cr_assert_eq(nothing_calls, least ? 1 : 2, "least %d: %d calls", least, nothing_calls);
+        cr_assert_eq(rep.least_memory, least);
+        cr_assert_not(rep.budget_met);
+        tsl_plan_free(p);
+        tsl_plan_report_free(&rep);
+    }
+    tsl_workload_free(w);
+}
+
 /* ---- job counts sized at run time ---------------------------------------------------- */
 
 /* 40 jobs (chains and wide ones alternately) planned together: every

@@ -192,6 +192,40 @@ Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
     tsl_workload_free(w);
 }
 
+/* A budget the budget mode cannot meet leaves its least memory: it says
+ * so (least_memory), and a lower budget - down to the floor - plans
+ * exactly the same events (every state its rounds passed through was above
+ * the budget, so above a lower one too, and nothing else they do depends
+ * on the budget), which is why the planner then tries no lower budget for
+ * the layout's overhead. cnn at batch 16: a budget just above its floor,
+ * then the floor itself. A budget it meets does not say so. */
+Test(tensile_budget, an_unmet_budget_is_the_least_memory) {
+    tsl_device_profile dev = rtf_cpu_profile();
+    tsl_workload *w = pc_zoo_workload_at("cnn", &dev, 0, 16, 32);
+    size_t fl = floor_of(w), b = fl + (fl >> 10);
+    pc_result hi, lo, met;
+    plan_tensile(&w, &dev, b, 1, &hi, "cnn just above its floor");
+    printf("cnn b16: floor %zu, budget %zu: peak %zu, footprint %zu (met %d)\n", fl, b,
+           hi.p[0]->predicted_peak, footprint(&hi), hi.rep.budget_met);
+    cr_assert_not(hi.rep.budget_met, "cnn meets %zu: no test", b);
+    cr_assert_gt(hi.p[0]->predicted_peak, b);
+    cr_assert_eq(hi.rep.least_memory, 1);
+    plan_tensile(&w, &dev, fl, 1, &lo, "cnn at its floor");
+    cr_assert_eq(lo.rep.least_memory, 1);
+    cr_assert_eq(lo.p[0]->n_events, hi.p[0]->n_events, "%zu and %zu: not the same plan", b, fl);
+    cr_assert_eq(memcmp(lo.p[0]->events, hi.p[0]->events,
+                        (size_t)hi.p[0]->n_events * sizeof *hi.p[0]->events),
+                 0, "budgets %zu and %zu planned differently", b, fl);
+    cr_assert_eq(footprint(&lo), footprint(&hi));
+    plan_tensile(&w, &dev, footprint(&hi) + (footprint(&hi) >> 2), 1, &met, "cnn, met");
+    cr_assert(met.rep.budget_met);
+    cr_assert_eq(met.rep.least_memory, 0);
+    pc_result_free(&hi);
+    pc_result_free(&lo);
+    pc_result_free(&met);
+    tsl_workload_free(w);
+}
+
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
  * recomputations) run by the runtime in the virtual clock ends with
  * vanilla's parameters bit for bit, each iteration at the predicted peak,

@@ -154,6 +154,12 @@ typedef struct tsl_plan_request {
     tsl_solver_report *solver;      /* out, may be NULL: a policy that solves an integer
                                        program says here what the solver found (zeroed
                                        before each planning round) */
+    int *least_memory;              /* out, may be NULL: a policy sets *least_memory = 1 when
+                                       its plans leave the jobs above this budget and a lower
+                                       budget (down to the jobs' floors) would plan exactly
+                                       the same: they are its least memory, and tsl_plan_jobs
+                                       plans no lower budget for the layouts' overhead
+                                       (zeroed before each planning round) */
 } tsl_plan_request;
 
 /* A policy's planning: adds events to plans[j] (empty plans named after
@@ -289,6 +295,8 @@ typedef struct tsl_plan_report {
     size_t budget;             /* the budget planned for (the profile's memory if none given) */
     int budget_met;            /* 1 if the plans' footprints sum to at most the budget */
     tsl_solver_report solver;  /* the kept round's integer program (used = 0 if none) */
+    int least_memory;          /* 1 if the kept round's policy said its plans are its least
+                                  memory (tsl_plan_request.least_memory) */
 } tsl_plan_report;
 
 /* Frees the report's arrays (they share one block) and zeroes it; a zeroed

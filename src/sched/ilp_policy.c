@@ -13,6 +13,7 @@
 
 /* The outcome into the request's solver report. */
 static void report(const tsl_plan_request *rq, const tsl__ilp_outcome *out) {
+    if (rq->least_memory && out->budget_relaxed) *rq->least_memory = 1;
     tsl_solver_report *r = rq->solver;
     if (!r) return;
     memset(r, 0, sizeof *r);

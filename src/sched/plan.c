@@ -37,7 +37,15 @@ tsl_status tsl_plan_add(tsl_plan *p, tsl_event e) {
         p->events = ev;
         p->cap_events = cap;
     }
-    p->events[p->n_events++] = e;
+    /* field by field over zeroed bytes: the struct's padding is zero in
+     * every plan, so plans holding the same events compare equal bytewise */
+    tsl_event *d = &p->events[p->n_events++];
+    memset(d, 0, sizeof *d);
+    d->type = e.type;
+    d->tensor = e.tensor;
+    d->trigger = e.trigger;
+    d->delay_us = e.delay_us;
+    d->precede = e.precede;
     return TSL_OK;
 }
 

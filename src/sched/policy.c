@@ -168,11 +168,13 @@ static tsl_plan *decisions_copy(const tsl_plan *p) {
     return c;
 }
 
-/* 1 if plans a and b hold the same events and algorithm choices. */
+/* 1 if plans a and b (sorted) hold the same events and algorithm
+ * choices. */
 static int same_decisions(const tsl_plan *a, const tsl_plan *b) {
-    return a->n_events == b->n_events && a->n_algos == b->n_algos &&
-           (!a->n_events || !memcmp(a->events, b->events, (size_t)a->n_events * sizeof *a->events)) &&
-           (!a->n_algos || !memcmp(a->algos, b->algos, (size_t)a->n_algos * sizeof *a->algos));
+    if (a->n_events != b->n_events || a->n_algos != b->n_algos) return 0;
+    for (int32_t k = 0; k < a->n_events; k++)
+        if (tsl__event_cmp(&a->events[k], &b->events[k])) return 0;
+    return !a->n_algos || !memcmp(a->algos, b->algos, (size_t)a->n_algos * sizeof *a->algos);
 }
 
 /* Runs the policy for the budget b into fresh plans, lays them out, lets
@@ -196,6 +198,8 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
     rq.budget = b;
     memset(&r->solver, 0, sizeof r->solver);
     rq.solver = &r->solver;
+    r->least_memory = 0;
+    rq.least_memory = &r->least_memory;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
@@ -240,9 +244,10 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
         size_t fp = sum_footprints(plans, n_jobs), load = 0;
         if (fp <= r->budget) break;
-        /* an integer program that found no schedule within the budget gave its least
-         * memory already: a lower budget gives the same */
-        if (r->solver.used && r->solver.budget_relaxed) break;
+        /* a policy that gave its least memory already (an integer program
+         * that found no schedule within the budget; TENSILE with nothing
+         * left to take off its peaks) plans the same for a lower budget */
+        if (r->least_memory) break;
         for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
         size_t over = fp - load; /* what the layouts add to the load */
         size_t nb = b > over + 1 ? b - over : 1;
@@ -368,7 +373,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget,
-                           pol->opts_size ? values : NULL, NULL};
+                           pol->opts_size ? values : NULL, NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

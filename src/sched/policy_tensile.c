@@ -435,6 +435,16 @@ static int better(const outcome *b, const outcome *a, size_t budget) {
     return mb ? b->period < a->period : b->peaks < a->peaks;
 }
 
+/* Says (tsl_plan_request.least_memory) that the plans of outcome r are
+ * the policy's least memory when they leave the jobs above the budget:
+ * nothing Algorithm 3, the budget mode or the choice among the ways does
+ * depends on the budget but the test of whether it is met, so a lower
+ * budget takes the same steps, down to the jobs' floors (below them the
+ * budget mode does not run, and no plan's load can reach the budget). */
+static void say_least(const tsl_plan_request *rq, const outcome *r) {
+    if (rq->least_memory && r->peaks > rq->budget) *rq->least_memory = 1;
+}
+
 /* The policy's plan function (tsl_policy_plan_fn). Where Algorithm 3
  * leaves the jobs above the budget, the budget mode's greedy choice
  * depends on where it starts and on what it may do - recomputing batch
@@ -452,7 +462,10 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0};
     tsl_status st = plan_once(rq, o, plans, iterations, 0, 0, &best);
-    if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) return st;
+    if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
+        if (st == TSL_OK) say_least(rq, &best);
+        return st;
+    }
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
     static const struct {
@@ -483,5 +496,6 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         if (take) best = r;
     }
     free(alt);
+    if (st == TSL_OK) say_least(rq, &best);
     return st;
 }
