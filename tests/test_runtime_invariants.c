@@ -39,7 +39,9 @@
  * the other heavy models (vgg16, vgg19, resnet50, inception3, unet) and 3
  * for inception4; the real-time runs for mlp, cnn, resnet18 and
  * densenet121. Under th_quick() (the sanitizer build): 20 for mlp, 5 for
- * cnn, 1 elsewhere, real-time runs for mlp and cnn only. The environment
+ * cnn, 1 elsewhere, real-time runs for mlp and cnn only; the sanitizer
+ * build runs the smaller models only (CMakeLists.txt: TSL_INVARIANTS_SMALL,
+ * the filter of the late-kernels twin below). The environment
  * variable TSL_TEST_PLANS=N runs N random plans for every model instead (a
  * longer soak: TSL_TEST_PLANS=200 is the issue's full figure). The
  * late-kernels twin (CMakeLists.txt: TSL_TEST_PLANS=4, kernels up to 50 us
