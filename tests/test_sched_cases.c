@@ -62,8 +62,9 @@ static tsl_device_profile case_dev(double bw) {
     return d;
 }
 
-/* TENSILE within `budget`, its options in *to (which must outlive the
- * result's use). */
+/* TENSILE within `budget` (0: the profile's memory, no budget named: the
+ * paper's swaps, all the channels can hide), its options in *to (which
+ * must outlive the result's use). */
 static tsl_plan_opts case_opts(size_t budget, tsl_tensile_opts *to) {
     *to = tsl_tensile_opts_default();
     to->recompute = 1;
@@ -225,7 +226,7 @@ Test(sched_cases, chain_exactly_one_swap_fits) {
     tsl_device_profile dev = case_dev(1e9);
     cr_assert_eq(rw_vanilla_peak(w), 280000);
     tsl_tensile_opts to;
-    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
+    tsl_plan_opts po = case_opts(0, &to);
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert(TH_PLANNED(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep)), "%s", tsl_last_error());
@@ -250,7 +251,7 @@ Test(sched_cases, chain_swap_in_lands_early_by_the_slack) {
     tsl_workload *w = chain("chain-slack", 200);
     tsl_device_profile dev = case_dev(1e9);
     tsl_tensile_opts to;
-    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
+    tsl_plan_opts po = case_opts(0, &to);
     to.swap_in_slack = 0.25;
     tsl_plan *p = NULL;
     tsl_plan_report rep;
@@ -310,7 +311,7 @@ Test(sched_cases, across_iteration_swap_of_an_optimizer_state) {
     int32_t Pm = AC_PM;
     tsl_device_profile dev = case_dev(1e9);
     tsl_tensile_opts to;
-    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
+    tsl_plan_opts po = case_opts(0, &to);
     tsl_plan *p = NULL;
     tsl_plan_report rep;
     cr_assert(TH_PLANNED(tsl_plan_jobs(&w, 1, &dev, &po, &p, &rep)), "%s", tsl_last_error());
@@ -482,7 +483,7 @@ Test(sched_cases, two_jobs_compete_for_one_channel) {
     tsl_workload *w[2] = {chain("job0", 300), chain("job1", 300)};
     tsl_device_profile dev = case_dev(1e9);
     tsl_tensile_opts to;
-    tsl_plan_opts po = case_opts((size_t)1 << 30, &to);
+    tsl_plan_opts po = case_opts(0, &to);
     tsl_plan *p[2] = {0};
     tsl_plan_report rep;
     cr_assert(TH_PLANNED(tsl_plan_jobs(w, 2, &dev, &po, p, &rep)), "%s", tsl_last_error());

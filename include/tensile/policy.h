@@ -147,6 +147,8 @@ typedef struct tsl_plan_request {
                                        its own (channel shares) */
     size_t budget;                  /* bytes for all the jobs together (never 0: the
                                        caller's 0 is the profile's mem_bytes) */
+    int budget_named;               /* 1: the caller named the budget (tsl_plan_opts.budget
+                                       != 0); 0: it is the profile's memory */
     const void *opts;               /* the policy's options struct (its defaults when the
                                        caller gave none), every value in its range and
                                        every per-job value sized n_jobs; NULL if the

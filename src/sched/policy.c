@@ -249,7 +249,11 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
          * left to take off its peaks) plans the same for a lower budget */
         if (r->least_memory) break;
         for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
-        size_t over = fp - load; /* what the layouts add to the load */
+        /* what the layouts add to the load; where the refinement took the
+         * load itself above the budget (the policy met it before), at
+         * least what the footprints exceed the budget by */
+        size_t over = fp - load;
+        if (load > r->budget && fp - r->budget > over) over = fp - r->budget;
         size_t nb = b > over + 1 ? b - over : 1;
         if (nb >= b) nb = b - b / 8; /* no overhead to take off: ask for less */
         if (nb == b || nb == 0) break;
@@ -372,7 +376,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     if (st == TSL_OK) st = job_profiles(dev, opts->channel_share, n_jobs, devs, jd);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
-    tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget,
+    tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget, opts->budget != 0,
                            pol->opts_size ? values : NULL, NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);

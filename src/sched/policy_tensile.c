@@ -72,8 +72,9 @@ static const tsl_policy_option OPTIONS[] = {
      "possible, the paper)", TSL_OPT_BOOL, 0, 1, 1, offsetof(tsl_tensile_opts, prefetch)},
     {"max-iterations", "hard cap on Algorithm 3's loop", TSL_OPT_INT, 0, 1e9, 10000,
      offsetof(tsl_tensile_opts, max_iterations)},
-    {"fit", "where the paper's plan exceeds the budget, go on to the cheapest plan that fits "
-     "(chained recomputations, swaps that make compute wait; 0: stop where the paper stops)",
+    {"fit", "plan to the budget: with a budget named, no more of the paper's swaps than it "
+     "needs; where the paper's plan exceeds it, go on to the cheapest plan that fits "
+     "(chained recomputations, swaps that make compute wait; 0: the paper's plan)",
      TSL_OPT_BOOL, 0, 1, 1, offsetof(tsl_tensile_opts, fit)},
 };
 
@@ -340,12 +341,18 @@ static int converged(const tsl__tensile *T, const history *h, int it) {
     return any && then - nowp < 0.0005 * then;
 }
 
-/* Algorithm 3's loop over the jobs of T. Returns the iterations done. */
-static int algorithm3(tsl__tensile *T, size_t budget, history *h, uint8_t *done) {
+/* Algorithm 3's loop over the jobs of T: its recomputations stop once the
+ * jobs' peaks fit `budget` (the paper); with stop_at > 0 its swaps stop
+ * there too (planning to a named budget, stop_at = budget: every
+ * iteration's swaps take the largest tensors off the peaks, so the plan
+ * that fits first is the one with the fewest copies Algorithm 3 finds).
+ * Returns the iterations done. */
+static int algorithm3(tsl__tensile *T, size_t budget, size_t stop_at, history *h, uint8_t *done) {
     const tsl_tensile_opts *o = T->opts;
     int n = T->K.n_jobs, swap_ok = 1, rc_ok = o->recompute != 0, it = 0;
     while ((swap_ok || rc_ok) && it < o->max_iterations) {
         if (converged(T, h, it)) break;
+        if (stop_at && tsl__kit_peaks(&T->K) <= stop_at) break;
         for (int j = 0; j < n; j++) h->peak[(it & 3) * n + j] = T->K.jobs[j].pk.peak;
         for (int j = 0; j < n; j++) done[j] = 0;
         int any = 0;
@@ -411,7 +418,9 @@ static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *
     if (!h.touched || !h.peak || !done)
         st = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
     if (st == TSL_OK) {
-        *iterations = algorithm3(&T, rq->budget, &h, done);
+        /* planning to a named budget: no more of the paper's swaps than it needs */
+        size_t stop_at = o->fit && rq->budget_named ? rq->budget : 0;
+        *iterations = algorithm3(&T, rq->budget, stop_at, &h, done);
         r->fitted = T.K.status == TSL_OK && tsl__kit_peaks(&T.K) > rq->budget;
         if (T.K.status == TSL_OK) *iterations += tsl__tensile_fit(&T, rq->budget);
         st = T.K.status;
