@@ -1210,6 +1210,57 @@ Test(planner, least_memory_ends_the_footprint_rounds) {
     tsl_workload_free(w);
 }
 
+/* A test policy that saves just enough as the lazy planner it is: with
+ * just_enough it plans nothing and says it spared (the budget "did not
+ * need" more), else it swaps as largest-swap does. */
+static int lazy_calls;
+static tsl_status plan_lazy(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
+    lazy_calls++;
+    if (rq->just_enough) {
+        if (rq->spared) *rq->spared = 1;
+        return TSL_OK;
+    }
+    return plan_largest(rq, plans, iterations);
+}
+static const tsl_policy LAZY = {
+    "lazy-swap", "plans nothing for a named budget, swaps otherwise (a test policy)",
+    sizeof(largest_opts), LARGEST_OPTIONS, 1, plan_lazy, NULL,
+};
+
+/* Plans that saved just enough for a named budget but miss it in
+ * footprint are planned once more saving all the policy can: chain's h
+ * goes out (the budget is met), and the report is that round's. With no
+ * budget named the policy saves all at once (one call). */
+Test(planner, spared_plans_that_miss_the_budget_are_planned_saving_all) {
+    cr_assert_eq(tsl_policy_register(&LAZY), TSL_OK, "%s", tsl_last_error());
+    int32_t a1 = 1; /* wide's */
+    tsl_workload *w = wide("wide");
+    tsl_device_profile dev = test_dev();
+    tsl_plan_opts o = tsl_plan_opts_default();
+    o.policy = &LAZY;
+    tsl_plan *p = NULL;
+    tsl_plan_report rep;
+    lazy_calls = 0;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, &p, &rep), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(lazy_calls, 1, "no budget named: %d calls", lazy_calls);
+    cr_assert(find_ev(p, TSL_EV_SWAP_IN, a1) >= 0, "no budget named: a1 is swapped");
+    size_t swapped = rep.planned_footprint[0], vanilla = rep.vanilla_footprint[0];
+    cr_assert_lt(swapped, vanilla, "footprint %zu, vanilla %zu (peak %zu of %zu)", swapped, vanilla, rep.planned_peak[0], rep.vanilla_peak[0]);
+    tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
+    o.budget = swapped; /* met by the swap, not by nothing */
+    lazy_calls = 0;
+    cr_assert_eq(tsl_plan_jobs(&w, 1, &dev, &o, &p, &rep), TSL_OK, "%s", tsl_last_error());
+    cr_assert_geq(lazy_calls, 2, "%d calls", lazy_calls);
+    cr_assert(rep.budget_met);
+    cr_assert_not(rep.spared, "the kept round is the one that saved all");
+    cr_assert_eq(rep.planned_footprint[0], swapped);
+    cr_assert(find_ev(p, TSL_EV_SWAP_IN, a1) >= 0, "a1 is swapped");
+    tsl_plan_free(p);
+    tsl_plan_report_free(&rep);
+    tsl_workload_free(w);
+}
+
 /* ---- job counts sized at run time ---------------------------------------------------- */
 
 /* 40 jobs (chains and wide ones alternately) planned together: every

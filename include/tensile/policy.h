@@ -147,8 +147,10 @@ typedef struct tsl_plan_request {
                                        its own (channel shares) */
     size_t budget;                  /* bytes for all the jobs together (never 0: the
                                        caller's 0 is the profile's mem_bytes) */
-    int budget_named;               /* 1: the caller named the budget (tsl_plan_opts.budget
-                                       != 0); 0: it is the profile's memory */
+    int just_enough;                /* 1: save no more than the budget needs (the caller
+                                       named it: tsl_plan_opts.budget != 0); 0: save all the
+                                       policy can (no budget named: the profile's memory;
+                                       or the plans that saved just enough missed it) */
     const void *opts;               /* the policy's options struct (its defaults when the
                                        caller gave none), every value in its range and
                                        every per-job value sized n_jobs; NULL if the
@@ -160,8 +162,11 @@ typedef struct tsl_plan_request {
                                        its plans leave the jobs above this budget and a lower
                                        budget (down to the jobs' floors) would plan exactly
                                        the same: they are its least memory, and tsl_plan_jobs
-                                       plans no lower budget for the layouts' overhead
-                                       (zeroed before each planning round) */
+                                       plans no lower budget above the floors for the
+                                       layouts' overhead (zeroed before each planning round) */
+    int *spared;                    /* out, may be NULL: a policy sets *spared = 1 when, with
+                                       just_enough, it left savings undone because the budget
+                                       did not need them (zeroed before each round) */
 } tsl_plan_request;
 
 /* A policy's planning: adds events to plans[j] (empty plans named after
@@ -299,6 +304,8 @@ typedef struct tsl_plan_report {
     tsl_solver_report solver;  /* the kept round's integer program (used = 0 if none) */
     int least_memory;          /* 1 if the kept round's policy said its plans are its least
                                   memory (tsl_plan_request.least_memory) */
+    int spared;                /* 1 if the kept round's policy saved just enough for the
+                                  budget (tsl_plan_request.spared) */
 } tsl_plan_report;
 
 /* Frees the report's arrays (they share one block) and zeroes it; a zeroed
@@ -311,9 +318,12 @@ void tsl_plan_report_free(tsl_plan_report *r);
  * from tsl_peak_analysis and gives it its layout (tsl_plan_layout: the
  * blocks and predicted_footprint). The budget holds the footprints: when
  * the plans' footprints sum above it, the policy plans again for a budget
- * lowered by the layouts' overhead (at most a few rounds; none after an
- * integer program reported its budget relaxed: it gave its least memory),
- * so that a policy that plans to a budget of load meets it in footprint.
+ * lowered by the layouts' overhead (footprints less loads; where the loads
+ * themselves are above the budget, at least what the footprints exceed it
+ * by), at most a few rounds and none above the jobs' floors after the
+ * policy said its plans are its least memory
+ * (tsl_plan_request.least_memory), so that a policy that
+ * plans to a budget of load meets it in footprint.
  * plans[j] is allocated for every job (free each with tsl_plan_free);
  * rep, if non-NULL, is filled (free it with tsl_plan_report_free).
  * Returns TSL_OK when the footprints fit the budget; TSL_ERR_BUDGET when

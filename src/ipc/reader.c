@@ -127,8 +127,8 @@ tsl_status tsl_msg_reader_feed(tsl_msg_reader *r, const void *data, size_t n, si
     out->body = NULL;
     if (r->state == R_FAILED) return failed_again(r);
     while (*used < n) {
-        uint8_t *at;
-        size_t room;
+        uint8_t *at = NULL; /* set by space() on TSL_OK (gcc -O3 cannot see it) */
+        size_t room = 0;
         tsl_status st = space(r, &at, &room);
         if (st != TSL_OK) return st;
         if (room > n - *used) room = n - *used;
@@ -160,8 +160,8 @@ tsl_status tsl_msg_reader_read(tsl_msg_reader *r, int fd, tsl_msg *out) {
     out->body = NULL;
     if (r->state == R_FAILED) return failed_again(r);
     for (;;) {
-        uint8_t *at;
-        size_t room;
+        uint8_t *at = NULL; /* set by space() on TSL_OK (gcc -O3 cannot see it) */
+        size_t room = 0;
         tsl_status st = space(r, &at, &room);
         if (st != TSL_OK) return st;
         ssize_t k = recv(fd, at, room, MSG_DONTWAIT);

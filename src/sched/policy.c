@@ -200,6 +200,8 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
     rq.solver = &r->solver;
     r->least_memory = 0;
     rq.least_memory = &r->least_memory;
+    r->spared = 0;
+    rq.spared = &r->spared;
     r->iterations = 0;
     if (st == TSL_OK) st = pol->plan(&rq, plans, &r->iterations);
     for (int j = 0; j < n_jobs && st == TSL_OK; j++) tsl_plan_sort(plans[j]);
@@ -227,27 +229,52 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
 /* Rounds of planning allowed to bring the footprints under the budget. */
 #define FOOTPRINT_ROUNDS 4
 
+/* Allocates *to for n jobs with from's vanilla figures, floors and
+ * budget (the rest zero). TSL_ERR_OOM. */
+static tsl_status report_like(tsl_plan_report *to, const tsl_plan_report *from, int n) {
+    tsl_status st = report_alloc(to, n);
+    if (st != TSL_OK) return st;
+    memcpy(to->vanilla_peak, from->vanilla_peak, (size_t)n * sizeof *to->vanilla_peak);
+    memcpy(to->vanilla_footprint, from->vanilla_footprint,
+           (size_t)n * sizeof *to->vanilla_footprint);
+    memcpy(to->floor, from->floor, (size_t)n * sizeof *to->floor);
+    to->budget = from->budget;
+    return TSL_OK;
+}
+
+/* Swaps the plans (n jobs) and reports of a and b. */
+static void swap_rounds(tsl_plan **pa, tsl_plan_report *ra, tsl_plan **pb, tsl_plan_report *rb,
+                        int n) {
+    for (int j = 0; j < n; j++) {
+        tsl_plan *x = pa[j];
+        pa[j] = pb[j];
+        pb[j] = x;
+    }
+    tsl_plan_report x = *ra;
+    *ra = *rb;
+    *rb = x;
+}
+
 /* Plans for r->budget so that the footprints fit it where the policy can
  * (see tsl_plan_jobs): while they do not, plans again for the budget
  * lowered by the layouts' overhead (footprint minus load), keeping the
- * round with the smallest footprint. plans[] hold the kept round's plans. */
-static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_request *rq,
-                                    size_t align, tsl_plan **plans, tsl_plan_report *r) {
+ * round with the smallest footprint. plans[] hold the kept round's plans;
+ * *spared is set if the policy spared savings in any round. */
+static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request *rq,
+                                   size_t align, tsl_plan **plans, tsl_plan_report *r,
+                                   int *spared) {
     size_t b = r->budget;
     int n_jobs = rq->n_jobs;
     tsl_plan **decided = calloc((size_t)n_jobs, sizeof *decided);
     if (!decided) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     int same = 0;
     tsl_status st = plan_round(pol, rq, align, b, plans, r, decided, &same);
+    *spared = r->spared;
     tsl_plan **alt = NULL;
     tsl_plan_report ar = {0};
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
         size_t fp = sum_footprints(plans, n_jobs), load = 0;
         if (fp <= r->budget) break;
-        /* a policy that gave its least memory already (an integer program
-         * that found no schedule within the budget; TENSILE with nothing
-         * left to take off its peaks) plans the same for a lower budget */
-        if (r->least_memory) break;
         for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
         /* what the layouts add to the load; where the refinement took the
          * load itself above the budget (the policy met it before), at
@@ -257,29 +284,24 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
         size_t nb = b > over + 1 ? b - over : 1;
         if (nb >= b) nb = b - b / 8; /* no overhead to take off: ask for less */
         if (nb == b || nb == 0) break;
+        /* a policy that gave its least memory already (an integer program
+         * that found no schedule within the budget; TENSILE with nothing
+         * left to take off its peaks) plans the same for a lower budget
+         * down to the jobs' floors (below them TENSILE keeps the paper's
+         * plan, whose layout may be the smaller) */
+        size_t floors = 0;
+        for (int j = 0; j < n_jobs; j++) floors += r->floor[j];
+        if (r->least_memory && nb >= floors) break;
         b = nb;
         if (!alt && !(alt = calloc((size_t)n_jobs, sizeof *alt))) {
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
             break;
         }
-        if ((st = report_alloc(&ar, n_jobs)) != TSL_OK) break;
-        memcpy(ar.vanilla_peak, r->vanilla_peak, (size_t)n_jobs * sizeof *ar.vanilla_peak);
-        memcpy(ar.vanilla_footprint, r->vanilla_footprint,
-               (size_t)n_jobs * sizeof *ar.vanilla_footprint);
-        memcpy(ar.floor, r->floor, (size_t)n_jobs * sizeof *ar.floor);
-        ar.budget = r->budget;
+        if ((st = report_like(&ar, r, n_jobs)) != TSL_OK) break;
         st = plan_round(pol, rq, align, b, alt, &ar, decided, &same);
+        *spared |= ar.spared;
         int better = st == TSL_OK && !same && sum_footprints(alt, n_jobs) < fp;
-        if (better) { /* keep the new round */
-            for (int j = 0; j < n_jobs; j++) {
-                tsl_plan *x = plans[j];
-                plans[j] = alt[j];
-                alt[j] = x;
-            }
-            tsl_plan_report x = *r;
-            *r = ar;
-            ar = x;
-        }
+        if (better) swap_rounds(plans, r, alt, &ar, n_jobs); /* keep the new round */
         for (int j = 0; j < n_jobs; j++) {
             tsl_plan_free(alt[j]);
             alt[j] = NULL;
@@ -290,6 +312,32 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
     for (int j = 0; j < n_jobs; j++) tsl_plan_free(decided[j]);
     free(decided);
     free(alt);
+    return st;
+}
+
+/* The footprint rounds (footprint_rounds) for rq; where the policy saved
+ * just enough for a named budget in some round and the plans still miss
+ * it in footprint - the layouts' overhead outran the rounds, or a lower
+ * budget's plan saved less than all would have - the rounds once more
+ * saving all the policy can (just_enough 0), keeping the smaller
+ * footprints. */
+static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_request *rq,
+                                    size_t align, tsl_plan **plans, tsl_plan_report *r) {
+    int spared = 0, ignored = 0;
+    tsl_status st = footprint_rounds(pol, rq, align, plans, r, &spared);
+    int n = rq->n_jobs;
+    size_t fp = st == TSL_OK ? sum_footprints(plans, n) : 0;
+    if (st != TSL_OK || !spared || fp <= r->budget) return st;
+    tsl_plan_request all = *rq;
+    all.just_enough = 0;
+    tsl_plan **alt = calloc((size_t)n, sizeof *alt);
+    tsl_plan_report ar = {0};
+    st = alt ? report_like(&ar, r, n) : tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
+    if (st == TSL_OK) st = footprint_rounds(pol, &all, align, alt, &ar, &ignored);
+    if (st == TSL_OK && sum_footprints(alt, n) < fp) swap_rounds(plans, r, alt, &ar, n);
+    for (int j = 0; alt && j < n; j++) tsl_plan_free(alt[j]);
+    free(alt);
+    tsl_plan_report_free(&ar);
     return st;
 }
 
@@ -377,7 +425,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget, opts->budget != 0,
-                           pol->opts_size ? values : NULL, NULL, NULL};
+                           pol->opts_size ? values : NULL, NULL, NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

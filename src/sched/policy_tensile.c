@@ -346,13 +346,18 @@ static int converged(const tsl__tensile *T, const history *h, int it) {
  * there too (planning to a named budget, stop_at = budget: every
  * iteration's swaps take the largest tensors off the peaks, so the plan
  * that fits first is the one with the fewest copies Algorithm 3 finds).
- * Returns the iterations done. */
-static int algorithm3(tsl__tensile *T, size_t budget, size_t stop_at, history *h, uint8_t *done) {
+ * Sets *spared when it stopped there with swaps left. Returns the
+ * iterations done. */
+static int algorithm3(tsl__tensile *T, size_t budget, size_t stop_at, history *h, uint8_t *done,
+                      int *spared) {
     const tsl_tensile_opts *o = T->opts;
     int n = T->K.n_jobs, swap_ok = 1, rc_ok = o->recompute != 0, it = 0;
     while ((swap_ok || rc_ok) && it < o->max_iterations) {
         if (converged(T, h, it)) break;
-        if (stop_at && tsl__kit_peaks(&T->K) <= stop_at) break;
+        if (stop_at && tsl__kit_peaks(&T->K) <= stop_at) {
+            *spared = swap_ok; /* swaps were left */
+            break;
+        }
         for (int j = 0; j < n; j++) h->peak[(it & 3) * n + j] = T->K.jobs[j].pk.peak;
         for (int j = 0; j < n; j++) done[j] = 0;
         int any = 0;
@@ -398,6 +403,7 @@ typedef struct outcome {
     size_t peaks;
     double period;
     int fitted;
+    int spared; /* Algorithm 3 stopped at the budget with swaps left */
 } outcome;
 
 /* One planning of the request into plans with options o: Algorithm 3, then
@@ -419,8 +425,8 @@ static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *
         st = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", rq->n_jobs);
     if (st == TSL_OK) {
         /* planning to a named budget: no more of the paper's swaps than it needs */
-        size_t stop_at = o->fit && rq->budget_named ? rq->budget : 0;
-        *iterations = algorithm3(&T, rq->budget, stop_at, &h, done);
+        size_t stop_at = o->fit && rq->just_enough ? rq->budget : 0;
+        *iterations = algorithm3(&T, rq->budget, stop_at, &h, done, &r->spared);
         r->fitted = T.K.status == TSL_OK && tsl__kit_peaks(&T.K) > rq->budget;
         if (T.K.status == TSL_OK) *iterations += tsl__tensile_fit(&T, rq->budget);
         st = T.K.status;
@@ -444,14 +450,18 @@ static int better(const outcome *b, const outcome *a, size_t budget) {
     return mb ? b->period < a->period : b->peaks < a->peaks;
 }
 
-/* Says (tsl_plan_request.least_memory) that the plans of outcome r are
- * the policy's least memory when they leave the jobs above the budget:
- * nothing Algorithm 3, the budget mode or the choice among the ways does
- * depends on the budget but the test of whether it is met, so a lower
- * budget takes the same steps, down to the jobs' floors (below them the
- * budget mode does not run, and no plan's load can reach the budget). */
-static void say_least(const tsl_plan_request *rq, const outcome *r) {
+/* Tells the planner what the plans of outcome r are:
+ * - its least memory (tsl_plan_request.least_memory) when they leave the
+ *   jobs above the budget: nothing Algorithm 3, the budget mode or the
+ *   choice among the ways does depends on the budget but the tests of
+ *   whether it is met, and the plan never passed below it, so a lower
+ *   budget takes the same steps, down to the jobs' floors (below them the
+ *   budget mode does not run, and no plan's load can reach the budget);
+ * - spared (tsl_plan_request.spared) when Algorithm 3 stopped at a named
+ *   budget with swaps left. */
+static void tell(const tsl_plan_request *rq, const outcome *r) {
     if (rq->least_memory && r->peaks > rq->budget) *rq->least_memory = 1;
+    if (rq->spared && r->spared) *rq->spared = 1;
 }
 
 /* The policy's plan function (tsl_policy_plan_fn). Where Algorithm 3
@@ -469,10 +479,10 @@ static void say_least(const tsl_plan_request *rq, const outcome *r) {
  * deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
-    outcome best = {0, 0.0, 0};
+    outcome best = {0, 0.0, 0, 0};
     tsl_status st = plan_once(rq, o, plans, iterations, 0, 0, &best);
     if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
-        if (st == TSL_OK) say_least(rq, &best);
+        if (st == TSL_OK) tell(rq, &best);
         return st;
     }
     tsl_tensile_opts every = *o;
@@ -486,7 +496,7 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     for (size_t w = 0; w < sizeof WAYS / sizeof *WAYS && st == TSL_OK; w++) {
         int ok = 1;
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
-        outcome r = {0, 0.0, 0};
+        outcome r = {0, 0.0, 0, 0};
         int it = 0;
         st = ok ? plan_once(rq, WAYS[w].every ? &every : o, alt, &it, WAYS[w].single,
                             WAYS[w].clean, &r)
@@ -505,6 +515,6 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         if (take) best = r;
     }
     free(alt);
-    if (st == TSL_OK) say_least(rq, &best);
+    if (st == TSL_OK) tell(rq, &best);
     return st;
 }

@@ -220,7 +220,7 @@ static tsl_status take_existing(int fd, const char *name, uint64_t capacity, dou
         return tsl_fail(TSL_ERR_IO, "shared device '%s': ftruncate to %zu bytes: %s", name,
                         sizeof(tsl__shblock), strerror(errno));
     if (!never && (rc = check_size(&st, name)) != TSL_OK) return rc;
-    tsl__shblock *b;
+    tsl__shblock *b = NULL; /* set by map_block on TSL_OK (gcc -O3 cannot see it) */
     if ((rc = map_block(fd, name, &b)) != TSL_OK) return rc;
     never = never || atomic_load_explicit(&b->magic, memory_order_acquire) == 0;
     if (!never && (rc = check_header(b, name)) != TSL_OK) {
