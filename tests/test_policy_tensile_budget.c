@@ -192,6 +192,47 @@ Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
     tsl_workload_free(w);
 }
 
+/* A named budget gets no more of the paper's swaps than it needs: resnet18
+ * at batch 24, 40 px, on the rough CPU profile (the real runs' shape).
+ * With no budget (the profile's memory) the plan is the paper's, every
+ * swap the channels hide; with a budget half way between that plan's
+ * footprint and vanilla's, the plan meets it with fewer swaps, the same
+ * simulated time (hidden swaps cost none) and says it spared them; with a
+ * budget above vanilla's footprint it is empty. The paper's plan (fit 0)
+ * at the named budget is the one with no budget. */
+Test(tensile_budget, a_named_budget_gets_just_the_swaps_it_needs, .timeout = 600) {
+    tsl_device_profile dev = tsl_profile_cpu_rough();
+    dev.h2d_bw = dev.d2h_bw = 2e9;
+    dev.mem_bytes = (size_t)1 << 30;
+    tsl_workload *w = pc_zoo_workload_at("resnet18", &dev, 0, 24, 40);
+    pc_result all, half, paper, above;
+    plan_tensile(&w, &dev, 0, 1, &all, "resnet18, no budget");
+    size_t vanilla = all.rep.vanilla_footprint[0], b = (footprint(&all) + vanilla) / 2;
+    plan_tensile(&w, &dev, b, 1, &half, "resnet18, half way");
+    printf("resnet18 b24 40px: no budget %zu bytes, %d swaps; budget %zu: %zu bytes, %d swaps "
+           "(vanilla %zu)\n", footprint(&all), all.rep.swaps[0], b, footprint(&half),
+           half.rep.swaps[0], vanilla);
+    cr_assert_gt(all.rep.swaps[0], 0);
+    cr_assert_not(all.rep.spared);
+    cr_assert(half.rep.budget_met, "footprint %zu above %zu", footprint(&half), b);
+    cr_assert_gt(footprint(&half), footprint(&all));
+    cr_assert_gt(half.rep.swaps[0], 0);
+    cr_assert_lt(half.rep.swaps[0], all.rep.swaps[0]);
+    cr_assert_eq(half.rep.spared, 1);
+    cr_assert_eq(half.p[0]->predicted_period_us, all.p[0]->predicted_period_us);
+    plan_tensile(&w, &dev, b, 0, &paper, "resnet18, half way, the paper");
+    cr_assert_eq(paper.rep.swaps[0], all.rep.swaps[0]);
+    cr_assert_eq(footprint(&paper), footprint(&all));
+    plan_tensile(&w, &dev, vanilla, 1, &above, "resnet18 at vanilla's footprint");
+    cr_assert(above.rep.budget_met);
+    cr_assert_eq(above.p[0]->n_events, 0, "%d events", above.p[0]->n_events);
+    pc_result_free(&all);
+    pc_result_free(&half);
+    pc_result_free(&paper);
+    pc_result_free(&above);
+    tsl_workload_free(w);
+}
+
 /* A budget the budget mode cannot meet leaves its least memory: it says
  * so (least_memory), and a lower budget - down to the floor - plans
  * exactly the same events (every state its rounds passed through was above
