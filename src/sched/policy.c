@@ -257,7 +257,7 @@ static void swap_rounds(tsl_plan **pa, tsl_plan_report *ra, tsl_plan **pb, tsl_p
 
 /* Plans for r->budget so that the footprints fit it where the policy can
  * (see tsl_plan_jobs): while they do not, plans again for the budget
- * lowered by the layouts' overhead (footprint minus load), keeping the
+ * lowered by the layouts' overhead (see tsl_plan_jobs), keeping the
  * round with the smallest footprint. plans[] hold the kept round's plans;
  * *spared is set if the policy spared savings in any round. */
 static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request *rq,
