@@ -491,8 +491,9 @@ typedef struct tsl__swap_draft {
  * iteration has not written by `last` (a clean drop: the host copy it came
  * back from is current, docs/SCHEDULING.md); else a swap-out is placed as
  * early as the D2H channel allows from gen_end, ending by `by`, and t is
- * released after the op during which it ends (not before `last`). Fills d's swap-out and release fields (nothing is booked)
- * and returns the release time, or -1 if no swap-out fits. */
+ * released after the op during which it ends (not before `last`). Fills
+ * d's swap-out and release fields (nothing is booked) and returns the
+ * release time, or -1 if no swap-out fits. */
 double tsl__place_swap_out(tsl__kit *K, tsl__pjob *J, int32_t t, double gen_end, int32_t last,
                            double by, tsl__swap_draft *d);
 /* The coming-back half: a swap-in of d->tensor placed as late as the H2D

@@ -272,6 +272,8 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
     *spared = r->spared;
     tsl_plan **alt = NULL;
     tsl_plan_report ar = {0};
+    size_t floors = 0;
+    for (int j = 0; j < n_jobs; j++) floors += r->floor[j];
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
         size_t fp = sum_footprints(plans, n_jobs), load = 0;
         if (fp <= r->budget) break;
@@ -289,8 +291,6 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
          * left to take off its peaks) plans the same for a lower budget
          * down to the jobs' floors (below them TENSILE keeps the paper's
          * plan, whose layout may be the smaller) */
-        size_t floors = 0;
-        for (int j = 0; j < n_jobs; j++) floors += r->floor[j];
         if (r->least_memory && nb >= floors) break;
         b = nb;
         if (!alt && !(alt = calloc((size_t)n_jobs, sizeof *alt))) {

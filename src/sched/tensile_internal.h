@@ -64,13 +64,14 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
 int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *d);
 /* tensile_across.c: the clean drop of persistent t of job j in its gap
  * after access index kb (read again at access index ka; the caller tries
- * it only with T->clean_drops set): t has no events yet and is not written in the iteration before
- * the gap, so once it is swapped across the iteration boundary (out after
- * its last write, absent at time 0, in before its first access) its device
- * copy equals its host copy through the gap, and it can leave at the gap's
- * start with no copy at all and come back after the peak. Returns 1 and
- * fills *out (has_across set) if both fit on the channels as they are, else
- * 0 (nothing booked either way). */
+ * it only with T->clean_drops set): t has no events yet and is not
+ * written in the iteration before the gap, so once it is swapped across
+ * the iteration boundary (out after its last write, absent at time 0, in
+ * before its first access) its device copy equals its host copy through
+ * the gap, and it can leave at the gap's start with no copy at all and
+ * come back after the peak. Returns 1 and fills *out (has_across set) if
+ * both fit on the channels as they are, else 0 (nothing booked either
+ * way). */
 int tsl__try_clean_drop(tsl__tensile *T, int j, int32_t t, int32_t kb, int32_t ka,
                         tsl__tdraft *out);
 /* tensile_recompute.c: one recomputation over all jobs (largest MSPS).
