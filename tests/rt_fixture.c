@@ -51,6 +51,30 @@ void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam
     c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
                     tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER) +
                     tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE);
+    int32_t nt = tsl_graph_n_tensors(c->g);
+    c->init = calloc((size_t)nt, sizeof *c->init);
+    cr_assert_not_null(c->init);
+    uint64_t seed = th_session_opts().seed;
+    for (tsl_tid t = 0; t < nt; t++) {
+        const tsl_tensor *tt = tsl_graph_tensor(c->g, t);
+        if (!tsl_kind_is_persistent(tt->kind) ||
+            (tt->init != TSL_INIT_KAIMING_NORMAL && tt->init != TSL_INIT_UNIFORM_FANIN))
+            continue;
+        c->init[t] = malloc(tt->nbytes);
+        cr_assert_not_null(c->init[t]);
+        tsl_init_value(c->g, t, seed, c->init[t]);
+    }
+}
+
+/* See rt_fixture.h. */
+tsl_status rtf_init_from_case(void *ctx, const tsl_graph *g, tsl_tid t, float *dst) {
+    const rtf_case *c = ctx;
+    cr_assert_eq(g, c->g, "rtf_init_from_case: a session of another graph");
+    if (c->init[t])
+        memcpy(dst, c->init[t], tsl_graph_tensor(g, t)->nbytes);
+    else
+        tsl_init_value(g, t, th_session_opts().seed, dst);
+    return TSL_OK;
 }
 
 /* See rt_fixture.h. Precondition: rtf_make done, batches filled. */
@@ -74,6 +98,8 @@ void rtf_reference(rtf_case *c) {
 }
 
 void rtf_free(rtf_case *c) {
+    for (tsl_tid t = 0; c->init && t < tsl_graph_n_tensors(c->g); t++) free(c->init[t]);
+    free(c->init);
     for (int k = 0; k < RTF_ITERS; k++) {
         free(c->x[k]);
         free(c->y[k]);
@@ -97,6 +123,8 @@ tsl_session *rtf_open_runtime_with(const rtf_case *c, size_t capacity, const tsl
     so.device_memory = capacity;
     so.nthreads = 2;
     so.pcie_gbps = gbps;
+    so.init = rtf_init_from_case;
+    so.init_ctx = (void *)c;
     tsl_session *s;
     cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
     tsl_runtime_opts ro = *o;

@@ -48,6 +48,11 @@ typedef struct rtf_case {
     uint64_t ref;             /* vanilla checksum after RTF_ITERS iterations */
     size_t ref_peak;          /* vanilla peak load (measured, the ledger) */
     size_t ref_fp;            /* vanilla peak footprint (measured) */
+    /* The random initial values (tsl_init_value, th_session_opts' seed) of
+     * each persistent tensor drawn from a distribution, NULL for the rest:
+     * made once by rtf_make, copied into every session of a plan
+     * (tsl_session_opts.init), so that a case pays the Box-Muller once */
+    float **init;
 } rtf_case;
 
 /* Builds `model` (a name of the zoo, kept by pointer) with cfg into c: its
@@ -56,19 +61,26 @@ typedef struct rtf_case {
  * finalized graph, the workload on rtf_cpu_profile() with every op's
  * workspace set to what the fast kernels at 2 threads really take
  * (pg_match_backend_workspace), the persistent bytes, and the batches
- * allocated but not filled. The reference figures stay 0 until
- * rtf_reference. */
+ * allocated but not filled, and the initial values (init). The reference
+ * figures stay 0 until rtf_reference. */
 void rtf_make(rtf_case *c, const char *model, const tsl_model_cfg *cfg, int adam);
 
 /* The vanilla executor's reference on the filled batches: a session of
  * twice the dry run's peak footprint plus 16 MiB (the fast kernels'
- * scratch), 2 threads, RTF_ITERS steps; sets ref, ref_peak and ref_fp. */
+ * scratch), 2 threads, its parameters initialised by the session itself
+ * (not from init, so every plan's run equal to the reference also checks
+ * init), RTF_ITERS steps; sets ref, ref_peak and ref_fp. */
 void rtf_reference(rtf_case *c);
+
+/* tsl_session_opts.init for rtf_case c as ctx: c->init's values where
+ * made, tsl_init_value with th_session_opts' seed elsewhere. */
+tsl_status rtf_init_from_case(void *c, const tsl_graph *g, tsl_tid t, float *dst);
 
 /* Frees what rtf_make allocated. */
 void rtf_free(rtf_case *c);
 
-/* A session of `capacity` bytes at 2 threads with the runtime attached
+/* A session of `capacity` bytes at 2 threads, initialised from c->init
+ * (rtf_init_from_case), with the runtime attached
  * (virtual clock if vclock, copy channels throttled to gbps GB/s, 0: not
  * throttled; profile c->dev; no replanning: the plan under test stays in
  * force) and plan p installed before its first iteration. `what` names the

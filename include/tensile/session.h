@@ -50,6 +50,15 @@ typedef struct tsl_session_opts {
      * across iterations brings it in); stepping without a runtime then
      * fails with the out-of-memory message. 0 (default): opening fails. */
     int persistent_on_host;
+    /* The persistent tensors' initial values. NULL (default): each from
+     * `seed`, as its tensor's tsl_init says (tsl_init_value). Otherwise
+     * called once per persistent tensor, in id order, to fill dst with the
+     * tensor's nbytes (float32), with init_ctx as ctx: a checkpoint's
+     * values, or values computed once for many sessions. A status other
+     * than TSL_OK fails the opening with it (set the message with
+     * tsl_fail). */
+    tsl_status (*init)(void *ctx, const tsl_graph *g, tsl_tid t, float *dst);
+    void *init_ctx;
 } tsl_session_opts;
 
 tsl_session_opts tsl_session_opts_default(void);
@@ -73,7 +82,7 @@ typedef struct tsl_session tsl_session;
 tsl_status tsl_session_new(const tsl_graph *g, const tsl_session_opts *opts, tsl_session **out);
 /* The same on a backend the caller made (any implementation of
  * tensile/backend.h). The session uses b but does not own it: free the
- * session first, then b. Only opts->seed is read. */
+ * session first, then b. Only opts->seed, init and init_ctx are read. */
 tsl_status tsl_session_new_on(const tsl_graph *g, tsl_backend *b, const tsl_session_opts *opts,
                               tsl_session **out);
 void tsl_session_free(tsl_session *s);
@@ -102,6 +111,15 @@ tsl_status tsl_session_eval_partial(tsl_session *s, const float *x, const int32_
 /* Copies a persistent tensor's bytes out of / into the device. */
 tsl_status tsl_session_read(tsl_session *s, tsl_tid t, void *dst);
 tsl_status tsl_session_write(tsl_session *s, tsl_tid t, const void *src);
+
+/* The value tsl_session_new gives persistent tensor t of g with `seed`
+ * and no opts.init, written into dst (the tensor's nbytes, float32): its
+ * tsl_init, from a counter-based generator keyed by (seed, t, element), so
+ * the values never depend on threads or on the order tensors are
+ * initialised in. KAIMING_NORMAL (Box-Muller) uses fan_in = numel / d[0];
+ * UNIFORM_FANIN on a 1-D tensor "P.bias" uses the fan-in of "P.weight"
+ * when it exists (PyTorch's rule for Linear and Conv biases). */
+void tsl_init_value(const tsl_graph *g, tsl_tid t, uint64_t seed, float *dst);
 
 /* FNV-1a 64 over the bytes of every PARAM in id order. */
 uint64_t tsl_session_param_checksum(tsl_session *s);

@@ -19,7 +19,7 @@ static int64_t fan_in_of(const tsl_graph *g, const tsl_tensor *t) {
     return t->shape.ndim >= 1 ? n / t->shape.d[0] : 1;
 }
 
-void tsl__init_tensor(const tsl_graph *g, tsl_tid t, uint64_t seed, float *dst) {
+void tsl_init_value(const tsl_graph *g, tsl_tid t, uint64_t seed, float *dst) {
     const tsl_tensor *tt = tsl_graph_tensor(g, t);
     TSL_ASSERT(tt->dtype == TSL_F32);
     int64_t n = tsl_shape_numel(&tt->shape);

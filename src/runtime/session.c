@@ -89,7 +89,15 @@ static tsl_status session_open(const tsl_graph *g, tsl_backend *b, int owns_b,
             st = tsl_fail(TSL_ERR_OOM, "session: out of host memory");
             break;
         }
-        tsl__init_tensor(g, t, s->o.seed, host);
+        if (s->o.init) {
+            st = s->o.init(s->o.init_ctx, g, t, host);
+            if (st != TSL_OK) {
+                free(host);
+                break;
+            }
+        } else {
+            tsl_init_value(g, t, s->o.seed, host);
+        }
         if (on_host) {
             s->init_host[t] = host;
             continue;

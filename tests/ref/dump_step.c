@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
         if (tt->kind != TSL_KIND_PARAM && tt->kind != TSL_KIND_BUFFER) continue;
         int64_t n = tsl_shape_numel(&tt->shape);
         float *v = malloc((size_t)n * sizeof *v + 64);
-        tsl__init_tensor(g, t, 1234, v);
+        tsl_init_value(g, t, 1234, v);
         for (int64_t i = 0; i < n; i++) put(buf[t], i, f64, v[i]);
         free(v);
         if (tt->kind == TSL_KIND_BUFFER) {
