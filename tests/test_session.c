@@ -275,3 +275,68 @@ Test(session, same_bits_across_runs_and_thread_counts) {
     cr_assert_eq(ck[0], ck[2], "1 and 2 threads differ with the reference kernels");
     tsl_graph_free(g);
 }
+
+/* opts.init for the initial-values test: fc1.weight gets 0.5 + its index,
+ * every other tensor what the session would give it (tsl_init_value), and
+ * fc2.bias fails the opening when ctx says so. */
+typedef struct init_probe {
+    int calls, fail;
+    tsl_tid last;
+} init_probe;
+
+static tsl_status probe_init(void *ctx, const tsl_graph *g, tsl_tid t, float *dst) {
+    init_probe *p = ctx;
+    cr_assert(t > p->last, "tensor %d initialised after %d: not in id order", t, p->last);
+    p->last = t;
+    p->calls++;
+    const tsl_tensor *tt = tsl_graph_tensor(g, t);
+    cr_assert(tsl_kind_is_persistent(tt->kind), "%s is not persistent", tt->name);
+    if (!strcmp(tt->name, "fc2.bias") && p->fail) return tsl_fail(TSL_ERR_INVALID, "probe: no fc2.bias");
+    if (!strcmp(tt->name, "fc1.weight")) {
+        for (int64_t i = 0; i < tsl_shape_numel(&tt->shape); i++) dst[i] = 0.5f + (float)i;
+        return TSL_OK;
+    }
+    tsl_init_value(g, t, 42, dst);
+    return TSL_OK;
+}
+
+Test(session, initial_values_from_the_caller) {
+    tsl_graph *g = small_graph();
+    tsl_session_opts o = tsl_session_opts_default();
+    o.device_memory = 1 << 20;
+    int persistent = 0;
+    for (tsl_tid t = 0; t < tsl_graph_n_tensors(g); t++)
+        persistent += tsl_kind_is_persistent(tsl_graph_tensor(g, t)->kind);
+    /* the seeded values: tsl_init_value is what a session gives */
+    tsl_session *plain;
+    cr_assert_eq(tsl_session_new(g, &o, &plain), TSL_OK, "%s", tsl_last_error());
+    tsl_tid w1 = tsl_graph_find(g, "fc1.weight"), b1 = tsl_graph_find(g, "fc1.bias");
+    float got[16 * IN], want[16 * IN];
+    cr_assert_eq(tsl_session_read(plain, w1, got), TSL_OK);
+    tsl_init_value(g, w1, 42, want);
+    cr_assert_eq(memcmp(got, want, sizeof got), 0, "tsl_init_value differs from the session's");
+    cr_assert_eq(tsl_session_read(plain, b1, got), TSL_OK);
+    tsl_init_value(g, b1, 42, want);
+    cr_assert_eq(memcmp(got, want, 16 * sizeof *got), 0);
+    /* the caller's values */
+    init_probe p = {.last = -1};
+    o.init = probe_init;
+    o.init_ctx = &p;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(g, &o, &s), TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(p.calls, persistent, "%d calls for %d persistent tensors", p.calls, persistent);
+    cr_assert_eq(tsl_session_read(s, w1, got), TSL_OK);
+    for (int i = 0; i < 16 * IN; i++) cr_assert_eq(got[i], 0.5f + (float)i, "fc1.weight[%d] = %g", i, got[i]);
+    cr_assert_eq(tsl_session_read(s, b1, got), TSL_OK);
+    cr_assert_eq(memcmp(got, want, 16 * sizeof *got), 0, "fc1.bias not from the seed");
+    cr_assert_neq(tsl_session_param_checksum(s), tsl_session_param_checksum(plain));
+    tsl_session_free(s);
+    tsl_session_free(plain);
+    /* an initialiser that fails fails the opening with its message */
+    p = (init_probe){.last = -1, .fail = 1};
+    s = (tsl_session *)&p;
+    cr_assert_eq(tsl_session_new(g, &o, &s), TSL_ERR_INVALID);
+    cr_assert_null(s);
+    cr_assert(strstr(tsl_last_error(), "probe: no fc2.bias"), "%s", tsl_last_error());
+    tsl_graph_free(g);
+}
