@@ -10,7 +10,8 @@
  * default patience of 3, then a steady drift replans at its third
  * boundary; a threshold of 0 replans every iteration in real time; the
  * latency table is the medians of the measured iterations after the first;
- * bad options are refused naming them.
+ * bad options are refused naming them; a device the plan misses runs down
+ * to the job's op floor, and one below it is refused naming the op.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "helpers.h"
 #include "runtime/runtime_internal.h"
 #include "tensile/job.h"
+#include "tensile/models.h"
 #include "tensile/policy_tensile.h"
 #include "tensile/shdev.h"
 #include "tensile/backend_cpu.h"
@@ -310,9 +312,10 @@ Test(job, bad_options_are_named) {
     cr_assert_neq(tsl_job_new(f.g, &o, &j), TSL_OK);
     cr_assert(strstr(tsl_last_error(), "no-such-profile"), "%s", tsl_last_error());
     o = tsl_job_opts_default();
-    o.session.device_memory = 4096; /* not even the parameters */
+    o.session.device_memory = 1024; /* below fc1's update: its weight, gradient, momentum */
     cr_assert_eq(tsl_job_new(f.g, &o, &j), TSL_ERR_OOM);
-    cr_assert(strstr(tsl_last_error(), "out of memory"), "%s", tsl_last_error());
+    cr_assert(strstr(tsl_last_error(), "out of memory") && strstr(tsl_last_error(), "op floor"),
+              "%s", tsl_last_error());
     fx_free(&f);
 }
 
@@ -570,4 +573,108 @@ Test(job, a_daemon_jobs_workload_is_predicted) {
     free(pred);
     tsl_predictor_free(p);
     fx_free(&f);
+}
+
+/* ---- a device the plan misses ------------------------------------------------------------ */
+
+/* resnet18 (batch 2, 32 px, SGD with momentum) and its vanilla checksum
+ * after STEPS steps on fixed batches. */
+typedef struct big_case {
+    tsl_graph *g;
+    float *x;
+    int32_t *y;
+    uint64_t ref;
+    size_t persistent;
+} big_case;
+
+static void big_init(big_case *c) {
+    memset(c, 0, sizeof *c);
+    tsl_model_cfg cfg = tsl_model_cfg_default("resnet18");
+    cfg.batch = 2;
+    cfg.image_size = 32;
+    cfg.n_classes = 10;
+    c->g = tsl_graph_new("resnet18");
+    tsl_tid loss;
+    cr_assert_eq(tsl_model_build(c->g, "resnet18", &cfg, &loss), TSL_OK, "%s", tsl_last_error());
+    tsl_optimizer_cfg o = th_optimizer(0);
+    th_train_graph(c->g, loss, &o);
+    size_t nx = 2 * 3 * 32 * 32;
+    c->x = malloc(sizeof *c->x * nx);
+    c->y = malloc(sizeof *c->y * 2);
+    cr_assert(c->x && c->y);
+    th_fill_f32(c->x, nx, 7, -1, 1);
+    c->y[0] = 3, c->y[1] = 8;
+    c->persistent = tsl_graph_bytes_of_kind(c->g, TSL_KIND_PARAM) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_OPT_STATE) +
+                    tsl_graph_bytes_of_kind(c->g, TSL_KIND_BUFFER);
+    tsl_session_opts so = th_session_opts();
+    so.device_memory = (size_t)1 << 30;
+    tsl_session *s;
+    cr_assert_eq(tsl_session_new(c->g, &so, &s), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_session_step(s, c->x, c->y, NULL), TSL_OK, "%s", tsl_last_error());
+    c->ref = tsl_session_param_checksum(s);
+    tsl_session_free(s);
+}
+
+static void big_free(big_case *c) {
+    free(c->x);
+    free(c->y);
+    tsl_graph_free(c->g);
+}
+
+/* A device above the op floor but below the persistent tensors and the
+ * plan's footprint: the job runs (the runtime evicts on demand, the
+ * persistent tensors come in from the host), within the device and with
+ * vanilla's results; below the floor it is refused at creation, naming
+ * the op. Before, the first device was refused as well. */
+Test(job, a_device_the_plan_misses_runs_down_to_the_op_floor, .timeout = 600) {
+    if (th_quick()) cr_skip_test("resnet18 runs in the release build (TSL_TEST_QUICK is set)");
+    big_case c;
+    big_init(&c);
+    tsl_job_opts o = tsl_job_opts_default();
+    o.session = th_session_opts();
+    o.session.device_memory = (size_t)1 << 30;
+    o.runtime.virtual_clock = 1;
+    tsl_workload *w = NULL;
+    tsl_device_profile dev = th_cpu_profile(o.session.device_memory);
+    cr_assert_eq(tsl_job_workload_new(c.g, &o, &dev, &w), TSL_OK, "%s", tsl_last_error());
+    int32_t op;
+    size_t floor_bytes = tsl_workload_op_floor(w, &op);
+    char op_name[sizeof w->ops[op].name];
+    snprintf(op_name, sizeof op_name, "%s", w->ops[op].name);
+    tsl_workload_free(w);
+    /* the floor and 1 MiB: less than the persistent tensors */
+    size_t device = floor_bytes + ((size_t)1 << 20);
+    cr_assert_lt(device, c.persistent, "floor %zu, persistent %zu", floor_bytes, c.persistent);
+    o.session.device_memory = device;
+    tsl_job *j = NULL;
+    cr_assert_eq(tsl_job_new(c.g, &o, &j), TSL_OK, "a device of %zu bytes (floor %zu): %s",
+                 device, floor_bytes, tsl_last_error());
+    tsl_job_stats js;
+    tsl_job_get_stats(j, &js);
+    cr_assert_not(js.budget_met, "the plan fits %zu bytes: the case tests nothing", device);
+    for (int i = 0; i < STEPS; i++) {
+        tsl_step_stats st;
+        cr_assert_eq(tsl_job_step(j, c.x, c.y, &st), TSL_OK, "step %d: %s", i + 1, tsl_last_error());
+        cr_assert_leq(st.peak_footprint, device, "step %d: footprint %zu on a device of %zu",
+                      i + 1, st.peak_footprint, device);
+    }
+    cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), c.ref,
+                 "parameters differ from vanilla's");
+    tsl_runtime_stats rs;
+    tsl_session_runtime_stats(tsl_job_session(j), &rs);
+    cr_assert_gt(rs.evictions + rs.passive_swaps, 0, "nothing was evicted or brought in passively");
+    printf("resnet18 b2 on %zu bytes (op floor %zu, persistent %zu): %lld evictions, %lld passive "
+           "swap-ins, vanilla's results\n", device, floor_bytes, c.persistent,
+           (long long)rs.evictions, (long long)rs.passive_swaps);
+    tsl_job_free(j);
+    /* one byte below the floor */
+    o.session.device_memory = floor_bytes - 1;
+    j = NULL;
+    cr_assert_eq(tsl_job_new(c.g, &o, &j), TSL_ERR_OOM);
+    cr_assert_null(j);
+    cr_assert(strstr(tsl_last_error(), "op floor") && strstr(tsl_last_error(), op_name),
+              "%s", tsl_last_error());
+    big_free(&c);
 }

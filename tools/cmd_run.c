@@ -92,7 +92,9 @@ static const char help[] =
     "                       of the plan made with no budget (plus P %), a device\n"
     "                       sized to the plan; default: room for vanilla.\n"
     "                       Vanilla is run in a SIZE or P% budget and refused\n"
-    "                       if it does not fit\n"
+    "                       if it does not fit; the policy's run goes down to the\n"
+    "                       op floor (one op's working set): where the plan\n"
+    "                       misses the device the runtime evicts on demand\n"
     "  --pcie-gbps G        throttle each copy channel to G GB/s, at least 0.001\n"
     "                       (default 0: unthrottled, the profile's copy bandwidth\n"
     "                       is planned with); a run the plan predicts to last over\n"
@@ -132,9 +134,9 @@ static const char help[] =
     "\n"
     "Exit status: 0 done, 1 error (a write error on stdout or --trace included),\n"
     "2 bad arguments (a --profile that cannot be read or is malformed included),\n"
-    "3 the policy's run does not fit in --device-memory (out of device memory;\n"
-    "vanilla refused under a budget below its peak is reported, not an error,\n"
-    "when the policy plans), 4 the final parameters differ from vanilla's,\n"
+    "3 the policy's run does not fit in --device-memory (below the op floor, or\n"
+    "out of device memory; vanilla refused under a budget below its peak is\n"
+    "reported, not an error, when the policy plans), 4 the final parameters differ from vanilla's,\n"
     "130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 /* Vanilla iterations run alone first: their kernel times (the first left
@@ -681,7 +683,7 @@ static int passive_plan(run_env *e, runner *u, size_t capacity, size_t budget, c
  * its workload from the vanilla latencies with the kernels' real
  * workspaces, planned within `budget`, verified, run by the runtime and
  * replanned on drift. Returns 0 on a setup error (message printed) or with
- * r->refused when the persistent tensors do not fit (r->error). */
+ * r->refused when the device is below the job's op floor (r->error). */
 static int open_planned(run_env *e, runner *u, size_t capacity, size_t budget, const double *lat_us,
                         const tsl_predictor *pred, int64_t n_iter, run_result *r, prediction *pr,
                         tsl_device_profile *dev) {
@@ -1019,7 +1021,7 @@ static int run_parsed(run_opts t) {
             rc = 1;
             goto out;
         }
-        tok = T.s != NULL; /* else refused: the persistent tensors alone do not fit */
+        tok = T.s != NULL; /* else refused: the device is below the op floor */
         double predicted_s = pr.sim_iter_us * 1e-6 * (double)n_iter;
         if (tok && predicted_s > LONG_RUN_S)
             fprintf(stderr, "tensile run: note: the plan predicts %.3g s per iteration%s, about "

@@ -82,10 +82,14 @@ tsl_job_opts tsl_job_opts_default(void);
 typedef struct tsl_job tsl_job;
 
 /* Opens a job on finalized graph g (which must outlive the job): session,
- * profile, workload, first plan, verification, runtime. TSL_ERR_OOM if the
- * persistent tensors do not fit the device; TSL_ERR_INVALID for bad options
- * or a plan that fails verification (an internal error of the policy),
- * with the message naming it. */
+ * profile, workload, first plan, verification, runtime. TSL_ERR_OOM, naming
+ * the op and the sizes, if the device is below the job's op floor
+ * (tsl_workload_op_floor: no plan or eviction can run that op). A device
+ * above it that the plan misses (persistent tensors that do not fit wait
+ * on the host) still runs: the runtime evicts on demand and brings in what
+ * is missing, within the device, slower than the plan. TSL_ERR_INVALID
+ * for bad options or a plan that fails verification (an internal error of
+ * the policy), with the message naming it. */
 tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *o, tsl_job **out);
 void tsl_job_free(tsl_job *j); /* NULL is fine */
 

@@ -110,16 +110,24 @@ static tsl_status job_open(const tsl_graph *g, const tsl_job_opts *opts, tsl_job
     return TSL_OK;
 }
 
-/* Checks that the plan fits j's device when persistent tensors had to wait
- * on the host, attaches the runtime (with the replanner at its boundaries)
- * and installs j->plan. */
-static tsl_status job_start(tsl_job *j, size_t capacity, int budget_met) {
-    const char *why = NULL;
-    if (tsl_session_n_on_host(j->s, &why) && !budget_met)
+/* Refuses a device below j's op floor (tsl_workload_op_floor: one op's
+ * inputs, outputs and least workspace at once): no plan and no eviction
+ * can run that op, and the first step would fail part-way, with some of
+ * its updates applied. Above the floor the job starts with its plan even
+ * where the plan misses the device (j->first.budget_met 0; persistent
+ * tensors that did not fit wait on the host): the runtime evicts on
+ * demand and brings what is missing in passively, slower than the plan
+ * but within the device. Then attaches the runtime (with the replanner at
+ * its boundaries) and installs j->plan. */
+static tsl_status job_start(tsl_job *j, size_t capacity) {
+    int32_t op = -1;
+    size_t floor_bytes = tsl_workload_op_floor(j->w, &op);
+    if (capacity < floor_bytes)
         return tsl_fail(TSL_ERR_OOM,
-                        "job '%s': %s; and the plan does not fit either: its footprint is %zu "
-                        "bytes on a device of %zu",
-                        j->name, why, j->plan->predicted_footprint, capacity);
+                        "job '%s': device out of memory: the device of %zu bytes is below the "
+                        "job's op floor of %zu bytes: op '%s' needs its inputs, outputs and "
+                        "least workspace at once, which no plan or eviction makes smaller",
+                        j->name, capacity, floor_bytes, op >= 0 ? j->w->ops[op].name : "?");
     tsl_runtime_opts ro = j->o.runtime;
     ro.profile = j->dev;
     ro.on_boundary = tsl__job_boundary;
@@ -178,7 +186,7 @@ tsl_status tsl_job_new(const tsl_graph *g, const tsl_job_opts *opts, tsl_job **o
         if (j->o.plan.budget == 0) j->o.plan.budget = capacity;
         st = tsl__job_plan(j, j->w, &j->plan, &j->first);
     }
-    if (st == TSL_OK) st = job_start(j, capacity, j->first.budget_met);
+    if (st == TSL_OK) st = job_start(j, capacity);
     if (st != TSL_OK) {
         tsl_job_free(j);
         return st;
@@ -266,8 +274,7 @@ tsl_status tsl_job_new_planned(const tsl_graph *g, const tsl_job_opts *opts, tsl
         st = tsl_fail(TSL_ERR_INVALID, "job '%s': workload '%s' has %d ops, the graph %d",
                       j->name, w->job, (int)w->n_ops, (int)tsl_graph_n_ops(g));
     if (st == TSL_OK) st = verified(j, w, plan, &j->dev);
-    if (st == TSL_OK)
-        st = job_start(j, capacity, plan->n_blocks == 0 || plan->predicted_footprint <= capacity);
+    if (st == TSL_OK) st = job_start(j, capacity);
     if (st != TSL_OK) {
         tsl_job_free(j);
         return st;
