@@ -136,8 +136,8 @@ static const char help[] =
     "2 bad arguments (a --profile that cannot be read or is malformed included),\n"
     "3 the policy's run does not fit in --device-memory (below the op floor, or\n"
     "out of device memory; vanilla refused under a budget below its peak is\n"
-    "reported, not an error, when the policy plans), 4 the final parameters differ from vanilla's,\n"
-    "130 / 143 interrupted by SIGINT / SIGTERM.\n";
+    "reported, not an error, when the policy plans), 4 the final parameters\n"
+    "differ from vanilla's, 130 / 143 interrupted by SIGINT / SIGTERM.\n";
 
 /* Vanilla iterations run alone first: their kernel times (the first left
  * out when there are several) are the latency table of the policy's plan. */
