@@ -1210,7 +1210,9 @@ static int run_parsed(run_opts t) {
                    pr.swaps, pr.recomputes, fmt_bytes(pr.planned_footprint, b1, sizeof b1),
                    fmt_bytes(pr.vanilla_footprint, b2, sizeof b2),
                    fmt_bytes(pr.planned_peak, b4, sizeof b4), fmt_bytes(pr.vanilla_peak, b5, sizeof b5),
-                   pr.planning_ms, dev.name, pr.budget_met ? "" : "; the budget is NOT met");
+                   pr.planning_ms, dev.name, pr.budget_met ? ""
+                   : "; the budget is NOT met: the runtime evicts on demand to stay within the "
+                     "device (slower than a plan)");
             printf("done: %lld swap-outs (%s), %lld swap-ins (%s), %lld recomputations, %lld passive "
                    "swap-ins, %lld evictions, %lld drops, %lld rematerialisations, %lld displaced, "
                    "%lld stalls (%.2f ms), %lld replans%s%s\n",
