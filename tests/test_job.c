@@ -669,6 +669,28 @@ Test(job, a_device_the_plan_misses_runs_down_to_the_op_floor, .timeout = 600) {
            "swap-ins, vanilla's results\n", device, floor_bytes, c.persistent,
            (long long)rs.evictions, (long long)rs.passive_swaps);
     tsl_job_free(j);
+    /* the same device with DTR online under the plan (runtime.remat, online
+     * placement): a rematerialisation whose workspace could not be placed
+     * left its tensor allocated and unwritten, and the retry of the op that
+     * read it stopped with "is being generated" (before the fix, at this
+     * device on the virtual clock) */
+    o.runtime.remat = 1;
+    o.runtime.online_placement = 1;
+    j = NULL;
+    cr_assert_eq(tsl_job_new(c.g, &o, &j), TSL_OK, "%s", tsl_last_error());
+    for (int i = 0; i < STEPS; i++)
+        cr_assert_eq(tsl_job_step(j, c.x, c.y, NULL), TSL_OK, "DTR under the plan, step %d: %s",
+                     i + 1, tsl_last_error());
+    cr_assert_eq(tsl_session_param_checksum(tsl_job_session(j)), c.ref,
+                 "DTR under the plan: parameters differ from vanilla's");
+    tsl_session_runtime_stats(tsl_job_session(j), &rs);
+    cr_assert_gt(rs.drops, 0, "DTR under the plan dropped nothing");
+    printf("  with DTR online under the plan: %lld drops, %lld rematerialisations, %lld evictions, "
+           "vanilla's results\n", (long long)rs.drops, (long long)rs.remats,
+           (long long)rs.evictions);
+    tsl_job_free(j);
+    o.runtime.remat = 0;
+    o.runtime.online_placement = 0;
     /* one byte below the floor */
     o.session.device_memory = floor_bytes - 1;
     j = NULL;
@@ -678,3 +700,4 @@ Test(job, a_device_the_plan_misses_runs_down_to_the_op_floor, .timeout = 600) {
               "%s", tsl_last_error());
     big_free(&c);
 }
+

@@ -578,6 +578,7 @@ static tsl_status run_item(step *S, int32_t k) {
     if (rt->virtual_clock) run_to_start(rt, ready, zero);
     if (ready - S->order_ready <= EPS_US) ready = S->order_ready;
     double vmark = rt->vnow;
+    int made = is_rc && !skip && rc == TSL_OK && !rt->s->ptr[it->tensor];
     if (is_rc && !skip && rc == TSL_OK) rc = prepare_output(S, it->tensor, how);
     for (int j = 0; j < op->n_out && rc == TSL_OK && !is_rc; j++)
         rc = prepare_output(S, op->out[j], 0);
@@ -601,6 +602,13 @@ static tsl_status run_item(step *S, int32_t k) {
     if (rc != TSL_OK) {
         tsl__rt_free_raw(rt, L.ws, L.ws_bytes);
         pin(rt, op, it->tensor, -1);
+        /* the recomputation's tensor, allocated here and never written,
+         * goes again: a retry (defrag) or DTR regenerates it from scratch,
+         * where left allocated it would read as being generated */
+        if (made && rt->s->ptr[it->tensor] && !rt->res[it->tensor].readable) {
+            tsl__rt_free_block(rt, it->tensor);
+            tsl__place_undo(rt, it->tensor);
+        }
         return rc;
     }
     double start = ready;
