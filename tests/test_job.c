@@ -11,7 +11,8 @@
  * boundary; a threshold of 0 replans every iteration in real time; the
  * latency table is the medians of the measured iterations after the first;
  * bad options are refused naming them; a device the plan misses runs down
- * to the job's op floor, and one below it is refused naming the op.
+ * to the job's op floor (with DTR online under the plan too), and one
+ * below it is refused naming the op.
  */
 #include <criterion/criterion.h>
 #include <math.h>
