@@ -386,6 +386,14 @@ static tsl_status prepare_output(step *S, int32_t t, int how) {
 
 /* ---- one item ------------------------------------------------------------------------------ */
 
+/* Takes back an allocation of t that was never written (an item that
+ * failed after placing it): the block freed and its planned place's
+ * counter back, so that the next allocation of t is the same one again. */
+static void unallocate(tsl__runtime *rt, int32_t t) {
+    tsl__rt_free_block(rt, t);
+    tsl__place_undo(rt, t);
+}
+
 /* Marks op's tensors (and a recomputation's) used: +1 or -1. */
 static void pin(tsl__runtime *rt, const tsl_op *op, int32_t extra, int d) {
     for (int j = 0; j < op->n_in; j++) rt->res[op->in[j]].busy += d;
@@ -605,10 +613,8 @@ static tsl_status run_item(step *S, int32_t k) {
         /* the recomputation's tensor, allocated here and never written,
          * goes again: a retry (defrag) or DTR regenerates it from scratch,
          * where left allocated it would read as being generated */
-        if (made && rt->s->ptr[it->tensor] && !rt->res[it->tensor].readable) {
-            tsl__rt_free_block(rt, it->tensor);
-            tsl__place_undo(rt, it->tensor);
-        }
+        if (made && rt->s->ptr[it->tensor] && !rt->res[it->tensor].readable)
+            unallocate(rt, it->tensor);
         return rc;
     }
     double start = ready;
@@ -800,10 +806,9 @@ static tsl_status defrag(step *S, int32_t k) {
         if (t < 0) continue;
         tsl__res *r = &rt->res[t];
         if (!rt->s->ptr[t] || r->dying || r->in_x >= 0 || r->out_n > 0) continue;
-        if (!r->readable) { /* allocated, not written yet: allocated again on the retry */
-            tsl__rt_free_block(rt, t);
-            tsl__place_undo(rt, t);
-        } else if (!tsl__rt_evict(rt, t))
+        if (!r->readable) /* allocated, not written yet: allocated again on the retry */
+            unallocate(rt, t);
+        else if (!tsl__rt_evict(rt, t))
             rc = tsl_fail(TSL_ERR_OOM, "runtime: cannot move '%s' out of the device",
                           tsl_graph_tensor(rt->g, t)->name);
     }
