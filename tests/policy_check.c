@@ -230,6 +230,23 @@ size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
     return pers + (van - pers) / 2;
 }
 
+int pc_chained_rereads(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if (e->type != TSL_EV_RECOMPUTE) continue;
+        int read_by_b = 0, read_later = 0;
+        for (int32_t op = e->precede; op < w->n_ops; op++)
+            for (int i = 0; i < w->ops[op].n_in; i++)
+                if (w->ops[op].in[i] == e->tensor) {
+                    if (op == e->precede) read_by_b = 1;
+                    else read_later = 1;
+                }
+        n += !read_by_b && read_later;
+    }
+    return n;
+}
+
 int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++)

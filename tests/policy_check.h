@@ -70,6 +70,10 @@ size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev);
 /* The recomputations of plan p (for w) of a tensor the op they precede
  * does not read: links of chained recomputations. */
 int pc_chained(const tsl_workload *w, const tsl_plan *p);
+/* The links of p's chained recomputations (as pc_chained) of a tensor some
+ * op after the one they precede reads again: a chain through a tensor the
+ * plan brought back or recomputes for a later read as well. */
+int pc_chained_rereads(const tsl_workload *w, const tsl_plan *p);
 /* The recomputations of p whose producer has several outputs (batch
  * norm's: the others go to scratch in the recomputation's block). */
 int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p);

@@ -165,6 +165,37 @@ Test(tensile_budget, densenet121_a6000_batch_norm_four_ways, .timeout = 600) {
     tsl_workload_free(w);
 }
 
+/* Chains through tensors read again later (src/sched/drafts.c, back_after):
+ * inception3 at the frontier's shape (batch 16, 299x299, Adam, a6000) at
+ * 0.5 of vanilla's footprint. A recomputation's chain may regenerate a
+ * tensor the plan brings back (or recomputes) for a later read as well,
+ * released again after the op it serves. With it the budget mode meets
+ * 0.5 within issue 12's +5 %: EOR 1.0484 with this test's 10 classes
+ * (1.0510 when a chain had to stop at such a tensor, and no such link). */
+Test(tensile_budget, inception3_a6000_chains_through_tensors_read_again, .timeout = 600) {
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    tsl_workload *w = pc_zoo_workload_at("inception3", &dev, 1, 16, 299);
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    pc_result base, r;
+    tsl_plan_opts po = pc_opts("tensile", &to, 0);
+    pc_plan_and_check(&w, 1, &dev, &po, "inception3 b16 a6000", &base);
+    size_t budget = (size_t)(0.5 * (double)base.rep.vanilla_footprint[0]);
+    po = pc_opts("tensile", &to, budget);
+    pc_plan_and_check(&w, 1, &dev, &po, "inception3 b16 a6000 at 0.5", &r);
+    int rereads = pc_chained_rereads(w, r.p[0]);
+    double eor = r.p[0]->predicted_period_us / w->period_us;
+    printf("inception3 b16 a6000 at 0.5: footprint %zu of budget %zu (met %d), %d rc, %d "
+           "chained, %d through tensors read again, EOR %.4f\n", footprint(&r), budget,
+           r.rep.budget_met, r.rep.recomputes[0], pc_chained(w, r.p[0]), rereads, eor);
+    cr_assert(r.rep.budget_met, "footprint %zu above %zu", footprint(&r), budget);
+    cr_assert_gt(rereads, 0, "no chain through a tensor read again");
+    cr_assert_leq(eor, 1.05, "EOR %.4f above 1.05", eor);
+    pc_result_free(&r);
+    pc_result_free(&base);
+    tsl_workload_free(w);
+}
+
 /* Without a budget (the profile's memory) and below the floor the budget
  * mode plans exactly as the paper; below the floor the error says so. */
 Test(tensile_budget, paper_unchanged_without_a_budget_and_below_the_floor) {
@@ -276,8 +307,13 @@ Test(tensile_budget, an_unmet_budget_is_the_least_memory) {
  * footprint and period. The budget: `frac` of the way from the floor to
  * the paper's footprint at the profile's memory; bw: the copy bandwidth
  * (0: the profile's). */
+enum {
+    WANT_RC_OR_WAIT, /* a recomputation or a planned wait */
+    WANT_CLEAN,      /* a clean drop */
+    WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
+};
 static void runs_bitwise(const char *model, int flags, int batch, double bw, double frac,
-                         int want_clean) {
+                         int want) {
     rtf_case c;
     rtf_zoo_case_at(&c, model, flags, batch, 32);
     if (bw > 0) c.dev.h2d_bw = c.dev.d2h_bw = bw;
@@ -296,7 +332,10 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
     int rc = 0;
     for (int32_t k = 0; k < p->n_events; k++) rc += p->events[k].type == TSL_EV_RECOMPUTE;
     int clean = pc_clean_drops(c.w, p);
-    if (want_clean) cr_assert_gt(clean, 0, "%s: no clean drop", model);
+    int rereads = pc_chained_rereads(c.w, p);
+    if (want == WANT_CLEAN) cr_assert_gt(clean, 0, "%s: no clean drop", model);
+    else if (want == WANT_REREADS)
+        cr_assert_gt(rereads, 0, "%s: no chain through a tensor read again later", model);
     else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
     rtf_run o;
     rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
@@ -306,14 +345,15 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
         cr_assert_eq(o.peak[k], p->predicted_peak, "%s: iteration %d peak %zu, predicted %zu",
                      model, k + 1, o.peak[k], p->predicted_peak);
         cr_assert_eq(o.fp[k], p->predicted_footprint, "%s: iteration %d footprint", model, k + 1);
-        double want = p->predicted_period_us * 1e-3;
-        cr_assert(o.ms[k] >= want - 1e-9 * want - 1e-9 && o.ms[k] <= want + 1e-9 * want + 1e-9,
+        double ms = p->predicted_period_us * 1e-3;
+        cr_assert(o.ms[k] >= ms - 1e-9 * ms - 1e-9 && o.ms[k] <= ms + 1e-9 * ms + 1e-9,
                   "%s: iteration %d lasted %.9f ms, the plan's period is %.9f ms", model, k + 1,
-                  o.ms[k], want);
+                  o.ms[k], ms);
     }
     printf("%-12s tensile fit at %zu: %d events, %d recomputations (%d chained), %d waits, "
-           "%d clean drops, footprint %zu, identical to vanilla %016llx\n", model, budget,
-           p->n_events, rc, pc_chained(c.w, p), pi.n_waits, clean, p->predicted_footprint,
+           "%d clean drops, %d links through tensors read again, footprint %zu, identical to "
+           "vanilla %016llx\n", model, budget, p->n_events, rc, pc_chained(c.w, p), pi.n_waits,
+           clean, rereads, p->predicted_footprint,
            (unsigned long long)c.ref);
     tsl_peak_info_free(&pi);
     tsl_plan_free(p);
@@ -321,13 +361,13 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
 }
 
 Test(tensile_budget_runs, cnn_bitwise_identical, .timeout = 600) {
-    runs_bitwise("cnn", TH_UPDATES_AFTER, 16, 0, 0.5, 0);
+    runs_bitwise("cnn", TH_UPDATES_AFTER, 16, 0, 0.5, WANT_RC_OR_WAIT);
 }
 Test(tensile_budget_runs, densenet121_bitwise_identical, .timeout = 600) {
     if (th_quick())
         cr_skip_test("densenet121's chains run in the release build only (TSL_TEST_QUICK: the "
                      "sanitizer builds run cnn's plan above)");
-    runs_bitwise("densenet121", 0, 4, 1e8, 0.8, 0);
+    runs_bitwise("densenet121", 0, 4, 1e8, 0.8, WANT_REREADS);
 }
 /* Clean drops (docs/SCHEDULING.md): densenet121 at batch 2 with Adam, the
  * budget 0.6 of the way from the floor: the budget mode's plan releases
@@ -340,7 +380,7 @@ Test(tensile_budget_runs, clean_drops_bitwise_identical, .timeout = 600) {
         cr_skip_test("densenet121's clean drops run in the release build only (TSL_TEST_QUICK: "
                      "the sanitizer builds run the simulator's and the verifier's small cases, "
                      "test_simulator.c, test_verify.c)");
-    runs_bitwise("densenet121", TH_ADAM, 2, 0, 0.6, 1);
+    runs_bitwise("densenet121", TH_ADAM, 2, 0, 0.6, WANT_CLEAN);
 }
 
 

@@ -166,6 +166,20 @@ static int in_chain(const tsl__draft_cand *c, int32_t y) {
     return 0;
 }
 
+/* 1 if every event of J's plan that brings y back (a swap-in, a
+ * recomputation) comes after op b: issued after b ends, or recomputed
+ * before a later op. A chain member read again after b is then released
+ * after b as if it were dead there, and what the plan does for its later
+ * reads is unchanged. */
+static int back_after(const tsl__pjob *J, int32_t y, int32_t b) {
+    for (int32_t k = J->ev_head[y]; k >= 0; k = J->ev_next[k]) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type == TSL_EV_RECOMPUTE && e->precede <= b) return 0;
+        if (e->type == TSL_EV_SWAP_IN && J->ev_time[k] <= J->tl.e[b]) return 0;
+    }
+    return 1;
+}
+
 /* Completes c's chain with what x's producer needs when the chain runs
  * before op b from `at`: each input resident and ready then, or
  * regenerated first (added to the chain after its own ancestors). Returns
@@ -185,9 +199,11 @@ static int need(const tsl__pjob *J, tsl__draft_cand *c, int32_t x, int32_t b, do
             continue;
         }
         /* gone: regenerate it in turn - dead by b (nothing reads it again,
-         * so nothing else of the plan brings it back), run before x */
+         * so nothing else of the plan brings it back) or brought back for
+         * its later reads only after b (back_after) - run before x */
         if (c->n_chain >= TSL__CHAIN_MAX || y > x || !replayable(w, a, y, single) ||
-            tsl__last_access_op(a, y) >= b || recomputed_before(J, y, b))
+            (tsl__last_access_op(a, y) >= b && !back_after(J, y, b)) ||
+            recomputed_before(J, y, b))
             return 0;
         if (!need(J, c, y, b, at, single) || c->n_chain >= TSL__CHAIN_MAX) return 0; /* (its ancestors
                                                                           may fill the chain) */

@@ -107,8 +107,10 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden);
  * (see above): every tensor of it transient, its producer replayable
  * exactly (one output, not in place, a positive latency), its producer's
  * inputs not written since it ran; chain members dead by the back access
- * (no later read) and of lower index than what they feed. Sets c->rc_ok
- * (0 also if D->recompute is 0). */
+ * (no later read) or brought back for their later reads only after it
+ * (their swap-ins issued after it ends, their recomputations before later
+ * ops), and of lower index than what they feed. Sets c->rc_ok (0 also if
+ * D->recompute is 0). */
 void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c);
 /* Commits c's swap draft (its planned wait re-times the job and moves its
  * other copies) or its recomputation (releases, the chain, releases of the
