@@ -69,6 +69,23 @@ static void expect_same_plan(const pc_result *a, const pc_result *b, const char 
     cr_assert_eq(footprint(a), footprint(b), "%s", what);
 }
 
+/* Plans w with TENSILE's defaults at `frac` of vanilla's footprint (the
+ * report of a plan with no budget) into r, checked; returns the budget. */
+static size_t plan_at_fraction(tsl_workload **w, const tsl_device_profile *dev, double frac,
+                               const char *what, pc_result *r) {
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    pc_result base;
+    tsl_plan_opts po = pc_opts("tensile", &to, 0);
+    pc_plan_and_check(w, 1, dev, &po, what, &base);
+    size_t budget = (size_t)(frac * (double)base.rep.vanilla_footprint[0]);
+    pc_result_free(&base);
+    char name[160];
+    snprintf(name, sizeof name, "%s at %.2f", what, frac);
+    po = pc_opts("tensile", &to, budget);
+    pc_plan_and_check(w, 1, dev, &po, name, r);
+    return budget;
+}
+
 /* The budget mode on w at `frac` of the way from the lowest budget worth
  * trying (the job's floor) to the
  * paper's own footprint at the profile's memory (what its swaps hide):
@@ -139,17 +156,10 @@ Test(tensile_budget, densenet121_a6000_batch_norm_four_ways, .timeout = 600) {
     tsl_device_profile dev;
     cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
     tsl_workload *w = pc_zoo_workload_at("densenet121", &dev, 1, 16, 224);
-    tsl_tensile_opts to = tsl_tensile_opts_default();
-    pc_result base;
-    tsl_plan_opts po = pc_opts("tensile", &to, 0);
-    pc_plan_and_check(&w, 1, &dev, &po, "densenet121 b16 a6000", &base);
-    size_t vfp = base.rep.vanilla_footprint[0];
     const double frac[2] = {0.6, 0.5};
     for (int i = 0; i < 2; i++) {
         pc_result r;
-        size_t budget = (size_t)(frac[i] * (double)vfp);
-        po = pc_opts("tensile", &to, budget);
-        pc_plan_and_check(&w, 1, &dev, &po, "densenet121 b16 a6000", &r);
+        size_t budget = plan_at_fraction(&w, &dev, frac[i], "densenet121 b16 a6000", &r);
         int multi = pc_multi_output_recomputes(w, r.p[0]);
         double eor = r.p[0]->predicted_period_us / w->period_us;
         printf("densenet121 b16 a6000 at %.1f: footprint %zu of budget %zu (met %d), %d rc of "
@@ -161,7 +171,6 @@ Test(tensile_budget, densenet121_a6000_batch_norm_four_ways, .timeout = 600) {
         if (i == 1) cr_assert_lt(eor, 1.227, "at 0.5: EOR %.4f, DTR's anchor 1.227", eor);
         pc_result_free(&r);
     }
-    pc_result_free(&base);
     tsl_workload_free(w);
 }
 
@@ -176,13 +185,8 @@ Test(tensile_budget, inception3_a6000_chains_through_tensors_read_again, .timeou
     tsl_device_profile dev;
     cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
     tsl_workload *w = pc_zoo_workload_at("inception3", &dev, 1, 16, 299);
-    tsl_tensile_opts to = tsl_tensile_opts_default();
-    pc_result base, r;
-    tsl_plan_opts po = pc_opts("tensile", &to, 0);
-    pc_plan_and_check(&w, 1, &dev, &po, "inception3 b16 a6000", &base);
-    size_t budget = (size_t)(0.5 * (double)base.rep.vanilla_footprint[0]);
-    po = pc_opts("tensile", &to, budget);
-    pc_plan_and_check(&w, 1, &dev, &po, "inception3 b16 a6000 at 0.5", &r);
+    pc_result r;
+    size_t budget = plan_at_fraction(&w, &dev, 0.5, "inception3 b16 a6000", &r);
     int rereads = pc_chained_rereads(w, r.p[0]);
     double eor = r.p[0]->predicted_period_us / w->period_us;
     printf("inception3 b16 a6000 at 0.5: footprint %zu of budget %zu (met %d), %d rc, %d "
@@ -192,7 +196,6 @@ Test(tensile_budget, inception3_a6000_chains_through_tensors_read_again, .timeou
     cr_assert_gt(rereads, 0, "no chain through a tensor read again");
     cr_assert_leq(eor, 1.05, "EOR %.4f above 1.05", eor);
     pc_result_free(&r);
-    pc_result_free(&base);
     tsl_workload_free(w);
 }
 
@@ -397,19 +400,13 @@ Test(tensile_budget, late_swap_ins_meet_resnet18_at_0_3, .timeout = 600) {
     dev.h2d_bw = dev.d2h_bw = 2e9;
     dev.mem_bytes = (size_t)1 << 30;
     tsl_workload *w = pc_zoo_workload_at("resnet18", &dev, 0, 24, 40);
-    tsl_tensile_opts to = tsl_tensile_opts_default();
-    pc_result base, r;
-    tsl_plan_opts po = pc_opts("tensile", &to, 0);
-    pc_plan_and_check(&w, 1, &dev, &po, "resnet18 b24 40px", &base);
-    size_t budget = (size_t)(0.30 * (double)base.rep.vanilla_footprint[0]);
-    po = pc_opts("tensile", &to, budget);
-    pc_plan_and_check(&w, 1, &dev, &po, "resnet18 b24 40px at 0.30", &r);
+    pc_result r;
+    size_t budget = plan_at_fraction(&w, &dev, 0.30, "resnet18 b24 40px", &r);
     printf("resnet18 b24 40px at 0.30: footprint %zu of budget %zu (met %d), %d swaps, EOR %.4f\n",
            footprint(&r), budget, r.rep.budget_met, r.rep.swaps[0],
            r.p[0]->predicted_period_us / w->period_us);
     cr_assert(r.rep.budget_met, "footprint %zu above %zu", footprint(&r), budget);
     cr_assert_leq(footprint(&r), budget);
     pc_result_free(&r);
-    pc_result_free(&base);
     tsl_workload_free(w);
 }
