@@ -230,23 +230,6 @@ size_t pc_half_way(tsl_workload **w, int n, const tsl_device_profile *dev) {
     return pers + (van - pers) / 2;
 }
 
-int pc_chained_rereads(const tsl_workload *w, const tsl_plan *p) {
-    int n = 0;
-    for (int32_t k = 0; k < p->n_events; k++) {
-        const tsl_event *e = &p->events[k];
-        if (e->type != TSL_EV_RECOMPUTE) continue;
-        int read_by_b = 0, read_later = 0;
-        for (int32_t op = e->precede; op < w->n_ops; op++)
-            for (int i = 0; i < w->ops[op].n_in; i++)
-                if (w->ops[op].in[i] == e->tensor) {
-                    if (op == e->precede) read_by_b = 1;
-                    else read_later = 1;
-                }
-        n += !read_by_b && read_later;
-    }
-    return n;
-}
-
 int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++)
@@ -278,15 +261,31 @@ int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
     return n;
 }
 
+/* 1 if op `op` of w reads tensor t. */
+static int op_reads(const tsl_workload *w, int32_t op, int32_t t) {
+    for (int i = 0; i < w->ops[op].n_in; i++)
+        if (w->ops[op].in[i] == t) return 1;
+    return 0;
+}
+
 int pc_chained(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {
         const tsl_event *e = &p->events[k];
-        if (e->type != TSL_EV_RECOMPUTE) continue;
-        const tsl_wl_op *o = &w->ops[e->precede];
-        int reads = 0;
-        for (int i = 0; i < o->n_in; i++) reads |= o->in[i] == e->tensor;
-        n += !reads;
+        n += e->type == TSL_EV_RECOMPUTE && !op_reads(w, e->precede, e->tensor);
+    }
+    return n;
+}
+
+int pc_chained_rereads(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if (e->type != TSL_EV_RECOMPUTE || op_reads(w, e->precede, e->tensor)) continue;
+        int later = 0;
+        for (int32_t op = e->precede + 1; op < w->n_ops && !later; op++)
+            later = op_reads(w, op, e->tensor);
+        n += later;
     }
     return n;
 }

@@ -701,4 +701,3 @@ Test(job, a_device_the_plan_misses_runs_down_to_the_op_floor, .timeout = 600) {
               "%s", tsl_last_error());
     big_free(&c);
 }
-

@@ -304,17 +304,19 @@ Test(tensile_budget, an_unmet_budget_is_the_least_memory) {
     tsl_workload_free(w);
 }
 
+/* What a runs_bitwise case asks its plan to hold. */
+enum {
+    WANT_RC_OR_WAIT, /* a recomputation or a planned wait */
+    WANT_CLEAN,      /* a clean drop */
+    WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
+};
+
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
  * recomputations) run by the runtime in the virtual clock ends with
  * vanilla's parameters bit for bit, each iteration at the predicted peak,
  * footprint and period. The budget: `frac` of the way from the floor to
  * the paper's footprint at the profile's memory; bw: the copy bandwidth
  * (0: the profile's). */
-enum {
-    WANT_RC_OR_WAIT, /* a recomputation or a planned wait */
-    WANT_CLEAN,      /* a clean drop */
-    WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
-};
 static void runs_bitwise(const char *model, int flags, int batch, double bw, double frac,
                          int want) {
     rtf_case c;
