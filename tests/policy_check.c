@@ -40,6 +40,12 @@ tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *de
     cfg.batch = batch;
     cfg.n_classes = 10;
     cfg.image_size = image;
+    return pc_zoo_workload_cfg(model, dev, adam, &cfg);
+}
+
+tsl_workload *pc_zoo_workload_cfg(const char *model, const tsl_device_profile *dev, int adam,
+                                  const tsl_model_cfg *cfgp) {
+    tsl_model_cfg cfg = *cfgp;
     tsl_graph *g = tsl_graph_new(model);
     cr_assert(g);
     tsl_tid loss;
@@ -239,19 +245,35 @@ int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p) {
     return n;
 }
 
+/* The last op of w that reads or writes tensor t (-1: none). */
+static int32_t last_access(const tsl_workload *w, int32_t t) {
+    int32_t last = -1;
+    for (int32_t i = 0; i < w->n_ops; i++) {
+        const tsl_wl_op *o = &w->ops[i];
+        for (int q = 0; q < o->n_in; q++) last = o->in[q] == t ? i : last;
+        for (int q = 0; q < o->n_out; q++) last = o->out[q] == t ? i : last;
+    }
+    return last;
+}
+
+int pc_across_swaps(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        n += e->type == TSL_EV_RELEASE && tsl_kind_is_persistent(w->tensors[e->tensor].kind) &&
+             e->trigger >= last_access(w, e->tensor);
+    }
+    return n;
+}
+
 int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {
         const tsl_event *e = &p->events[k];
         int32_t t = e->tensor;
         if (e->type != TSL_EV_RELEASE || !tsl_kind_is_persistent(w->tensors[t].kind)) continue;
-        int32_t last = -1; /* t's last access op */
-        for (int32_t i = 0; i < w->n_ops; i++) {
-            const tsl_wl_op *o = &w->ops[i];
-            for (int q = 0; q < o->n_in; q++) last = o->in[q] == t ? i : last;
-            for (int q = 0; q < o->n_out; q++) last = o->out[q] == t ? i : last;
-        }
-        if (e->trigger >= last) continue; /* after its last access: across the boundary */
+        /* after its last access: across the boundary */
+        if (e->trigger >= last_access(w, t)) continue;
         int out_before = 0;
         for (int32_t m = 0; m < p->n_events; m++)
             out_before |= p->events[m].type == TSL_EV_SWAP_OUT && p->events[m].tensor == t &&

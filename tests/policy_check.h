@@ -18,6 +18,7 @@
 #ifndef TSL_TESTS_POLICY_CHECK_H
 #define TSL_TESTS_POLICY_CHECK_H
 #include <stddef.h>
+#include "tensile/models.h"
 #include "tensile/policy.h"
 
 #define PC_MAXJ 8
@@ -59,6 +60,10 @@ tsl_workload *pc_zoo_workload(const char *model, const tsl_device_profile *dev, 
  * enough beside the parameters for the policies that only recompute). */
 tsl_workload *pc_zoo_workload_at(const char *model, const tsl_device_profile *dev, int adam,
                                  int batch, int image);
+/* The same with the model's configuration cfg as it is (its classes too:
+ * `tensile frontier`'s shapes). */
+tsl_workload *pc_zoo_workload_cfg(const char *model, const tsl_device_profile *dev, int adam,
+                                  const tsl_model_cfg *cfg);
 
 /* The bytes of w's PARAM, BUFFER and OPT_STATE tensors. */
 size_t pc_persistent_bytes(const tsl_workload *w);
@@ -81,6 +86,10 @@ int pc_multi_output_recomputes(const tsl_workload *w, const tsl_plan *p);
  * before its last access op with no swap-out of it triggered at or before
  * them (its host copy is the one it came back from). */
 int pc_clean_drops(const tsl_workload *w, const tsl_plan *p);
+/* Swaps of p across the iteration's boundary: releases of a persistent
+ * tensor after its last access op (it is absent at time 0 and swapped in
+ * before its first access). */
+int pc_across_swaps(const tsl_workload *w, const tsl_plan *p);
 
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */

@@ -309,6 +309,7 @@ enum {
     WANT_RC_OR_WAIT, /* a recomputation or a planned wait */
     WANT_CLEAN,      /* a clean drop */
     WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
+    WANT_MET_ACROSS, /* the budget met, with swaps across the boundary (pc_across_swaps) */
 };
 
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
@@ -341,7 +342,11 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
     if (want == WANT_CLEAN) cr_assert_gt(clean, 0, "%s: no clean drop", model);
     else if (want == WANT_REREADS)
         cr_assert_gt(rereads, 0, "%s: no chain through a tensor read again later", model);
-    else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
+    else if (want == WANT_MET_ACROSS) {
+        cr_assert_leq(p->predicted_footprint, budget, "%s: footprint %zu above the budget %zu",
+                      model, p->predicted_footprint, budget);
+        cr_assert_gt(pc_across_swaps(c.w, p), 0, "%s: no swap across the boundary", model);
+    } else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
     rtf_run o;
     rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
     cr_assert_eq(o.checksum, c.ref, "%s: parameters %016llx differ from vanilla's %016llx", model,
@@ -388,6 +393,49 @@ Test(tensile_budget_runs, clean_drops_bitwise_identical, .timeout = 600) {
     runs_bitwise("densenet121", TH_ADAM, 2, 0, 0.6, WANT_CLEAN);
 }
 
+/* The wider ways (docs/SCHEDULING.md, "Planning to a budget"): vgg11 at
+ * batch 4 with SGD, 0.7 of the way from the floor, which the four ways
+ * before them miss; the wider ways' plan meets it with parameters and
+ * momenta swapped across the iteration's boundary, and the runtime runs it
+ * bit for bit. */
+Test(tensile_budget_runs, wider_ways_bitwise_identical, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("vgg11's plan runs in the release build only (TSL_TEST_QUICK: the "
+                     "sanitizer builds run cnn's plan above)");
+    runs_bitwise("vgg11", 0, 4, 0, 0.7, WANT_MET_ACROSS);
+}
+
+/* Persistent tensors whose wrap gap holds the peak (the wider ways):
+ * vgg16 at batch 16 (`tensile frontier`'s shape: 1000 classes, 224 px,
+ * Adam) on the a6000 profile at 0.7 of vanilla's footprint
+ * peaks at classifier.0's weight gradient, fc6's Adam moments resident
+ * with no access before their update; the four ways stop at MSR 0.274.
+ * resnet50 at 0.4 stopped at MSR 0.587. */
+Test(tensile_budget, wider_ways_meet_vgg16_at_0_7_and_resnet50_at_0_4, .timeout = 600) {
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    static const struct {
+        const char *model;
+        double frac;
+    } CASES[] = {{"vgg16", 0.7}, {"resnet50", 0.4}};
+    for (int i = 0; i < 2; i++) {
+        tsl_model_cfg cfg = tsl_model_cfg_default(CASES[i].model); /* the frontier's shape */
+        cfg.batch = 16;
+        tsl_workload *w = pc_zoo_workload_cfg(CASES[i].model, &dev, 1, &cfg);
+        pc_result r;
+        char what[64];
+        snprintf(what, sizeof what, "%s b16 a6000", CASES[i].model);
+        size_t budget = plan_at_fraction(&w, &dev, CASES[i].frac, what, &r);
+        int across = pc_across_swaps(w, r.p[0]);
+        printf("%s at %.2f: footprint %zu of budget %zu (met %d), %d swaps across the boundary, "
+               "EOR %.4f\n", what, CASES[i].frac, footprint(&r), budget, r.rep.budget_met, across,
+               r.p[0]->predicted_period_us / w->period_us);
+        cr_assert(r.rep.budget_met, "%s: footprint %zu above %zu", what, footprint(&r), budget);
+        cr_assert_gt(across, 0, "%s: no swap across the boundary", what);
+        pc_result_free(&r);
+        tsl_workload_free(w);
+    }
+}
 
 /* Late swap-ins: resnet18 at batch 24, 40 px, SGD, on the rough CPU
  * profile with 2 GB/s channels (bench/frontier_real.py's shape) at 0.30 of

@@ -46,6 +46,20 @@ static int32_t early_swap_in(const tsl__pjob *J, int32_t t, int32_t b) {
     return -1;
 }
 
+/* 1 if J's peak lies in persistent tensor t's wrap gap (kb, ka: its
+ * accesses before and after the peak op, one of them -1): no event of t
+ * planned, its first access a read, some access a write (the update its
+ * across-iteration swap-out copies). */
+static int wraps(const tsl__pjob *J, int32_t t, int32_t kb, int32_t ka) {
+    const tsl__activity *a = &J->act;
+    if (!a->persistent[t] || J->ev_head[t] >= 0 || (kb < 0 && ka < 0)) return 0;
+    int32_t first = a->acc_off[t], last = a->acc_off[t + 1] - 1;
+    if (!a->acc[first].reads) return 0;
+    for (int32_t k = first; k <= last; k++)
+        if (a->acc[k].writes) return 1;
+    return 0;
+}
+
 int32_t tsl__drafts_candidates(tsl__drafter *D) {
     D->n_cand = 0;
     for (int j = 0; j < D->K->n_jobs; j++) {
@@ -64,7 +78,18 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
                 w->tensors[t].bytes < min_bytes)
                 continue;
             int32_t kb = tsl__acc_before(a, t, op), ka = tsl__acc_after(a, t, op);
-            if (kb < 0 || ka < 0 || !a->acc[ka].reads) continue;
+            if (kb < 0 || ka < 0) {
+                if (D->across && wraps(J, t, kb, ka)) {
+                    int32_t last = a->acc_off[t + 1] - 1;
+                    tsl__draft_cand c = {.job = j, .tensor = t, .gap = last, .wrap = 1,
+                                         .evict_op = a->acc[last].op,
+                                         .back_op = a->acc[a->acc_off[t]].op, .late_in = -1,
+                                         .bytes = w->tensors[t].bytes};
+                    if (!D->done[j][last] && !push_cand(D, &c)) return -1;
+                }
+                continue;
+            }
+            if (!a->acc[ka].reads) continue;
             int32_t late = D->done[j][kb] && D->late_ins && !D->late_done[j][kb]
                                ? early_swap_in(J, t, a->acc[ka].op)
                                : -1;
@@ -80,15 +105,81 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
 
 /* ---- swaps ---------------------------------------------------------------------------- */
 
+/* The earliest time a swap-in may be issued after J's peak: once the
+ * position running there has ended (a swap-in allocates as it starts: one
+ * issued while it runs adds to its load). */
+static double after_peak(const tsl__pjob *J) {
+    const tsl__timeline *tl = &J->tl;
+    double t_end = J->pk.rc >= 0 ? tl->rc_end[J->pk.rc] : tl->e[J->pk.op];
+    return fmax(t_end, nextafter(J->pk.time, INFINITY));
+}
+
+/* Drafts d's swap-in of c's tensor before c's back access b, issued at
+ * `lo` at the earliest: with `hidden`, as late as the host-to-device
+ * channel allows, landing by b's start; else as early as it allows, b
+ * waiting for it if it is late (c->stall). Returns 0 if none fits. */
+static int draft_swap_in(tsl__kit *K, tsl__pjob *J, tsl__draft_cand *c, tsl__swap_draft *d,
+                         double lo, int hidden) {
+    const tsl__timeline *tl = &J->tl;
+    int32_t b = c->back_op;
+    if (hidden) return tsl__place_swap_in(K, J, lo, tl->s[b], b, d) && d->si_trig < b;
+    /* as early as the channel allows: the back access waits for a copy
+     * under way when it would start, never for one issued later */
+    double din = tsl_copy_us(J->dev, c->bytes, 1);
+    double W = tsl__pjob_would_start(J, b, -1), S = tl->s[b];
+    tsl__canon_ctx cx = {.tl = tl};
+    double x = tsl__chan_earliest(tsl__chan_of(K, J, 1), lo, din, fmax(W + din, S),
+                                  tsl__canon_tl, &cx);
+    if (x < 0 || !(x <= W || x + din <= S) || cx.trigger >= b) return 0;
+    d->si_trig = cx.trigger;
+    d->si_delay = cx.delay;
+    d->si_issue = x;
+    d->si_end = x + din;
+    d->si_precede = b;
+    c->stall = fmax(0.0, d->si_end - W);
+    return 1;
+}
+
+/* c's swap across the iteration's boundary (c->wrap; tensile_across.c's
+ * option A drafted against the peak): the swap-out after the tensor's last
+ * write, the release after its last access, by the peak if the peak comes
+ * after it (else by the iteration's end); the swap-in before its first
+ * access, issued after the peak if the peak comes before it. */
+static void draft_wrap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
+    tsl__kit *K = D->K;
+    tsl__pjob *J = &K->jobs[c->job];
+    const tsl__timeline *tl = &J->tl;
+    const tsl__activity *a = &J->act;
+    int32_t t = c->tensor, first = a->acc_off[t], wr = c->gap;
+    while (wr >= first && !a->acc[wr].writes) wr--;
+    int head = J->pk.op < c->back_op;
+    double by = head ? tl->period - tsl__margin(tl->period) : J->pk.time;
+    tsl__swap_draft d = {.tensor = t, .gap = c->gap};
+    double rel = tsl__place_swap_out(K, J, t, tl->e[a->acc[wr].op], c->evict_op, by, &d);
+    if (rel < 0 || rel > by || !d.has_out) return;
+    if (!draft_swap_in(K, J, c, &d, head ? after_peak(J) : 0.0, hidden)) return;
+    d.n_abs = 2;
+    d.abs_lo[0] = 0.0; /* absent from the iteration start */
+    d.abs_hi[0] = d.si_issue;
+    d.abs_lo[1] = rel; /* and from the release to the end */
+    d.abs_hi[1] = INFINITY;
+    c->ft = tl->period - d.so_end + d.si_issue;
+    c->sw = d;
+    c->swap_ok = 1;
+}
+
 void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     c->swap_ok = c->has_across = 0;
     c->ft = c->stall = 0.0;
     if (!D->swap) return;
+    if (c->wrap) {
+        draft_wrap(D, c, hidden);
+        return;
+    }
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     const tsl__timeline *tl = &J->tl;
     double t_peak = J->pk.time;
-    int32_t b = c->back_op;
     tsl__swap_draft d = {.tensor = c->tensor, .gap = c->gap};
     int clean = 0;
     /* out after the evicted access, gone by the peak (a late swap-in: the
@@ -103,29 +194,9 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
         clean = 1;
     }
     if (rel < 0 || rel > t_peak) return;
-    /* back once the position running at the peak has ended (a swap-in
-     * allocates as it starts: one issued while it runs adds to its load) */
-    double t_end = J->pk.rc >= 0 ? tl->rc_end[J->pk.rc] : tl->e[J->pk.op];
-    double lo = fmax(rel, fmax(t_end, nextafter(t_peak, INFINITY)));
+    double lo = fmax(rel, after_peak(J));
     double left = d.has_out ? d.so_end : rel;
-    if (hidden) {
-        if (!tsl__place_swap_in(K, J, lo, tl->s[b], b, &d) || d.si_trig >= b) return;
-    } else {
-        /* as early as the channel allows: the back access waits for a copy
-         * under way when it would start, never for one issued later */
-        double din = tsl_copy_us(J->dev, c->bytes, 1);
-        double W = tsl__pjob_would_start(J, b, -1), S = tl->s[b];
-        tsl__canon_ctx cx = {.tl = tl};
-        double x = tsl__chan_earliest(tsl__chan_of(K, J, 1), lo, din, fmax(W + din, S),
-                                      tsl__canon_tl, &cx);
-        if (x < 0 || !(x <= W || x + din <= S) || cx.trigger >= b) return;
-        d.si_trig = cx.trigger;
-        d.si_delay = cx.delay;
-        d.si_issue = x;
-        d.si_end = x + din;
-        d.si_precede = b;
-        c->stall = fmax(0.0, d.si_end - W);
-    }
+    if (!draft_swap_in(K, J, c, &d, lo, hidden)) return;
     if (clean && !tsl__drafts_disjoint(K, J, &c->across, &d)) return;
     c->ft = d.si_issue - left;
     c->sw = d;

@@ -43,6 +43,10 @@ typedef struct tsl__draft_cand {
     int32_t gap;          /* index in the job's act.acc of its evicted access */
     int32_t evict_op;     /* the evicted access's op */
     int32_t back_op;      /* the back access's op */
+    int wrap;             /* 1: the peak lies in the tensor's wrap gap (a persistent tensor,
+                             D->across): evict_op is its last access, back_op its first, gap
+                             its last access's index; its swap crosses the iteration's
+                             boundary and it has no recomputation */
     int32_t late_in;      /* -1; or the plan swaps the tensor in this gap already and this
                              swap-in event of it, issued by the peak, lands it there: its
                              swap draft moves that swap-in after the peak */
@@ -73,6 +77,9 @@ typedef struct tsl__drafter {
                              a clean drop (tsl__clean_drop_ok) */
     int late_ins;         /* a tensor the plan swaps in the gap around the peak already, but
                              brings back by the peak, is a candidate (its swap-in moved) */
+    int across;           /* a persistent tensor whose wrap gap (its last access to the end,
+                             time 0 to its first access) holds the peak is a candidate: its
+                             swap across the boundary (tensile_across.c's option A) */
     uint8_t **late_done;  /* with late_ins (the caller's, zeroed): per job, per access op: that
                              gap's swap-in was moved or given up */
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */

@@ -406,18 +406,25 @@ typedef struct outcome {
     int spared; /* Algorithm 3 stopped at the budget with swaps left */
 } outcome;
 
-/* One planning of the request into plans with options o: Algorithm 3, then
- * to the budget (recomputing single-output producers only with
- * `single_output`; both dropping persistent tensors clean where their
- * swap-outs do not fit with `clean_drops`); its outcome into *r. */
+/* A way of planning to a budget: recomputing single-output producers only
+ * (`single`), every swap size (`every`: min-swap-bytes 0), persistent
+ * tensors dropped clean where their swap-outs do not fit (`clean`), and
+ * persistent tensors whose wrap gap holds the peak offered (`across`). */
+typedef struct way {
+    int single, every, clean, across;
+} way;
+
+/* One planning of the request into plans with options o the way wy says
+ * (wy->every is the caller's: o has it): Algorithm 3, then to the budget;
+ * its outcome into *r. */
 static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *o,
-                            tsl_plan **plans, int *iterations, int single_output,
-                            int clean_drops, outcome *r) {
+                            tsl_plan **plans, int *iterations, const way *wy, outcome *r) {
     tsl__tensile T;
     tsl_status st = tensile_init(&T, rq, o, plans);
     if (st != TSL_OK) return st;
-    T.single_output_rc = single_output;
-    T.clean_drops = clean_drops;
+    T.single_output_rc = wy->single;
+    T.clean_drops = wy->clean;
+    T.across_cands = wy->across;
     size_t n = (size_t)rq->n_jobs;
     history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
     uint8_t *done = calloc(n, 1);
@@ -475,31 +482,40 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * three more ways (clean drops, with batch norm's outputs recomputed; no
  * clean drops, batch norm's outputs recomputed or not, every swap size)
  * and keeps the plan that meets the budget with the least time (none
- * meeting it: the lowest peaks; ties: the first). Planning is
- * deterministic, each way too. */
+ * meeting it: the lowest peaks; ties: the first). Where none of the four
+ * meets it, two wider ways follow, which also offer the persistent
+ * tensors whose wrap gap holds a peak (tsl__drafter.across: their swaps
+ * cross the iteration's boundary; Algorithm 3's smallest swap, or every
+ * size): they take the device-to-host channel of the backward pass that
+ * other swaps want, so offered everywhere they made some plans that met
+ * the budget slower; offered only where nothing else meets it, no plan
+ * that met it changes. Planning is deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0, 0};
-    tsl_status st = plan_once(rq, o, plans, iterations, 0, 0, &best);
+    static const way FIRST = {0, 0, 0, 0};
+    tsl_status st = plan_once(rq, o, plans, iterations, &FIRST, &best);
     if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
         if (st == TSL_OK) tell(rq, &best);
         return st;
     }
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
-    static const struct {
-        int single, every, clean;
-    } WAYS[] = {{0, 0, 1}, {0, 1, 0}, {1, 1, 0}};
+    static const way WAYS[] = {{0, 0, 1, 0}, {0, 1, 0, 0}, {1, 1, 0, 0}};
+    static const way WIDER[] = {{0, 0, 0, 1}, {0, 1, 0, 1}};
+    const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
     int n = rq->n_jobs;
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);
     if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
-    for (size_t w = 0; w < sizeof WAYS / sizeof *WAYS && st == TSL_OK; w++) {
+    for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
+        /* the wider ways only where every way before leaves the budget unmet */
+        if (w == n_ways && best.peaks <= rq->budget) break;
+        const way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
         int ok = 1;
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
         outcome r = {0, 0.0, 0, 0};
         int it = 0;
-        st = ok ? plan_once(rq, WAYS[w].every ? &every : o, alt, &it, WAYS[w].single,
-                            WAYS[w].clean, &r)
+        st = ok ? plan_once(rq, wy->every ? &every : o, alt, &it, wy, &r)
                 : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
         *iterations += it;
         int take = st == TSL_OK && better(&r, &best, rq->budget);

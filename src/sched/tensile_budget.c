@@ -7,7 +7,9 @@
  * its cheapest form - a swap whose copies hide (no cost), a swap whose
  * late swap-in makes the back access wait (its stall), for a tensor the
  * plan swaps already but brings back by the peak that swap-in moved after
- * it (hidden or waited for), or a recomputation
+ * it (hidden or waited for), for a persistent tensor whose wrap gap
+ * holds the peak (in the wider ways, policy_tensile.c) its swap across the
+ * iteration's boundary (hidden or waited for), or a recomputation
  * chained back to the nearest resident tensors (its producers'
  * latencies) - and the candidate with the least added iteration time per
  * byte taken off the peak is committed (ties: the larger, then the lower
@@ -109,6 +111,7 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
         tsl__drafter D = {.K = K, .swap = 1, .recompute = T->opts->recompute != 0, .done = done,
                           .min_bytes = min_bytes, .single_output = T->single_output_rc,
                           .clean_drops = T->clean_drops, .late_ins = 1,
+                          .across = T->across_cands,
                           .late_done = late_done};
         K->rebook_rounded = 1; /* copies back to back move together */
         rounds = tsl__drafts_run(&D, budget, pick_cheapest, NULL);

@@ -33,6 +33,8 @@ typedef struct tsl__tensile {
     int32_t *pos;          /* per job: scratch of one swap step */
     int single_output_rc;  /* planning to a budget recomputes single-output producers only */
     int clean_drops;       /* tsl__try_clean_drop is tried (planning to a budget) */
+    int across_cands;      /* planning to a budget offers persistent tensors whose wrap gap
+                              holds the peak (drafts.h, tsl__drafter.across) */
 } tsl__tensile;
 
 /* One swap TENSILE may commit: draft d; with has_across, a clean drop (d a
