@@ -266,6 +266,18 @@ int pc_across_swaps(const tsl_workload *w, const tsl_plan *p) {
     return n;
 }
 
+int pc_converted(const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        if (p->events[k].type != TSL_EV_RECOMPUTE) continue;
+        int out = 0;
+        for (int32_t m = 0; m < p->n_events && !out; m++)
+            out = p->events[m].type == TSL_EV_SWAP_OUT && p->events[m].tensor == p->events[k].tensor;
+        n += out;
+    }
+    return n;
+}
+
 int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {

@@ -90,6 +90,9 @@ int pc_clean_drops(const tsl_workload *w, const tsl_plan *p);
  * tensor after its last access op (it is absent at time 0 and swapped in
  * before its first access). */
 int pc_across_swaps(const tsl_workload *w, const tsl_plan *p);
+/* Recomputations of p of a tensor p also swaps out: a swap-in turned into
+ * a recomputation (its host copy goes unread). */
+int pc_converted(const tsl_plan *p);
 
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */

@@ -310,6 +310,7 @@ enum {
     WANT_CLEAN,      /* a clean drop */
     WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
     WANT_MET_ACROSS, /* the budget met, with swaps across the boundary (pc_across_swaps) */
+    WANT_CONVERTED,  /* a swap-in turned into a recomputation (pc_converted) */
 };
 
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
@@ -346,7 +347,9 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
         cr_assert_leq(p->predicted_footprint, budget, "%s: footprint %zu above the budget %zu",
                       model, p->predicted_footprint, budget);
         cr_assert_gt(pc_across_swaps(c.w, p), 0, "%s: no swap across the boundary", model);
-    } else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
+    } else if (want == WANT_CONVERTED)
+        cr_assert_gt(pc_converted(p), 0, "%s: no swap-in turned into a recomputation", model);
+    else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
     rtf_run o;
     rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
     cr_assert_eq(o.checksum, c.ref, "%s: parameters %016llx differ from vanilla's %016llx", model,
@@ -403,6 +406,18 @@ Test(tensile_budget_runs, wider_ways_bitwise_identical, .timeout = 600) {
         cr_skip_test("vgg11's plan runs in the release build only (TSL_TEST_QUICK: the "
                      "sanitizer builds run cnn's plan above)");
     runs_bitwise("vgg11", 0, 4, 0, 0.7, WANT_MET_ACROSS);
+}
+
+/* A late swap-in turned into a recomputation (the wider ways,
+ * docs/SCHEDULING.md): resnet50 at batch 2 with Adam, 0.8 of the way from
+ * the floor, which only the way that converts meets. The runtime runs the
+ * recomputation where the swap-in was (the host copy unread) and ends on
+ * vanilla's parameters bit for bit. */
+Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("resnet50's plan runs in the release build only (TSL_TEST_QUICK: the "
+                     "sanitizer builds run cnn's plan above)");
+    runs_bitwise("resnet50", TH_ADAM, 2, 0, 0.8, WANT_CONVERTED);
 }
 
 /* Persistent tensors whose wrap gap holds the peak (the wider ways):

@@ -986,18 +986,27 @@ Test(simulator, random_workloads_agree_with_the_planner_and_the_verifier) {
             cr_assert_eq(pi.peak, p->predicted_peak);
             /* the paper's plans never wait; planning on to the budget may
              * plan waits: the ops then wait exactly as planned */
-            double plan_stall = pi.stall_us, waits = 0;
+            double plan_stall = pi.stall_us, waits[4] = {0};
             tsl_peak_info_free(&pi);
             for (int64_t i = 0; i < log.n_span; i++)
                 if (log.span[i].kind == TSL__SPAN_OP || log.span[i].kind == TSL__SPAN_RECOMPUTE) {
                     if (plan_stall == 0.0)
                         cr_assert_eq(log.span[i].wait, 0.0, "seed %d: op %d waited %g us", seed,
                                      log.span[i].op, log.span[i].wait);
-                    waits += log.span[i].wait;
+                    cr_assert(log.span[i].iter >= 1 && log.span[i].iter <= 3);
+                    waits[log.span[i].iter] += log.span[i].wait;
                 }
-            cr_assert(fabs(waits - 3 * plan_stall) <= 1e-6 * (1 + plan_stall),
-                      "seed %d: the ops waited %.17g us over 3 iterations, planned %.17g per "
-                      "iteration", seed, waits, plan_stall);
+            /* the steady state waits as planned; the cold start (every
+             * persistent tensor resident) skips the swap-in of one the plan
+             * has absent at time 0, and a planned wait for it (a swap
+             * across the boundary landing late, planning to a budget) */
+            for (int it = 2; it <= 3; it++)
+                cr_assert(fabs(waits[it] - plan_stall) <= 1e-6 * (1 + plan_stall),
+                          "seed %d: the ops waited %.17g us in iteration %d, planned %.17g",
+                          seed, waits[it], it, plan_stall);
+            cr_assert(waits[1] <= plan_stall + 1e-6 * (1 + plan_stall),
+                      "seed %d: the ops waited %.17g us in the first iteration, planned %.17g",
+                      seed, waits[1], plan_stall);
             double want = p->predicted_period_us + r.job[0].stall_us - plan_stall;
             cr_assert(fabs(r.job[0].iter_us - want) <= 1e-9 * (1 + want),
                       "seed %d: iteration %.17g, predicted %.17g + wait %.17g", seed,

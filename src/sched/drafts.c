@@ -79,7 +79,7 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
                 continue;
             int32_t kb = tsl__acc_before(a, t, op), ka = tsl__acc_after(a, t, op);
             if (kb < 0 || ka < 0) {
-                if (D->across && wraps(J, t, kb, ka)) {
+                if (D->across && w->tensors[t].bytes >= D->min_wrap[j] && wraps(J, t, kb, ka)) {
                     int32_t last = a->acc_off[t + 1] - 1;
                     tsl__draft_cand c = {.job = j, .tensor = t, .gap = last, .wrap = 1,
                                          .evict_op = a->acc[last].op,
@@ -158,6 +158,12 @@ static void draft_wrap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     double rel = tsl__place_swap_out(K, J, t, tl->e[a->acc[wr].op], c->evict_op, by, &d);
     if (rel < 0 || rel > by || !d.has_out) return;
     if (!draft_swap_in(K, J, c, &d, head ? after_peak(J) : 0.0, hidden)) return;
+    /* on a channel both directions share, its copies must not overlap (a
+     * late swap-in can run on past the swap-out of a tensor written first
+     * by its first access) */
+    if (tsl__chan_of(K, J, 0) == tsl__chan_of(K, J, 1) && d.so_issue < d.si_end &&
+        d.si_issue < d.so_end)
+        return;
     d.n_abs = 2;
     d.abs_lo[0] = 0.0; /* absent from the iteration start */
     d.abs_hi[0] = d.si_issue;
@@ -283,6 +289,21 @@ static int need(const tsl__pjob *J, tsl__draft_cand *c, int32_t x, int32_t b, do
     return 1;
 }
 
+/* The first op at or before b that a recomputation of J's plan reading t
+ * precedes (it found t resident through the swap-in a conversion takes
+ * away), or b. */
+static int32_t first_rc_reader(const tsl__pjob *J, int32_t t, int32_t b) {
+    const tsl_workload *w = J->w;
+    for (int32_t k = 0; k < J->plan->n_events; k++) {
+        const tsl_event *e = &J->plan->events[k];
+        if (e->type != TSL_EV_RECOMPUTE || e->precede >= b) continue;
+        const tsl_wl_op *q = &w->ops[w->tensors[e->tensor].producer];
+        for (int i = 0; i < q->n_in; i++)
+            if (q->in[i] == t) b = e->precede;
+    }
+    return b;
+}
+
 void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c) {
     c->rc_ok = 0;
     c->n_chain = 0;
@@ -291,7 +312,11 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c) {
     const tsl__pjob *J = &D->K->jobs[c->job];
     const tsl_workload *w = J->w;
     int32_t t = c->tensor, b = c->back_op;
-    if (!replayable(w, &J->act, t, D->single_output) || J->ev_head[t] >= 0) return;
+    /* a tensor with events of the plan: only a late swap-in's, turned into it */
+    int convert = D->convert && c->late_in >= 0;
+    if (!replayable(w, &J->act, t, D->single_output) || (J->ev_head[t] >= 0 && !convert)) return;
+    if (convert) b = first_rc_reader(J, t, b);
+    c->rc_before = b;
     /* the chain runs with the recomputations already planned before b */
     const tsl__timeline *tl = &J->tl;
     double at = tl->rc_off[b] < tl->rc_off[b + 1] ? tl->rc_start[tl->rc_off[b]] : tl->s[b];
@@ -418,9 +443,72 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     return ok && K->status == TSL_OK;
 }
 
+/* The index among J's copies (tsl__pjob_copy_times' order) of copy event k. */
+static int32_t copy_index(const tsl__pjob *J, int32_t k) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < k; i++)
+        m += J->plan->events[i].type == TSL_EV_SWAP_OUT || J->plan->events[i].type == TSL_EV_SWAP_IN;
+    return m;
+}
+
+/* Puts J's swap-in event k back as `was` (it was turned into a
+ * recomputation and J's other copies are booked at their pre-commit
+ * times): J re-timed, its copy booked at (issue, end) again, J analysed. */
+static void unconvert(tsl__kit *K, tsl__pjob *J, int32_t k, tsl_event was, double issue,
+                      double end) {
+    tsl_status st = tsl__pjob_set_event(J, J->dev, k, was);
+    if (st == TSL_OK) st = tsl__chan_book(tsl__chan_of(K, J, 1), issue, end);
+    if (st != TSL_OK) K->status = st;
+    tsl__pjob_analyse(J);
+}
+
+/* Commits c's recomputation in place of its late swap-in (D->convert):
+ * that swap-in event becomes the recomputation before the back access and
+ * its copy is unbooked; the chain runs before it and is released after
+ * it; J re-timed, its copies re-booked. Undone unless J's peak did not
+ * rise and its recomputations find their inputs. */
+static int commit_convert(tsl__drafter *D, const tsl__draft_cand *c) {
+    tsl__kit *K = D->K;
+    tsl__pjob *J = &K->jobs[c->job];
+    int32_t k = c->late_in, t = c->tensor, b = c->rc_before;
+    double *old = tsl__kit_copy_buf(K, J, 0);
+    if (!old) return 0;
+    int32_t m = tsl__pjob_copy_times(J, old), mk = copy_index(J, k);
+    double si_issue = old[2 * mk], si_end = old[2 * mk + 1];
+    /* the other copies' times, in event order once k is no copy */
+    memmove(old + 2 * mk, old + 2 * mk + 2, (size_t)(m - mk - 1) * 2 * sizeof *old);
+    size_t before = J->pk.peak;
+    tsl_event was = J->plan->events[k];
+    int32_t n0 = J->plan->n_events;
+    tsl__chan_unbook(tsl__chan_of(K, J, 1), si_issue, si_end);
+    tsl_status st = tsl__pjob_set_event(J, J->dev, k, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
+    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
+        st = tsl__pjob_add_event(J, J->dev,
+                                 (tsl_event){TSL_EV_RECOMPUTE, c->chain[i], -1, 0.0, b});
+    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
+        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, c->chain[i], b, 0.0, -1});
+    if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
+    int ok = st == TSL_OK && tsl__kit_rebook(K, J, old); /* else booked at old again */
+    if (!ok) {
+        if (st != TSL_OK) K->status = st;
+        tsl__pjob_pop_events(J, J->plan->n_events - n0);
+        unconvert(K, J, k, was, si_issue, si_end);
+    } else {
+        tsl__pjob_analyse(J);
+        ok = J->pk.peak <= before && rc_inputs_ready(J);
+        if (!ok) {
+            tsl__kit_undo(K, J, n0, NULL, old); /* the chain gone, the others at old */
+            unconvert(K, J, k, was, si_issue, si_end);
+        }
+    }
+    free(old);
+    return ok && K->status == TSL_OK;
+}
+
 int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
+    if (c->late_in >= 0) return commit_convert(D, c);
     int32_t t = c->tensor, b = c->back_op;
     double *old = tsl__kit_copy_buf(K, J, 0);
     if (!old) return 0;

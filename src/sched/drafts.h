@@ -63,6 +63,8 @@ typedef struct tsl__draft_cand {
     int32_t chain[TSL__CHAIN_MAX]; /* ascending index: the order they run in */
     int n_chain;
     double rc_us;         /* the producers' latencies, the tensor's and the chain's */
+    int32_t rc_before;    /* the op it runs before: the back access (a conversion: earlier,
+                             where a recomputation of the plan reads the tensor first) */
 } tsl__draft_cand;
 
 /* The state of one-choice-at-a-time planning over a kit's jobs. The
@@ -80,10 +82,14 @@ typedef struct tsl__drafter {
     int across;           /* a persistent tensor whose wrap gap (its last access to the end,
                              time 0 to its first access) holds the peak is a candidate: its
                              swap across the boundary (tensile_across.c's option A) */
+    int convert;          /* with late_ins: a late swap-in's candidate may also become a
+                             recomputation, that swap-in turned into it (its swap-out and
+                             release stay; the host copy goes unread) */
     uint8_t **late_done;  /* with late_ins (the caller's, zeroed): per job, per access op: that
                              gap's swap-in was moved or given up */
     uint8_t **done;       /* per job, per access op (act.acc): its gap was planned or given up */
     const size_t *min_bytes; /* per job: the smallest candidate */
+    const size_t *min_wrap;  /* with across: per job, the smallest wrap-gap candidate */
     tsl__draft_cand *cand; /* the candidates of one round */
     int32_t n_cand, cap_cand;
 } tsl__drafter;
@@ -126,8 +132,9 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c);
  * ones) still finds its inputs there: if not, the plan is as before. A
  * late swap-in (c->late_in >= 0) re-anchors that swap-in event at the
  * draft's trigger and delay, the job re-timed and its copies re-booked; a
- * clean drop commits its across-iteration swap first. Returns 1 if
- * committed. */
+ * clean drop commits its across-iteration swap first. A late swap-in's
+ * recomputation (D->convert) turns that swap-in event into it, before
+ * c->rc_before. Returns 1 if committed. */
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c);
 int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c);
 

@@ -430,6 +430,12 @@ static inline tsl__chan *tsl__chan_of(tsl__kit *K, tsl__pjob *J, int to_device) 
  * channels must be re-booked by the caller (tsl__kit_rebook). TSL_ERR_OOM
  * (J unchanged). */
 tsl_status tsl__pjob_add_event(tsl__pjob *J, const tsl_device_profile *dev, tsl_event e);
+/* Replaces event k of J's plan by e in place - the same tensor, neither a
+ * swap-out (a swap-in turned into a recomputation, and back) - and
+ * re-times J (tsl__pjob_retime). The copy bookings are the caller's.
+ * TSL_ERR_OOM (e in place, J's times those of the last timeline). */
+tsl_status tsl__pjob_set_event(tsl__pjob *J, const tsl_device_profile *dev, int32_t k,
+                               tsl_event e);
 /* Removes the last `n` events added (and their effects). */
 void tsl__pjob_pop_events(tsl__pjob *J, int n);
 /* Re-runs the peak analysis of J (J->pk, J->prof; bumps J->analyses). */

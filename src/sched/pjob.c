@@ -201,6 +201,23 @@ void tsl__pjob_pop_events(tsl__pjob *J, int n) {
     }
 }
 
+tsl_status tsl__pjob_set_event(tsl__pjob *J, const tsl_device_profile *dev, int32_t k,
+                               tsl_event e) {
+    tsl_event *x = &J->plan->events[k];
+    TSL_ASSERT(x->tensor == e.tensor && x->type != TSL_EV_SWAP_OUT && e.type != TSL_EV_SWAP_OUT);
+    memset(x, 0, sizeof *x); /* the padding zero, as tsl_plan_add leaves it */
+    x->type = e.type;
+    x->tensor = e.tensor;
+    x->trigger = e.trigger;
+    x->delay_us = e.delay_us;
+    x->precede = e.precede;
+    int still = 0;
+    for (int32_t o = J->ev_head[e.tensor]; o >= 0; o = J->ev_next[o])
+        still |= J->plan->events[o].type == TSL_EV_RECOMPUTE;
+    J->recomputed[e.tensor] = (uint8_t)still;
+    return tsl__pjob_retime(J, dev);
+}
+
 /* Peak of J under its plan: J->pk, and the load profile J->prof (which
  * lacks if out of host memory: prof.n = -1). */
 void tsl__pjob_analyse(tsl__pjob *J) {

@@ -109,13 +109,12 @@ static int rate_allows(const tsl__tensile *T, int j, int32_t t) {
     return (double)(J->n_swapped + 1) <= rate * (double)(T->total_swapped + 1) + 1e-12;
 }
 
-/* The smallest tensor TENSILE swaps in job J (opts->min_swap_bytes; -1:
+/* The smallest tensor TENSILE swaps in job J (m: opts->min_swap_bytes; -1:
  * the smaller of the bytes the slower copy direction carries in one copy
  * latency, below which a copy is mostly fixed cost, and a thousandth of
  * the job's vanilla peak, so that a small job on a fast device still swaps
  * what matters to it). */
-static size_t min_swap_bytes(const tsl__tensile *T, const tsl__pjob *J) {
-    double m = T->opts->min_swap_bytes;
+static size_t min_swap_bytes(double m, const tsl__pjob *J) {
     if (m < 0) {
         const tsl_device_profile *d = J->dev;
         double bw = d->h2d_bw < d->d2h_bw ? d->h2d_bw : d->d2h_bw;
@@ -303,7 +302,8 @@ static tsl_status tensile_init(tsl__tensile *T, const tsl_plan_request *rq,
         X->gap_fail_out = malloc(na * sizeof *X->gap_fail_out);
         X->gap_fail_in = malloc(na * sizeof *X->gap_fail_in);
         X->mpt = malloc(nt * sizeof *X->mpt);
-        X->min_swap = min_swap_bytes(T, J); /* J->pk: its vanilla peak */
+        X->min_swap = min_swap_bytes(T->opts->min_swap_bytes, J); /* J->pk: its vanilla peak */
+        X->min_wrap = min_swap_bytes(-1.0, J);
         ok = X->gap_done && X->gap_fail_out && X->gap_fail_in && X->mpt;
         for (size_t k = 0; ok && k < na; k++) {
             X->gap_fail_out[k] = -INFINITY;
@@ -408,10 +408,11 @@ typedef struct outcome {
 
 /* A way of planning to a budget: recomputing single-output producers only
  * (`single`), every swap size (`every`: min-swap-bytes 0), persistent
- * tensors dropped clean where their swap-outs do not fit (`clean`), and
- * persistent tensors whose wrap gap holds the peak offered (`across`). */
+ * tensors dropped clean where their swap-outs do not fit (`clean`),
+ * persistent tensors whose wrap gap holds the peak offered (`across`),
+ * swap-ins landing by the peak turned into recomputations (`convert`). */
 typedef struct way {
-    int single, every, clean, across;
+    int single, every, clean, across, convert;
 } way;
 
 /* One planning of the request into plans with options o the way wy says
@@ -425,6 +426,7 @@ static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *
     T.single_output_rc = wy->single;
     T.clean_drops = wy->clean;
     T.across_cands = wy->across;
+    T.convert_late_ins = wy->convert;
     size_t n = (size_t)rq->n_jobs;
     history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
     uint8_t *done = calloc(n, 1);
@@ -483,17 +485,20 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * clean drops, batch norm's outputs recomputed or not, every swap size)
  * and keeps the plan that meets the budget with the least time (none
  * meeting it: the lowest peaks; ties: the first). Where none of the four
- * meets it, two wider ways follow, which also offer the persistent
+ * meets it, three wider ways follow: two offer also the persistent
  * tensors whose wrap gap holds a peak (tsl__drafter.across: their swaps
  * cross the iteration's boundary; Algorithm 3's smallest swap, or every
- * size): they take the device-to-host channel of the backward pass that
- * other swaps want, so offered everywhere they made some plans that met
- * the budget slower; offered only where nothing else meets it, no plan
- * that met it changes. Planning is deterministic, each way too. */
+ * size), the third lets a swap-in that lands by the peak become a
+ * recomputation (tsl__drafter.convert). Offered everywhere, they made
+ * some plans that met the budget slower (the swaps across the boundary
+ * take the device-to-host channel of the backward pass that other swaps
+ * want; the greedy's path changes); offered only where nothing else meets
+ * it, no plan that met it changes. Planning is deterministic, each way
+ * too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0, 0};
-    static const way FIRST = {0, 0, 0, 0};
+    static const way FIRST = {0, 0, 0, 0, 0};
     tsl_status st = plan_once(rq, o, plans, iterations, &FIRST, &best);
     if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
         if (st == TSL_OK) tell(rq, &best);
@@ -501,8 +506,8 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     }
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
-    static const way WAYS[] = {{0, 0, 1, 0}, {0, 1, 0, 0}, {1, 1, 0, 0}};
-    static const way WIDER[] = {{0, 0, 0, 1}, {0, 1, 0, 1}};
+    static const way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
+    static const way WIDER[] = {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}};
     const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
     int n = rq->n_jobs;
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);

@@ -9,7 +9,9 @@
  * plan swaps already but brings back by the peak that swap-in moved after
  * it (hidden or waited for), for a persistent tensor whose wrap gap
  * holds the peak (in the wider ways, policy_tensile.c) its swap across the
- * iteration's boundary (hidden or waited for), or a recomputation
+ * iteration's boundary (hidden or waited for), or a recomputation (in a
+ * wider way also of a tensor whose swap-in lands by the peak: that swap-in
+ * turned into it)
  * chained back to the nearest resident tensors (its producers'
  * latencies) - and the candidate with the least added iteration time per
  * byte taken off the peak is committed (ties: the larger, then the lower
@@ -96,22 +98,23 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     if (!fitting(T, budget) || tsl__kit_peaks(K) <= budget) return 0;
     size_t n = K->n_jobs > 0 ? (size_t)K->n_jobs : 0;
     uint8_t **done = calloc(n, sizeof *done), **late_done = calloc(n, sizeof *late_done);
-    size_t *min_bytes = calloc(n, sizeof *min_bytes);
-    int ok = done && late_done && min_bytes;
+    size_t *min_bytes = calloc(n, sizeof *min_bytes), *min_wrap = calloc(n, sizeof *min_wrap);
+    int ok = done && late_done && min_bytes && min_wrap;
     for (size_t j = 0; ok && j < n; j++) {
         const tsl__pjob *J = &K->jobs[j];
         size_t na = (size_t)J->act.acc_off[J->w->n_tensors] + 1;
         ok = (done[j] = calloc(na, 1)) != NULL && (late_done[j] = calloc(na, 1)) != NULL;
         if (ok) mark_released(J, done[j]);
         min_bytes[j] = T->tj[j].min_swap;
+        min_wrap[j] = T->tj[j].min_wrap;
     }
     int rounds = 0;
     if (!ok) K->status = tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %zu jobs", n);
     else {
         tsl__drafter D = {.K = K, .swap = 1, .recompute = T->opts->recompute != 0, .done = done,
-                          .min_bytes = min_bytes, .single_output = T->single_output_rc,
+                          .min_bytes = min_bytes, .min_wrap = min_wrap, .single_output = T->single_output_rc,
                           .clean_drops = T->clean_drops, .late_ins = 1,
-                          .across = T->across_cands,
+                          .across = T->across_cands, .convert = T->convert_late_ins,
                           .late_done = late_done};
         K->rebook_rounded = 1; /* copies back to back move together */
         rounds = tsl__drafts_run(&D, budget, pick_cheapest, NULL);
@@ -123,5 +126,6 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
     free(done);
     free(late_done);
     free(min_bytes);
+    free(min_wrap);
     return rounds;
 }

@@ -23,6 +23,8 @@ typedef struct tsl__tjob {
     uint64_t mpt_at;       /* the kit job's `analyses` when mpt was collected (0: never;
                               stale once they differ) */
     size_t min_swap;       /* the smallest tensor it swaps (opts->min_swap_bytes resolved) */
+    size_t min_wrap;       /* the smallest swap across the boundary the budget mode drafts
+                              (min-swap-bytes' default whatever the option) */
 } tsl__tjob;
 
 typedef struct tsl__tensile {
@@ -33,6 +35,8 @@ typedef struct tsl__tensile {
     int32_t *pos;          /* per job: scratch of one swap step */
     int single_output_rc;  /* planning to a budget recomputes single-output producers only */
     int clean_drops;       /* tsl__try_clean_drop is tried (planning to a budget) */
+    int convert_late_ins;  /* planning to a budget may turn a late swap-in into a
+                              recomputation (tsl__drafter.convert) */
     int across_cands;      /* planning to a budget offers persistent tensors whose wrap gap
                               holds the peak (drafts.h, tsl__drafter.across) */
 } tsl__tensile;
