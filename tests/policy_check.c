@@ -278,6 +278,27 @@ int pc_converted(const tsl_plan *p) {
     return n;
 }
 
+/* 1 if op `op` of w reads tensor t. */
+static int op_reads(const tsl_workload *w, int32_t op, int32_t t) {
+    for (int i = 0; i < w->ops[op].n_in; i++)
+        if (w->ops[op].in[i] == t) return 1;
+    return 0;
+}
+
+int pc_early_recomputes(const tsl_workload *w, const tsl_plan *p) {
+    int n = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        const tsl_event *e = &p->events[k];
+        if (e->type != TSL_EV_RECOMPUTE || op_reads(w, e->precede, e->tensor)) continue;
+        int chained = 0; /* a chain member is released after the op it precedes */
+        for (int32_t m = 0; m < p->n_events && !chained; m++)
+            chained = p->events[m].type == TSL_EV_RELEASE && p->events[m].tensor == e->tensor &&
+                      p->events[m].trigger == e->precede;
+        n += !chained;
+    }
+    return n;
+}
+
 int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {
@@ -295,12 +316,6 @@ int pc_clean_drops(const tsl_workload *w, const tsl_plan *p) {
     return n;
 }
 
-/* 1 if op `op` of w reads tensor t. */
-static int op_reads(const tsl_workload *w, int32_t op, int32_t t) {
-    for (int i = 0; i < w->ops[op].n_in; i++)
-        if (w->ops[op].in[i] == t) return 1;
-    return 0;
-}
 
 int pc_chained(const tsl_workload *w, const tsl_plan *p) {
     int n = 0;

@@ -93,6 +93,11 @@ int pc_across_swaps(const tsl_workload *w, const tsl_plan *p);
 /* Recomputations of p of a tensor p also swaps out: a swap-in turned into
  * a recomputation (its host copy goes unread). */
 int pc_converted(const tsl_plan *p);
+/* Recomputations of p run before an op that does not read their tensor
+ * and not released after it (not a chain's link): placed before an earlier
+ * recomputation that reads the tensor, which found it resident there
+ * before. */
+int pc_early_recomputes(const tsl_workload *w, const tsl_plan *p);
 
 /* The profile of the hand-made cases: 1 GB/s both ways, duplex, no copy
  * latency (a copy of B bytes takes B/1000 us, exactly), 1 GiB. */

@@ -304,13 +304,14 @@ Test(tensile_budget, an_unmet_budget_is_the_least_memory) {
     tsl_workload_free(w);
 }
 
-/* What a runs_bitwise case asks its plan to hold. */
+/* What a runs_bitwise case asks its plan to hold (flags). */
 enum {
-    WANT_RC_OR_WAIT, /* a recomputation or a planned wait */
-    WANT_CLEAN,      /* a clean drop */
-    WANT_REREADS,    /* a chain through a tensor read again later (pc_chained_rereads) */
-    WANT_MET_ACROSS, /* the budget met, with swaps across the boundary (pc_across_swaps) */
-    WANT_CONVERTED,  /* a swap-in turned into a recomputation (pc_converted) */
+    WANT_RC_OR_WAIT = 1,  /* a recomputation or a planned wait */
+    WANT_CLEAN = 2,       /* a clean drop */
+    WANT_REREADS = 4,     /* a chain through a tensor read again later (pc_chained_rereads) */
+    WANT_MET_ACROSS = 8,  /* the budget met, with swaps across the boundary (pc_across_swaps) */
+    WANT_CONVERTED = 16,  /* a swap-in turned into a recomputation (pc_converted) */
+    WANT_EARLY = 32,      /* a recomputation before an earlier one reading it (pc_early_recomputes) */
 };
 
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
@@ -340,16 +341,21 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
     for (int32_t k = 0; k < p->n_events; k++) rc += p->events[k].type == TSL_EV_RECOMPUTE;
     int clean = pc_clean_drops(c.w, p);
     int rereads = pc_chained_rereads(c.w, p);
-    if (want == WANT_CLEAN) cr_assert_gt(clean, 0, "%s: no clean drop", model);
-    else if (want == WANT_REREADS)
+    if (want & WANT_CLEAN) cr_assert_gt(clean, 0, "%s: no clean drop", model);
+    if (want & WANT_REREADS)
         cr_assert_gt(rereads, 0, "%s: no chain through a tensor read again later", model);
-    else if (want == WANT_MET_ACROSS) {
+    if (want & WANT_MET_ACROSS) {
         cr_assert_leq(p->predicted_footprint, budget, "%s: footprint %zu above the budget %zu",
                       model, p->predicted_footprint, budget);
         cr_assert_gt(pc_across_swaps(c.w, p), 0, "%s: no swap across the boundary", model);
-    } else if (want == WANT_CONVERTED)
+    }
+    if (want & WANT_CONVERTED)
         cr_assert_gt(pc_converted(p), 0, "%s: no swap-in turned into a recomputation", model);
-    else cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
+    if (want & WANT_EARLY)
+        cr_assert_gt(pc_early_recomputes(c.w, p), 0,
+                     "%s: no recomputation before an earlier one reading it", model);
+    if (want & WANT_RC_OR_WAIT)
+        cr_assert_gt(rc + pi.n_waits, 0, "%s: neither a recomputation nor a wait", model);
     rtf_run o;
     rtf_run_plan(&c, p, 1, 0, "tensile fit", &o);
     cr_assert_eq(o.checksum, c.ref, "%s: parameters %016llx differ from vanilla's %016llx", model,
@@ -363,11 +369,11 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
                   "%s: iteration %d lasted %.9f ms, the plan's period is %.9f ms", model, k + 1,
                   o.ms[k], ms);
     }
-    printf("%-12s tensile fit at %zu: %d events, %d recomputations (%d chained), %d waits, "
-           "%d clean drops, %d links through tensors read again, footprint %zu, identical to "
-           "vanilla %016llx\n", model, budget, p->n_events, rc, pc_chained(c.w, p), pi.n_waits,
-           clean, rereads, p->predicted_footprint,
-           (unsigned long long)c.ref);
+    printf("%-12s tensile fit at %zu: %d events, %d recomputations (%d chained, %d early, %d "
+           "converted), %d waits, %d clean drops, %d links through tensors read again, "
+           "footprint %zu, identical to vanilla %016llx\n", model, budget, p->n_events, rc,
+           pc_chained(c.w, p), pc_early_recomputes(c.w, p), pc_converted(p), pi.n_waits, clean,
+           rereads, p->predicted_footprint, (unsigned long long)c.ref);
     tsl_peak_info_free(&pi);
     tsl_plan_free(p);
     rtf_free(&c);
@@ -380,7 +386,7 @@ Test(tensile_budget_runs, densenet121_bitwise_identical, .timeout = 600) {
     if (th_quick())
         cr_skip_test("densenet121's chains run in the release build only (TSL_TEST_QUICK: the "
                      "sanitizer builds run cnn's plan above)");
-    runs_bitwise("densenet121", 0, 4, 1e8, 0.8, WANT_REREADS);
+    runs_bitwise("densenet121", 0, 4, 1e8, 0.8, WANT_REREADS | WANT_EARLY);
 }
 /* Clean drops (docs/SCHEDULING.md): densenet121 at batch 2 with Adam, the
  * budget 0.6 of the way from the floor: the budget mode's plan releases
@@ -420,19 +426,20 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
     runs_bitwise("resnet50", TH_ADAM, 2, 0, 0.8, WANT_CONVERTED);
 }
 
-/* Persistent tensors whose wrap gap holds the peak (the wider ways):
- * vgg16 at batch 16 (`tensile frontier`'s shape: 1000 classes, 224 px,
- * Adam) on the a6000 profile at 0.7 of vanilla's footprint
- * peaks at classifier.0's weight gradient, fc6's Adam moments resident
- * with no access before their update; the four ways stop at MSR 0.274.
- * resnet50 at 0.4 stopped at MSR 0.587. */
-Test(tensile_budget, wider_ways_meet_vgg16_at_0_7_and_resnet50_at_0_4, .timeout = 600) {
+/* The wider ways (docs/SCHEDULING.md, "Planning to a budget"): vgg16 at
+ * batch 16 (`tensile frontier`'s shape: 1000 classes, 224 px, Adam) on
+ * the a6000 profile at 0.7 of vanilla's footprint peaks at classifier.0's
+ * weight gradient, fc6's Adam moments resident with no access before
+ * their update, and the four ways stop at MSR 0.274; resnet50 at 0.3,
+ * where they stop at MSR 0.634. Both are met only with swaps across the
+ * boundary the four ways do not offer. */
+Test(tensile_budget, wider_ways_meet_vgg16_at_0_7_and_resnet50_at_0_3, .timeout = 600) {
     tsl_device_profile dev;
     cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
     static const struct {
         const char *model;
         double frac;
-    } CASES[] = {{"vgg16", 0.7}, {"resnet50", 0.4}};
+    } CASES[] = {{"vgg16", 0.7}, {"resnet50", 0.3}};
     for (int i = 0; i < 2; i++) {
         tsl_model_cfg cfg = tsl_model_cfg_default(CASES[i].model); /* the frontier's shape */
         cfg.batch = 16;
@@ -450,6 +457,37 @@ Test(tensile_budget, wider_ways_meet_vgg16_at_0_7_and_resnet50_at_0_4, .timeout 
         pc_result_free(&r);
         tsl_workload_free(w);
     }
+}
+
+/* A recomputation before the first recomputation of the plan that reads
+ * its tensor (docs/SCHEDULING.md, the chain rule): resnet50 at batch 184
+ * on the V100 profile, MONeT's shape, at 0.40 of vanilla's footprint.
+ * Recomputing a block's output released it after its forward read, and a
+ * chain already planned for an op before its back access had stopped at
+ * it as a resident input: the commit was undone (127 of 671 commits at
+ * 0.33). Run before that chain, the recomputation serves both, and the
+ * budget mode meets 0.40 at or below MONeT's +9.3 % (before: 1.1312 by
+ * the wider ways; unmet before those). */
+Test(tensile_budget, resnet50_v100_at_monet_0_40, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("resnet50 at batch 184 plans in the release build only (TSL_TEST_QUICK)");
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("v100", &dev), TSL_OK, "%s", tsl_last_error());
+    tsl_model_cfg cfg = tsl_model_cfg_default("resnet50"); /* the frontier's shape */
+    cfg.batch = 184;
+    tsl_workload *w = pc_zoo_workload_cfg("resnet50", &dev, 1, &cfg);
+    pc_result r;
+    size_t budget = plan_at_fraction(&w, &dev, 0.40, "resnet50 b184 v100", &r);
+    double eor = r.p[0]->predicted_period_us / w->period_us;
+    int early = pc_early_recomputes(w, r.p[0]);
+    printf("resnet50 b184 v100 at 0.40: footprint %zu of budget %zu (met %d), %d recomputations "
+           "(%d early), EOR %.4f\n", footprint(&r), budget, r.rep.budget_met,
+           r.rep.recomputes[0], early, eor);
+    cr_assert(r.rep.budget_met, "footprint %zu above %zu", footprint(&r), budget);
+    cr_assert_gt(early, 0, "no recomputation before an earlier one reading its tensor");
+    cr_assert_leq(eor, 1.09, "EOR %.4f above the target 1.09 (MONeT's +9.3 %%)", eor);
+    pc_result_free(&r);
+    tsl_workload_free(w);
 }
 
 /* Late swap-ins: resnet18 at batch 24, 40 px, SGD, on the rough CPU

@@ -289,14 +289,14 @@ static int need(const tsl__pjob *J, tsl__draft_cand *c, int32_t x, int32_t b, do
     return 1;
 }
 
-/* The first op at or before b that a recomputation of J's plan reading t
- * precedes (it found t resident through the swap-in a conversion takes
- * away), or b. */
-static int32_t first_rc_reader(const tsl__pjob *J, int32_t t, int32_t b) {
+/* The first op after `after` and before b that a recomputation of J's
+ * plan reading t precedes (it finds t resident there: released after
+ * `after`, t must be back by then), or b. */
+static int32_t first_rc_reader(const tsl__pjob *J, int32_t t, int32_t after, int32_t b) {
     const tsl_workload *w = J->w;
     for (int32_t k = 0; k < J->plan->n_events; k++) {
         const tsl_event *e = &J->plan->events[k];
-        if (e->type != TSL_EV_RECOMPUTE || e->precede >= b) continue;
+        if (e->type != TSL_EV_RECOMPUTE || e->precede >= b || e->precede <= after) continue;
         const tsl_wl_op *q = &w->ops[w->tensors[e->tensor].producer];
         for (int i = 0; i < q->n_in; i++)
             if (q->in[i] == t) b = e->precede;
@@ -315,7 +315,10 @@ void tsl__draft_rc(tsl__drafter *D, tsl__draft_cand *c) {
     /* a tensor with events of the plan: only a late swap-in's, turned into it */
     int convert = D->convert && c->late_in >= 0;
     if (!replayable(w, &J->act, t, D->single_output) || (J->ev_head[t] >= 0 && !convert)) return;
-    if (convert) b = first_rc_reader(J, t, b);
+    /* before the back access, or before an earlier recomputation of the
+     * plan reading t, as long as that still comes after the peak */
+    b = first_rc_reader(J, t, c->evict_op, b);
+    if (b <= J->pk.op) return;
     c->rc_before = b;
     /* the chain runs with the recomputations already planned before b */
     const tsl__timeline *tl = &J->tl;
@@ -508,8 +511,9 @@ static int commit_convert(tsl__drafter *D, const tsl__draft_cand *c) {
 int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
+    TSL_ASSERT(c->rc_ok); /* drafted: rc_before and the chain are set */
     if (c->late_in >= 0) return commit_convert(D, c);
-    int32_t t = c->tensor, b = c->back_op;
+    int32_t t = c->tensor, b = c->rc_before;
     double *old = tsl__kit_copy_buf(K, J, 0);
     if (!old) return 0;
     int32_t n0 = J->plan->n_events;

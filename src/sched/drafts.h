@@ -116,7 +116,10 @@ int32_t tsl__drafts_candidates(tsl__drafter *D);
  * c->has_across: its across-iteration swap goes with it).
  * Sets c->swap_ok (0: no such swap, or D->swap is 0). */
 void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden);
-/* Drafts c's recomputation right before its back access with its chain
+/* Drafts c's recomputation right before its back access - or, where a
+ * recomputation the plan has already reads the tensor before that, after
+ * the peak, right before the first such one (c->rc_before): released after
+ * its evicted access, the tensor must be back there - with its chain
  * (see above): every tensor of it transient, its producer replayable
  * exactly (one output, not in place, a positive latency), its producer's
  * inputs not written since it ran; chain members dead by the back access
