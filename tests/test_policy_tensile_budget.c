@@ -490,6 +490,48 @@ Test(tensile_budget, resnet50_v100_at_monet_0_40, .timeout = 600) {
     tsl_workload_free(w);
 }
 
+/* tsl_plan_request.missed: the footprint rounds lower the budget, and a
+ * way that missed a higher budget would plan the same again, so TENSILE
+ * skips it. resnet50 at batch 16 on the a6000 at 0.3 of vanilla's
+ * footprint (the four ways miss it, a wider way meets it), then at the
+ * lower budget the footprint rounds ask for: the plan with the skips is
+ * the plan without them. */
+Test(tensile_budget, ways_that_missed_a_higher_budget_are_skipped, .timeout = 600) {
+    if (th_quick())
+        cr_skip_test("resnet50 at batch 16 plans seven ways: the release build only");
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    tsl_model_cfg cfg = tsl_model_cfg_default("resnet50");
+    cfg.batch = 16;
+    tsl_workload *w = pc_zoo_workload_cfg("resnet50", &dev, 1, &cfg);
+    const tsl_policy *pol = tsl_policy_find("tensile");
+    cr_assert_not_null(pol);
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    const tsl_device_profile *jd = &dev;
+    uint32_t missed = 0;
+    tsl_plan_request rq = {.w = &w, .n_jobs = 1, .dev = &dev, .job_dev = &jd,
+                           .shared_channels = 1, .budget = 500605670, .just_enough = 1,
+                           .opts = &to, .missed = &missed};
+    tsl_plan *p[3];
+    int it = 0;
+    for (int k = 0; k < 3; k++) {
+        p[k] = tsl_plan_new(w->job);
+        cr_assert_not_null(p[k]);
+        if (k == 1) rq.budget = 483761158; /* the footprint rounds' next budget */
+        if (k == 2) rq.missed = NULL;
+        cr_assert_eq(pol->plan(&rq, &p[k], &it), TSL_OK, "%s", tsl_last_error());
+        tsl_plan_sort(p[k]);
+        if (k == 0) cr_assert_neq(missed, 0, "no way missed 0.3: no test");
+    }
+    printf("resnet50 b16 a6000: ways that missed 0.3: %#x; at the lower budget %d events "
+           "with them skipped, %d without\n", missed, p[1]->n_events, p[2]->n_events);
+    cr_assert_eq(p[1]->n_events, p[2]->n_events);
+    cr_assert_eq(memcmp(p[1]->events, p[2]->events, (size_t)p[1]->n_events * sizeof *p[1]->events),
+                 0, "the skips changed the plan");
+    for (int k = 0; k < 3; k++) tsl_plan_free(p[k]);
+    tsl_workload_free(w);
+}
+
 /* Late swap-ins: resnet18 at batch 24, 40 px, SGD, on the rough CPU
  * profile with 2 GB/s channels (bench/frontier_real.py's shape) at 0.30 of
  * vanilla's footprint. Algorithm 3 swaps layer4's 9.4 MB weights in their

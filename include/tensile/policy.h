@@ -167,6 +167,13 @@ typedef struct tsl_plan_request {
     int *spared;                    /* out, may be NULL: a policy sets *spared = 1 when, with
                                        just_enough, it left savings undone because the budget
                                        did not need them (zeroed before each round) */
+    uint32_t *missed;               /* in/out, may be NULL: for a policy that plans several
+                                       ways and keeps the best (TENSILE), bit i set when its
+                                       way i left the jobs above a budget at or above this
+                                       one, and a lower budget would plan that way exactly
+                                       the same: the policy may skip it. tsl_plan_jobs keeps
+                                       it across the rounds of one planning that lower the
+                                       budget (the footprint rounds), zeroed first */
 } tsl_plan_request;
 
 /* A policy's planning: adds events to plans[j] (empty plans named after

@@ -194,7 +194,7 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         if (!(plans[j] = tsl_plan_new(w[j]->job)))
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
-    tsl_plan_request rq = *base;
+    tsl_plan_request rq = *base; /* rq.missed: the footprint rounds' */
     rq.budget = b;
     memset(&r->solver, 0, sizeof r->solver);
     rq.solver = &r->solver;
@@ -268,6 +268,11 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
     tsl_plan **decided = calloc((size_t)n_jobs, sizeof *decided);
     if (!decided) return tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     int same = 0;
+    /* the ways that missed a round's budget miss the lower ones too */
+    uint32_t missed = 0;
+    tsl_plan_request rounds_rq = *rq;
+    rounds_rq.missed = &missed;
+    rq = &rounds_rq;
     tsl_status st = plan_round(pol, rq, align, b, plans, r, decided, &same);
     *spared = r->spared;
     tsl_plan **alt = NULL;
@@ -425,7 +430,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget, opts->budget != 0,
-                           pol->opts_size ? values : NULL, NULL, NULL, NULL};
+                           pol->opts_size ? values : NULL, NULL, NULL, NULL, NULL};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

@@ -493,8 +493,10 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * some plans that met the budget slower (the swaps across the boundary
  * take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
- * it, no plan that met it changes. Planning is deterministic, each way
- * too. */
+ * it (up to the first wider way that meets it), no plan that met it
+ * changes. A way that missed a higher budget of the same planning (the
+ * footprint rounds, tsl_plan_request.missed) is not planned again: it
+ * would plan the same. Planning is deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0, 0};
@@ -513,8 +515,11 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);
     if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
     for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
-        /* the wider ways only where every way before leaves the budget unmet */
-        if (w == n_ways && best.peaks <= rq->budget) break;
+        /* the wider ways only where every way before leaves the budget
+         * unmet, up to the first that meets it */
+        if (w >= n_ways && best.peaks <= rq->budget) break;
+        /* a way that missed a higher budget of this planning plans the same now */
+        if (rq->missed && (*rq->missed >> w & 1u)) continue;
         const way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
         int ok = 1;
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
@@ -523,6 +528,7 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         st = ok ? plan_once(rq, wy->every ? &every : o, alt, &it, wy, &r)
                 : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
         *iterations += it;
+        if (st == TSL_OK && rq->missed && r.peaks > rq->budget) *rq->missed |= 1u << w;
         int take = st == TSL_OK && better(&r, &best, rq->budget);
         for (int j = 0; j < n; j++) {
             if (take) {
