@@ -446,6 +446,20 @@ int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     return ok && K->status == TSL_OK;
 }
 
+/* Adds to J's plan, for each member of c's chain, the event of `type`:
+ * its recomputation before op b (RECOMPUTE), or its release after b
+ * (RELEASE: the chain served only c's recomputation). */
+static tsl_status add_chain(tsl__pjob *J, const tsl__draft_cand *c, int32_t b,
+                            tsl_event_type type) {
+    tsl_status st = TSL_OK;
+    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
+        st = tsl__pjob_add_event(J, J->dev,
+                                 type == TSL_EV_RECOMPUTE
+                                     ? (tsl_event){TSL_EV_RECOMPUTE, c->chain[i], -1, 0.0, b}
+                                     : (tsl_event){TSL_EV_RELEASE, c->chain[i], b, 0.0, -1});
+    return st;
+}
+
 /* The index among J's copies (tsl__pjob_copy_times' order) of copy event k. */
 static int32_t copy_index(const tsl__pjob *J, int32_t k) {
     int32_t m = 0;
@@ -466,10 +480,10 @@ static void unconvert(tsl__kit *K, tsl__pjob *J, int32_t k, tsl_event was, doubl
 }
 
 /* Commits c's recomputation in place of its late swap-in (D->convert):
- * that swap-in event becomes the recomputation before the back access and
+ * that swap-in event becomes the recomputation before c->rc_before and
  * its copy is unbooked; the chain runs before it and is released after
- * it; J re-timed, its copies re-booked. Undone unless J's peak did not
- * rise and its recomputations find their inputs. */
+ * that op; J re-timed, its copies re-booked. Undone unless J's peak did
+ * not rise and its recomputations find their inputs. */
 static int commit_convert(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
@@ -485,11 +499,8 @@ static int commit_convert(tsl__drafter *D, const tsl__draft_cand *c) {
     int32_t n0 = J->plan->n_events;
     tsl__chan_unbook(tsl__chan_of(K, J, 1), si_issue, si_end);
     tsl_status st = tsl__pjob_set_event(J, J->dev, k, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
-    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
-        st = tsl__pjob_add_event(J, J->dev,
-                                 (tsl_event){TSL_EV_RECOMPUTE, c->chain[i], -1, 0.0, b});
-    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
-        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, c->chain[i], b, 0.0, -1});
+    if (st == TSL_OK) st = add_chain(J, c, b, TSL_EV_RECOMPUTE);
+    if (st == TSL_OK) st = add_chain(J, c, b, TSL_EV_RELEASE);
     if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
     int ok = st == TSL_OK && tsl__kit_rebook(K, J, old); /* else booked at old again */
     if (!ok) {
@@ -520,14 +531,10 @@ int tsl__draft_commit_rc(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__pjob_copy_times(J, old);
     size_t before = J->pk.peak;
     tsl_status st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, t, c->evict_op, 0.0, -1});
-    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
-        st = tsl__pjob_add_event(J, J->dev,
-                                 (tsl_event){TSL_EV_RECOMPUTE, c->chain[i], -1, 0.0, b});
+    if (st == TSL_OK) st = add_chain(J, c, b, TSL_EV_RECOMPUTE);
     if (st == TSL_OK)
         st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RECOMPUTE, t, -1, 0.0, b});
-    /* the chain served only this recomputation: gone again after b */
-    for (int i = 0; i < c->n_chain && st == TSL_OK; i++)
-        st = tsl__pjob_add_event(J, J->dev, (tsl_event){TSL_EV_RELEASE, c->chain[i], b, 0.0, -1});
+    if (st == TSL_OK) st = add_chain(J, c, b, TSL_EV_RELEASE);
     if (st == TSL_OK) st = tsl__pjob_retime(J, J->dev);
     /* out of host memory, or the recomputations moved a copy onto another
      * or past the period: nothing of it stays (the bookings are as before) */

@@ -63,8 +63,8 @@ typedef struct tsl__draft_cand {
     int32_t chain[TSL__CHAIN_MAX]; /* ascending index: the order they run in */
     int n_chain;
     double rc_us;         /* the producers' latencies, the tensor's and the chain's */
-    int32_t rc_before;    /* the op it runs before: the back access (a conversion: earlier,
-                             where a recomputation of the plan reads the tensor first) */
+    int32_t rc_before;    /* the op it runs before: the back access, or an earlier one where
+                             a recomputation of the plan reads the tensor first */
 } tsl__draft_cand;
 
 /* The state of one-choice-at-a-time planning over a kit's jobs. The
