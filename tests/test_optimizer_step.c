@@ -246,10 +246,13 @@ static int tensile_meets(tsl_optimizer_step step, double frac) {
 
 /* Why the updates run in the backward by default: a budget TENSILE meets
  * only so (its across-iteration swaps of the optimizer states have the
- * backward pass's idle device-to-host channel). */
+ * backward pass's idle device-to-host channel). At 0.6 (0.7 until the
+ * budget mode's recomputations could run before the chains that read
+ * them, docs/RESULTS.md: then both met 0.7): in the backward down to
+ * 0.55; after it, stuck at 328877824 bytes from 0.66 down. */
 Test(optimizer_step, tensile_meets_a_budget_only_with_the_updates_in_the_backward,
      .timeout = 600) {
-    cr_assert(tensile_meets(TSL_STEP_IN_BACKWARD, 0.7), "in the backward: budget missed");
-    cr_assert(!tensile_meets(TSL_STEP_AFTER_BACKWARD, 0.7),
+    cr_assert(tensile_meets(TSL_STEP_IN_BACKWARD, 0.6), "in the backward: budget missed");
+    cr_assert(!tensile_meets(TSL_STEP_AFTER_BACKWARD, 0.6),
               "after the backward: met too, the test shows nothing");
 }
