@@ -931,7 +931,11 @@ Test(executor, random_valid_plans_real, .timeout = 120) {
  * executor moves everything out and retries the op. */
 Test(executor, defragmentation_when_no_block_fits, .timeout = 120) {
     fixture f;
-    fx_init(&f, "cnn", 4, CNN_IMAGE, 0.9);
+    /* the full image in every build: at the sanitizer builds' 12 px
+     * (CNN_IMAGE) the planner's plans for these arenas leave none
+     * fragmented (since its recomputations run before the chains that read
+     * them, docs/RESULTS.md) */
+    fx_init(&f, "cnn", 4, 0, 0.9);
     uint64_t van = vanilla_checksum(&f, TSL_KERNELS_REF);
     size_t need = 0; /* the largest op's tensors, aligned */
     for (int32_t i = 0; i < f.w->n_ops; i++) {
