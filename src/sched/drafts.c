@@ -291,16 +291,17 @@ static int need(const tsl__pjob *J, tsl__draft_cand *c, int32_t x, int32_t b, do
 
 /* The first op after `after` and before b that a recomputation of J's
  * plan reading t precedes (it finds t resident there: released after
- * `after`, t must be back by then), or b. */
+ * `after`, t must be back by then), or b. The timeline holds the
+ * recomputations by the op they precede, in op order. */
 static int32_t first_rc_reader(const tsl__pjob *J, int32_t t, int32_t after, int32_t b) {
     const tsl_workload *w = J->w;
-    for (int32_t k = 0; k < J->plan->n_events; k++) {
-        const tsl_event *e = &J->plan->events[k];
-        if (e->type != TSL_EV_RECOMPUTE || e->precede >= b || e->precede <= after) continue;
-        const tsl_wl_op *q = &w->ops[w->tensors[e->tensor].producer];
-        for (int i = 0; i < q->n_in; i++)
-            if (q->in[i] == t) b = e->precede;
-    }
+    const tsl__timeline *tl = &J->tl;
+    for (int32_t p = after + 1; p < b; p++)
+        for (int32_t r = tl->rc_off[p]; r < tl->rc_off[p + 1]; r++) {
+            const tsl_wl_op *q = &w->ops[w->tensors[tl->rc_tensor[r]].producer];
+            for (int i = 0; i < q->n_in; i++)
+                if (q->in[i] == t) return p;
+        }
     return b;
 }
 

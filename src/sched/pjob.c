@@ -171,6 +171,13 @@ tsl_status tsl__pjob_add_event(tsl__pjob *J, const tsl_device_profile *dev, tsl_
     return TSL_OK;
 }
 
+/* 1 if J's plan holds an event of type ty for tensor t. */
+static int has_event(const tsl__pjob *J, int32_t t, tsl_event_type ty) {
+    for (int32_t o = J->ev_head[t]; o >= 0; o = J->ev_next[o])
+        if (J->plan->events[o].type == ty) return 1;
+    return 0;
+}
+
 void tsl__pjob_pop_events(tsl__pjob *J, int n) {
     for (int i = 0; i < n; i++) {
         int32_t k = J->plan->n_events - 1;
@@ -182,21 +189,11 @@ void tsl__pjob_pop_events(tsl__pjob *J, int n) {
         int32_t t = e->tensor;
         tsl_event_type ty = e->type;
         J->plan->n_events--;
-        if (ty == TSL_EV_SWAP_OUT) {
-            int still = 0;
-            for (int32_t o = J->ev_head[t]; o >= 0; o = J->ev_next[o])
-                still |= J->plan->events[o].type == TSL_EV_SWAP_OUT;
-            if (!still && J->swapped[t]) {
-                J->swapped[t] = 0;
-                J->n_swapped--;
-            }
+        if (ty == TSL_EV_SWAP_OUT && J->swapped[t] && !has_event(J, t, TSL_EV_SWAP_OUT)) {
+            J->swapped[t] = 0;
+            J->n_swapped--;
         }
-        if (ty == TSL_EV_RECOMPUTE) {
-            int still = 0;
-            for (int32_t o = J->ev_head[t]; o >= 0; o = J->ev_next[o])
-                still |= J->plan->events[o].type == TSL_EV_RECOMPUTE;
-            J->recomputed[t] = (uint8_t)still;
-        }
+        if (ty == TSL_EV_RECOMPUTE) J->recomputed[t] = (uint8_t)has_event(J, t, TSL_EV_RECOMPUTE);
         update_absent0(J, t);
     }
 }
@@ -211,10 +208,7 @@ tsl_status tsl__pjob_set_event(tsl__pjob *J, const tsl_device_profile *dev, int3
     x->trigger = e.trigger;
     x->delay_us = e.delay_us;
     x->precede = e.precede;
-    int still = 0;
-    for (int32_t o = J->ev_head[e.tensor]; o >= 0; o = J->ev_next[o])
-        still |= J->plan->events[o].type == TSL_EV_RECOMPUTE;
-    J->recomputed[e.tensor] = (uint8_t)still;
+    J->recomputed[e.tensor] = (uint8_t)has_event(J, e.tensor, TSL_EV_RECOMPUTE);
     return tsl__pjob_retime(J, dev);
 }
 

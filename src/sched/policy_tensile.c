@@ -406,27 +406,16 @@ typedef struct outcome {
     int spared; /* Algorithm 3 stopped at the budget with swaps left */
 } outcome;
 
-/* A way of planning to a budget: recomputing single-output producers only
- * (`single`), every swap size (`every`: min-swap-bytes 0), persistent
- * tensors dropped clean where their swap-outs do not fit (`clean`),
- * persistent tensors whose wrap gap holds the peak offered (`across`),
- * swap-ins landing by the peak turned into recomputations (`convert`). */
-typedef struct way {
-    int single, every, clean, across, convert;
-} way;
-
 /* One planning of the request into plans with options o the way wy says
  * (wy->every is the caller's: o has it): Algorithm 3, then to the budget;
  * its outcome into *r. */
 static tsl_status plan_once(const tsl_plan_request *rq, const tsl_tensile_opts *o,
-                            tsl_plan **plans, int *iterations, const way *wy, outcome *r) {
+                            tsl_plan **plans, int *iterations, const tsl__way *wy,
+                            outcome *r) {
     tsl__tensile T;
     tsl_status st = tensile_init(&T, rq, o, plans);
     if (st != TSL_OK) return st;
-    T.single_output_rc = wy->single;
-    T.clean_drops = wy->clean;
-    T.across_cands = wy->across;
-    T.convert_late_ins = wy->convert;
+    T.way = *wy;
     size_t n = (size_t)rq->n_jobs;
     history h = {calloc(4 * n, 1), calloc(4 * n, sizeof *h.peak)};
     uint8_t *done = calloc(n, 1);
@@ -500,7 +489,7 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
     outcome best = {0, 0.0, 0, 0};
-    static const way FIRST = {0, 0, 0, 0, 0};
+    static const tsl__way FIRST = {0, 0, 0, 0, 0};
     tsl_status st = plan_once(rq, o, plans, iterations, &FIRST, &best);
     if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
         if (st == TSL_OK) tell(rq, &best);
@@ -508,8 +497,8 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     }
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
-    static const way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
-    static const way WIDER[] = {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}};
+    static const tsl__way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
+    static const tsl__way WIDER[] = {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}};
     const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
     int n = rq->n_jobs;
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);
@@ -520,7 +509,7 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         if (w >= n_ways && best.peaks <= rq->budget) break;
         /* a way that missed a higher budget of this planning plans the same now */
         if (rq->missed && (*rq->missed >> w & 1u)) continue;
-        const way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
+        const tsl__way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
         int ok = 1;
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
         outcome r = {0, 0.0, 0, 0};

@@ -27,18 +27,25 @@ typedef struct tsl__tjob {
                               (min-swap-bytes' default whatever the option) */
 } tsl__tjob;
 
+/* A way of planning to a budget (policy_tensile.c, plan_tensile):
+ * recomputing single-output producers only (`single`), every swap size
+ * (`every`: min-swap-bytes 0, in the options the way plans with),
+ * persistent tensors dropped clean where their swap-outs do not fit
+ * (`clean`: tsl__try_clean_drop, tsl__drafter.clean_drops), persistent
+ * tensors whose wrap gap holds the peak offered (`across`:
+ * tsl__drafter.across), swap-ins landing by the peak turned into
+ * recomputations (`convert`: tsl__drafter.convert). */
+typedef struct tsl__way {
+    int single, every, clean, across, convert;
+} tsl__way;
+
 typedef struct tsl__tensile {
     tsl__kit K;
     const tsl_tensile_opts *opts;
     tsl__tjob *tj;         /* per job */
     int32_t total_swapped; /* tensors with a swap-out, all jobs */
     int32_t *pos;          /* per job: scratch of one swap step */
-    int single_output_rc;  /* planning to a budget recomputes single-output producers only */
-    int clean_drops;       /* tsl__try_clean_drop is tried (planning to a budget) */
-    int convert_late_ins;  /* planning to a budget may turn a late swap-in into a
-                              recomputation (tsl__drafter.convert) */
-    int across_cands;      /* planning to a budget offers persistent tensors whose wrap gap
-                              holds the peak (drafts.h, tsl__drafter.across) */
+    tsl__way way;          /* how it plans on to a budget (all 0: the first way) */
 } tsl__tensile;
 
 /* One swap TENSILE may commit: draft d; with has_across, a clean drop (d a
@@ -70,7 +77,7 @@ int tsl__tensile_swap_in(tsl__tensile *T, int j, tsl__swap_draft d, double rel, 
 int tsl__try_across(tsl__tensile *T, int j, int32_t t, int32_t gap, tsl__swap_draft *d);
 /* tensile_across.c: the clean drop of persistent t of job j in its gap
  * after access index kb (read again at access index ka; the caller tries
- * it only with T->clean_drops set): t has no events yet and is not
+ * it only with T->way.clean set): t has no events yet and is not
  * written in the iteration before the gap, so once it is swapped across
  * the iteration boundary (out after its last write, absent at time 0, in
  * before its first access) its device copy equals its host copy through

@@ -106,7 +106,7 @@ int tsl__try_swap(tsl__tensile *T, int j, int32_t t, tsl__tdraft *td) {
     tsl__swap_draft d = {.tensor = t, .gap = gap};
     double rel = tsl__place_swap_out(&T->K, J, t, gen_end, prev_op, t_peak, &d);
     if (rel < 0) {
-        if (T->clean_drops && a->persistent[t] && tsl__try_clean_drop(T, j, t, kb, ka, td))
+        if (T->way.clean && a->persistent[t] && tsl__try_clean_drop(T, j, t, kb, ka, td))
             return 1;
         X->gap_fail_out[gap] = t_peak;
         return 0;
