@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/layout_conflicts.h"
 #include "mem/layout_fit.h"
 #include "tensile/alloc.h"
 #include "tensile/layout.h"
@@ -716,4 +717,46 @@ Test(layout, the_search_keeps_to_its_budget) {
     free(stack);
     free(off);
     free(off2);
+}
+
+/* The conflict matrix the placements ask (mem/layout_conflicts.h) answers
+ * as the pieces do, for every pair: random lifetimes, wrapping ones and
+ * ones alive throughout included; past its size limit it keeps no matrix
+ * and the pieces answer. */
+Test(layout, the_conflict_matrix_answers_as_the_pieces_do) {
+    const int32_t sizes[] = {1, 2, 63, 64, 65, 200, 9000};
+    for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
+        int32_t n = sizes[c];
+        uint64_t s = 77 + (uint64_t)c;
+        int64_t P = 3 + (int64_t)(rng_next(&s) % 100);
+        tsl__lay_block *b = calloc((size_t)n, sizeof *b);
+        cr_assert_not_null(b);
+        for (int32_t i = 0; i < n; i++) {
+            int64_t a = (int64_t)(rng_next(&s) % (uint64_t)P);
+            int64_t e = a + 1 + (int64_t)(rng_next(&s) % (uint64_t)(P - a));
+            int shape = (int)(rng_next(&s) % 3);
+            if (shape == 0) /* wraps: [a, P) and [0, w) */
+                b[i] = (tsl__lay_block){256, a, P, 0, (int64_t)(rng_next(&s) % (uint64_t)(a + 1))};
+            else if (shape == 1) /* the whole period */
+                b[i] = (tsl__lay_block){256, 0, P, 0, 0};
+            else
+                b[i] = (tsl__lay_block){256, a, e, 0, 0};
+        }
+        tsl__lay_conflicts cf;
+        tsl__lay_conflicts_init(&cf, b, n);
+        cr_assert_eq(cf.bits == NULL, n == 9000, "n = %d: a matrix %s", (int)n,
+                     cf.bits ? "past its limit" : "missing");
+        int32_t step = n > 1000 ? 37 : 1; /* the large case: a sample of the pairs */
+        for (int32_t i = 0; i < n; i += step)
+            for (int32_t j = 0; j < n; j++) {
+                if (j == i) continue; /* not asked (the contract) */
+                int want = tsl__lay_conflict(&b[i], &b[j]);
+                cr_assert_eq(tsl__lay_conflicts_test(&cf, i, j), want,
+                             "n = %d: blocks %d and %d: %d, the pieces say %d", (int)n, (int)i,
+                             (int)j, tsl__lay_conflicts_test(&cf, i, j), want);
+            }
+        tsl__lay_conflicts_free(&cf);
+        tsl__lay_conflicts_free(&cf); /* twice: harmless */
+        free(b);
+    }
 }

@@ -14,8 +14,9 @@
  * deterministic: every tie is broken by the block's index.
  *
  * One placement keeps the placed blocks sorted by offset and scans them
- * once per block, skipping those whose lifetimes do not intersect its own,
- * so the gaps come out in order: quadratic in the blocks. The placements
+ * once per block, skipping those whose lifetimes do not intersect its own
+ * (one bit of the conflict matrix, layout_conflicts.h, built once per
+ * solve), so the gaps come out in order: quadratic in the blocks. The placements
  * tried are bounded by a budget of conflict checks (LAYOUT_WORK), so a
  * large instance gets fewer orders and rounds (very large ones: greedy by
  * breadth once).
@@ -35,6 +36,7 @@
 #include <string.h>
 
 #include "core/assert.h"
+#include "mem/layout_conflicts.h"
 #include "mem/layout_fit.h"
 #include "tensile/alloc.h"
 #include "tensile/layout.h"
@@ -107,8 +109,8 @@ static tsl_status check_args(const tsl_layout_block *b, int32_t n, int64_t perio
  * placed blocks it conflicts with (see the head of the file): offsets into
  * off, returns the extent. by_off: scratch of n, the placed blocks sorted
  * by offset, so that one pass over them finds the gaps in order. */
-static size_t place_all(const tsl__lay_block *pb, int32_t n, const int32_t *ord, int32_t *by_off,
-                        size_t *off) {
+static size_t place_all(const tsl__lay_block *pb, const tsl__lay_conflicts *cf, int32_t n,
+                        const int32_t *ord, int32_t *by_off, size_t *off) {
     size_t extent = 0;
     int32_t n_placed = 0;
     for (int32_t k = 0; k < n; k++) {
@@ -117,7 +119,7 @@ static size_t place_all(const tsl__lay_block *pb, int32_t n, const int32_t *ord,
         size_t pos = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
         for (int32_t q = 0; q < n_placed; q++) {
             int32_t j = by_off[q];
-            if (!tsl__lay_conflict(x, &pb[j])) continue;
+            if (!tsl__lay_conflicts_test(cf, i, j)) continue;
             if (off[j] > pos) {
                 size_t gap = off[j] - pos;
                 if (gap >= x->size && gap < best_gap) {
@@ -310,6 +312,8 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
         breadth[i] = m;
     }
     free(load);
+    tsl__lay_conflicts cf; /* asked tens of millions of times below */
+    tsl__lay_conflicts_init(&cf, pb, n);
     /* placements allowed: each is quadratic in the blocks, so fewer on
      * large instances; at least the named orders once */
     int64_t nn = (int64_t)n * n, runs = LAYOUT_WORK / (nn > 0 ? nn : 1);
@@ -329,7 +333,7 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
          * in the next round, in their order, the others after them */
         int64_t r_how = how == ORD_BREADTH ? first : rounds;
         for (int64_t round = 0; round < r_how && runs > 0 && best > floor_; round++, runs--) {
-            size_t e = place_all(pb, n, ord, by_off, off);
+            size_t e = place_all(pb, &cf, n, ord, by_off, off);
             if (e < best) {
                 best = e;
                 memcpy(offset, off, (size_t)n * sizeof *off);
@@ -345,6 +349,7 @@ tsl_status tsl_layout_solve(const tsl_layout_block *b, int32_t n, int64_t period
     }
     /* above the peak: the search under a capacity may do better (out of
      * host memory there, the greedy's layout stands) */
+    tsl__lay_conflicts_free(&cf);
     if (best > floor_) tsl__layout_fit_improve(pb, n, period, floor_, FIT_WORK, offset, &best);
     free(breadth);
     free(pb);

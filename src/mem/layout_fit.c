@@ -23,7 +23,8 @@
  *    between their lowest possible offset (the larger of the last offset
  *    and their smallest floor) and C. The unplaced blocks are kept sorted
  *    by floor, so the check paints the steps lowest floor first, each step
- *    once (union-find over the steps): O(blocks + steps) per placement;
+ *    once (a bit per step, found a word at a time): O(blocks x steps / 64
+ *    + steps) per placement;
  *  - symmetry: identical blocks (same size and lifetime) go in index order.
  * Candidates are tried lowest floor first, ties by rank; the rank is one of
  * three static orders (MiniMalloc's preorderings over the largest load
@@ -47,6 +48,7 @@
 
 #include "core/assert.h"
 #include "core/grow.h"
+#include "mem/layout_conflicts.h"
 #include "mem/layout_fit.h"
 
 /* One raised floor, to undo: block j's floor was y. */
@@ -62,6 +64,7 @@ typedef struct fit {
     int32_t m;
     size_t base, cap;                /* cap: the capacity above base */
     tsl__lay_block *b;               /* the m blocks */
+    tsl__lay_conflicts cf;           /* which of them conflict */
     int32_t *orig;                   /* each one's index in the caller's array */
     int32_t *prev_same;              /* the identical block before it, or -1 */
     int32_t *ranks[TSL__FIT_ORDERS]; /* each block's position in each static order */
@@ -74,7 +77,7 @@ typedef struct fit {
     floor_change *back;              /* m: floors put back by unplace, to sort */
     size_t *rem;                     /* per step: unplaced bytes alive */
     int64_t busy;                    /* steps with unplaced bytes alive */
-    int32_t *next_free;              /* per step (and one past): union-find for floors_fit */
+    uint64_t *painted;               /* per step, a bit: floors_fit's steps checked */
     floor_change *log;               /* floors raised on the current path */
     int64_t n_log, cap_log;
     int64_t nodes, node_limit, work, budget;
@@ -135,6 +138,7 @@ static int same_block(const tsl__lay_block *a, const tsl__lay_block *b) {
 }
 
 static void fit_free(fit *f) {
+    tsl__lay_conflicts_free(&f->cf);
     free(f->b);
     free(f->orig);
     free(f->prev_same);
@@ -147,7 +151,7 @@ static void fit_free(fit *f) {
     free(f->scratch);
     free(f->back);
     free(f->rem);
-    free(f->next_free);
+    free(f->painted);
     free(f->log);
 }
 
@@ -169,11 +173,11 @@ static int fit_init(fit *f, const tsl__lay_block *lb, int32_t n, int64_t P) {
     f->scratch = malloc(m * sizeof *f->scratch);
     f->back = malloc(m * sizeof *f->back);
     f->rem = calloc((size_t)P, sizeof *f->rem);
-    f->next_free = malloc(((size_t)P + 1) * sizeof *f->next_free);
+    f->painted = malloc(((size_t)P + 63) / 64 * sizeof *f->painted);
     fit_key *key = malloc(m * sizeof *key);
     same_key *same = malloc(m * sizeof *same);
     int ok = f->b && f->orig && f->prev_same && f->floor_ && f->off && f->placed && f->moved &&
-             f->unplaced && f->scratch && f->back && f->rem && f->next_free && key && same;
+             f->unplaced && f->scratch && f->back && f->rem && f->painted && key && same;
     for (int o = 0; o < TSL__FIT_ORDERS; o++) ok = ok && f->ranks[o];
     if (!ok) {
         free(key);
@@ -189,6 +193,7 @@ static int fit_init(fit *f, const tsl__lay_block *lb, int32_t n, int64_t P) {
         f->orig[f->m] = i;
         f->b[f->m++] = lb[i];
     }
+    tsl__lay_conflicts_init(&f->cf, f->b, f->m);
     /* identical blocks: sorted together, each linked to the one before */
     for (int32_t j = 0; j < f->m; j++) {
         const tsl__lay_block *x = &f->b[j];
@@ -265,7 +270,7 @@ static void place(fit *f, int32_t c) {
     for (int32_t k = 0; k < f->n_unplaced; k++) {
         int32_t j = f->unplaced[k];
         if (j == c) continue;
-        if (f->floor_[j] >= top || !tsl__lay_conflict(&f->b[c], &f->b[j])) {
+        if (f->floor_[j] >= top || !tsl__lay_conflicts_test(&f->cf, c, j)) {
             f->unplaced[kept++] = j;
         } else if (tsl__grow((void **)&f->log, f->n_log, &f->cap_log, sizeof *f->log)) {
             f->oom = 1; /* the attempt stops before this state is used */
@@ -326,38 +331,37 @@ static void unplace(fit *f, int32_t c, int64_t mark) {
     f->work += 2 * (int64_t)f->n_unplaced + life_of(&f->b[c]) + 4 * (int64_t)nb;
 }
 
-/* The first step at or after t not yet painted (union-find, path halving). */
-static int32_t next_unpainted(int32_t *next_free, int32_t t) {
-    while (next_free[t] != t) {
-        next_free[t] = next_free[next_free[t]];
-        t = next_free[t];
-    }
-    return t;
-}
-
 /* The inference check after a block placed at offset `last`: at every step
  * with unplaced blocks alive, they fit between max(last, their smallest
  * floor) and the capacity. The unplaced blocks, lowest floor first, paint
- * the steps of their lifetimes not painted yet: each step is checked once,
- * with the smallest floor alive there. */
+ * the steps of their lifetimes not painted yet (a bit per step, found a
+ * word at a time): each step is checked once, with the smallest floor
+ * alive there. */
 static int floors_fit(fit *f, size_t last) {
-    int32_t *nf = f->next_free;
-    for (int32_t t = 0; t <= (int32_t)f->P; t++) nf[t] = t;
+    uint64_t *painted = f->painted;
+    memset(painted, 0, ((size_t)f->P + 63) / 64 * sizeof *painted);
     f->work += f->P;
-    int64_t painted = 0;
-    for (int32_t k = 0; k < f->n_unplaced && painted < f->busy; k++) {
+    int64_t done = 0;
+    for (int32_t k = 0; k < f->n_unplaced && done < f->busy; k++) {
         f->work++;
         const tsl__lay_block *x = &f->b[f->unplaced[k]];
         size_t lowest = f->floor_[f->unplaced[k]] > last ? f->floor_[f->unplaced[k]] : last;
         const int64_t piece[2][2] = {{x->s0, x->e0}, {x->s1, x->e1}};
         for (int q = 0; q < 2; q++) {
-            if (piece[q][0] >= piece[q][1]) continue;
-            for (int32_t t = next_unpainted(nf, (int32_t)piece[q][0]); t < piece[q][1];
-                 t = next_unpainted(nf, t + 1)) {
-                if (lowest > f->cap || f->rem[t] > f->cap - lowest) return 0;
-                nf[t] = t + 1;
-                painted++;
-                f->work++;
+            int64_t s = piece[q][0], e = piece[q][1];
+            for (int64_t w = s >> 6; s < e && w <= (e - 1) >> 6; w++) {
+                /* the piece's steps in word w that are not painted yet, in order */
+                uint64_t in = ~(uint64_t)0;
+                if (w == s >> 6) in &= ~(uint64_t)0 << (s & 63);
+                if (w == (e - 1) >> 6) in &= ~(uint64_t)0 >> (63 - ((e - 1) & 63));
+                uint64_t todo = in & ~painted[w];
+                for (; todo; todo &= todo - 1) {
+                    int64_t t = w * 64 + __builtin_ctzll(todo);
+                    if (lowest > f->cap || f->rem[t] > f->cap - lowest) return 0;
+                    done++;
+                    f->work++;
+                }
+                painted[w] |= in;
             }
         }
     }

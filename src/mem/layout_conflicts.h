@@ -1,0 +1,44 @@
+/*
+ * layout_conflicts.h - inside the offline layout (tensile/layout.h): which
+ * blocks' lifetimes intersect, as a bit matrix built once per solve, so
+ * that the placements (greedy orders, layout.c; the search under a
+ * capacity, layout_fit.c) test a pair with one bit instead of comparing
+ * four pairs of pieces. The placements ask the same question of the same
+ * pairs tens of millions of times; the answer never changes.
+ */
+#ifndef TSL_MEM_LAYOUT_CONFLICTS_H
+#define TSL_MEM_LAYOUT_CONFLICTS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem/layout_fit.h"
+
+/* The conflicts of n blocks: row i holds bit j set when blocks i and j
+ * conflict (i != j; the diagonal is clear). bits is NULL when the matrix
+ * would pass TSL__LAY_CONFLICTS_MAX_BYTES or host memory ran out: then
+ * tsl__lay_conflicts_test compares the pieces (the same answers). */
+typedef struct tsl__lay_conflicts {
+    const tsl__lay_block *b;
+    size_t words; /* 64-bit words per row */
+    uint64_t *bits;
+} tsl__lay_conflicts;
+
+/* The matrix's largest size (n = 8,192 blocks: 8 MiB). */
+#define TSL__LAY_CONFLICTS_MAX_BYTES ((size_t)8 << 20)
+
+/* Builds the conflicts of the n blocks b[0..n) (n >= 0; b stays owned by the
+ * caller and must outlive c). Never fails: without the matrix the test
+ * falls back to the pieces. Free with tsl__lay_conflicts_free. */
+void tsl__lay_conflicts_init(tsl__lay_conflicts *c, const tsl__lay_block *b, int32_t n);
+
+/* Frees what init allocated (c may be zeroed, or freed already). */
+void tsl__lay_conflicts_free(tsl__lay_conflicts *c);
+
+/* 1 if blocks i and j (i != j, of those given to init) conflict: what
+ * tsl__lay_conflict says of the two. */
+static inline int tsl__lay_conflicts_test(const tsl__lay_conflicts *c, int32_t i, int32_t j) {
+    if (!c->bits) return tsl__lay_conflict(&c->b[i], &c->b[j]);
+    return (int)((c->bits[(size_t)i * c->words + ((size_t)j >> 6)] >> ((unsigned)j & 63)) & 1u);
+}
+
+#endif
