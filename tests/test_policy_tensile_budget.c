@@ -514,23 +514,61 @@ Test(tensile_budget, ways_that_missed_a_higher_budget_are_skipped, .timeout = 60
     tsl_plan_request rq = {.w = &w, .n_jobs = 1, .dev = &dev, .job_dev = &jd,
                            .shared_channels = 1, .budget = 500605670, .just_enough = 1,
                            .opts = &to, .missed = &missed};
-    tsl_plan *p[3];
-    int it = 0;
-    for (int k = 0; k < 3; k++) {
+    /* 0.3, then the footprint rounds' next budget with the memo and
+     * without; then 0.2, which no way meets (the first way, put off, is
+     * planned last and kept), with the memo and without */
+    const size_t budget[5] = {500605670, 483761158, 483761158, 333737113, 333737113};
+    tsl_plan *p[5];
+    int it[5] = {0};
+    for (int k = 0; k < 5; k++) {
         p[k] = tsl_plan_new(w->job);
         cr_assert_not_null(p[k]);
-        if (k == 1) rq.budget = 483761158; /* the footprint rounds' next budget */
-        if (k == 2) rq.missed = NULL;
-        cr_assert_eq(pol->plan(&rq, &p[k], &it), TSL_OK, "%s", tsl_last_error());
+        rq.budget = budget[k];
+        rq.missed = k == 2 || k == 4 ? NULL : &missed;
+        cr_assert_eq(pol->plan(&rq, &p[k], &it[k]), TSL_OK, "%s", tsl_last_error());
         tsl_plan_sort(p[k]);
-        if (k == 0) cr_assert_neq(missed, 0, "no way missed 0.3: no test");
+        if (k == 0) {
+            cr_assert_neq(missed, 0, "no way missed 0.3: no test");
+            /* the first way's bit (policy_tensile.c: after the six others) */
+            cr_assert(missed & (1u << 6), "the first way missed 0.3 unrecorded: %#x", missed);
+        }
     }
-    printf("resnet50 b16 a6000: ways that missed 0.3: %#x; at the lower budget %d events "
-           "with them skipped, %d without\n", missed, p[1]->n_events, p[2]->n_events);
-    cr_assert_eq(p[1]->n_events, p[2]->n_events);
-    cr_assert_eq(memcmp(p[1]->events, p[2]->events, (size_t)p[1]->n_events * sizeof *p[1]->events),
-                 0, "the skips changed the plan");
-    for (int k = 0; k < 3; k++) tsl_plan_free(p[k]);
+    printf("resnet50 b16 a6000: ways that missed 0.3 or 0.2: %#x; at the lower budget %d events "
+           "with them skipped, %d without; at 0.2 %d and %d; iterations %d, %d, %d, %d\n",
+           missed, p[1]->n_events, p[2]->n_events, p[3]->n_events, p[4]->n_events, it[1], it[2],
+           it[3], it[4]);
+    for (int k = 1; k < 5; k += 2) {
+        cr_assert_eq(p[k]->n_events, p[k + 1]->n_events, "at %zu bytes", budget[k]);
+        cr_assert_eq(memcmp(p[k]->events, p[k + 1]->events,
+                            (size_t)p[k]->n_events * sizeof *p[k]->events),
+                     0, "the skips changed the plan at %zu bytes", budget[k]);
+        cr_assert_lt(it[k], it[k + 1], "nothing skipped at %zu bytes", budget[k]);
+    }
+    tsl_peak_info pi;
+    cr_assert_eq(tsl_peak_analysis(w, p[3], &dev, &pi), TSL_OK, "%s", tsl_last_error());
+    cr_assert_gt(pi.peak, budget[3], "0.2 met: the first way put off is not tested");
+    tsl_peak_info_free(&pi);
+    /* the first way put off and planned after another that misses with
+     * higher peaks (single-output recomputations with every swap size, way 2,
+     * at 0.3: 730 MB against its 676 MB) is kept,
+     * as when it comes first: every other way's bit set but that one's,
+     * with the first way's bit (bit 6) and without */
+    tsl_plan *q[2];
+    for (int k = 0; k < 2; k++) {
+        uint32_t preset = (k ? 0x7fu : 0x3fu) & ~(1u << 2);
+        q[k] = tsl_plan_new(w->job);
+        cr_assert_not_null(q[k]);
+        rq.budget = budget[0];
+        rq.missed = &preset;
+        cr_assert_eq(pol->plan(&rq, &q[k], &it[0]), TSL_OK, "%s", tsl_last_error());
+        tsl_plan_sort(q[k]);
+    }
+    cr_assert(q[0]->n_events == q[1]->n_events &&
+                  memcmp(q[0]->events, q[1]->events,
+                         (size_t)q[0]->n_events * sizeof *q[0]->events) == 0,
+              "the first way put off: %d events, first: %d", q[1]->n_events, q[0]->n_events);
+    for (int k = 0; k < 2; k++) tsl_plan_free(q[k]);
+    for (int k = 0; k < 5; k++) tsl_plan_free(p[k]);
     tsl_workload_free(w);
 }
 

@@ -22,6 +22,7 @@ void tsl__activity_free(tsl__activity *a) {
     free(a->free_list);
     free(a->persistent);
     free(a->data);
+    free(a->by_size);
     memset(a, 0, sizeof *a);
 }
 
@@ -118,7 +119,15 @@ tsl_status tsl__activity_build(const tsl_workload *w, tsl__activity *a) {
         if (d != INT32_MIN) a->free_list[fill[d + 1]++] = t;
     }
     free(fill);
-    return TSL_OK;
+    a->by_size = malloc(((size_t)nt + 1) * sizeof *a->by_size);
+    if (!a->by_size) {
+        tsl__activity_free(a);
+        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for the activity analysis");
+    }
+    for (int32_t t = 0; t < nt; t++) a->by_size[t] = t;
+    tsl_status st = tsl__sort_by_size(w, a->by_size, nt);
+    if (st != TSL_OK) tsl__activity_free(a);
+    return st;
 }
 
 /* Index in a->acc of t's last access op before `op`, or -1. */

@@ -90,6 +90,9 @@ typedef struct tsl__activity {
     int32_t *free_list;   /*   free_list[free_off[i+1] .. free_off[i+2]) */
     uint8_t *persistent;  /* per tensor: PARAM, BUFFER, OPT_STATE */
     uint8_t *data;        /* per tensor: INPUT, LABEL (allocated at time 0) */
+    int32_t *by_size;     /* n_tensors: every tensor, largest first (ties: lower index;
+                             tsl__sort_by_size's order), so that a list of some of them in
+                             that order is a filter, not a sort */
 } tsl__activity;
 
 /* Builds the activity of a workload (which the caller has validated:
@@ -308,9 +311,9 @@ void tsl__laid_free(tsl__laid *L);
  * be NULL) counts the swap-ins moved. TSL_ERR_OOM. */
 tsl_status tsl__prefetch(const tsl_plan_request *rq, tsl_plan **plans, int *moved);
 
-/* Tensors resident at step `stop`, largest first (ties: lower index): writes
- * them to out (n_tensors entries) and returns how many (-1 if out of host
- * memory). */
+/* Tensors resident at step `stop`, largest first (ties: lower index; a's
+ * by_size filtered): writes them to out (n_tensors entries) and returns how
+ * many. */
 int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const tsl__timeline *tl,
                          const tsl__effect *eff, int32_t n_eff, const uint8_t *absent0,
                          uint8_t *resident, int64_t stop, int32_t *out);

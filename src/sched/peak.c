@@ -357,9 +357,8 @@ int32_t tsl__resident_at(const tsl_workload *w, const tsl__activity *a, const ts
     tsl__sweep sw;
     tsl__sweep_run(w, a, tl, eff, n_eff, absent0, resident, stop, &sw, NULL);
     int32_t n = 0;
-    for (int32_t t = 0; t < w->n_tensors; t++)
-        if (resident[t]) out[n++] = t;
-    if (tsl__sort_by_size(w, out, n) != TSL_OK) return -1;
+    for (int32_t k = 0; k < w->n_tensors; k++)
+        if (resident[a->by_size[k]]) out[n++] = a->by_size[k];
     return n;
 }
 

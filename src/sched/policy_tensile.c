@@ -140,11 +140,11 @@ static void collect_mpt(tsl__tensile *T, int j) {
     tsl__pjob_keep_peak_users(J);
     int32_t n = 0;
     size_t min_bytes = X->min_swap;
-    for (int32_t t = 0; t < w->n_tensors; t++)
-        if (J->resident[t] && !J->act.data[t] && !J->recomputed[t] &&
-            w->tensors[t].bytes >= min_bytes)
-            X->mpt[n++] = t;
-    if (tsl__sort_by_size(w, X->mpt, n) != TSL_OK) T->K.status = TSL_ERR_OOM;
+    for (int32_t k = 0; k < w->n_tensors; k++) { /* largest first */
+        int32_t t = J->act.by_size[k];
+        if (w->tensors[t].bytes < min_bytes) break; /* and all after it */
+        if (J->resident[t] && !J->act.data[t] && !J->recomputed[t]) X->mpt[n++] = t;
+    }
     X->n_mpt = n;
     X->mpt_at = J->analyses;
 }
@@ -485,31 +485,53 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * it (up to the first wider way that meets it), no plan that met it
  * changes. A way that missed a higher budget of the same planning (the
  * footprint rounds, tsl_plan_request.missed) is not planned again: it
- * would plan the same. Planning is deterministic, each way too. */
+ * would plan the same. The first way then is planned last, and only where
+ * no other way meets the budget (kept where its peaks are the lowest, the
+ * first on ties: what planning it first would have kept). Planning is
+ * deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
-    outcome best = {0, 0.0, 0, 0};
     static const tsl__way FIRST = {0, 0, 0, 0, 0};
-    tsl_status st = plan_once(rq, o, plans, iterations, &FIRST, &best);
-    if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
-        if (st == TSL_OK) tell(rq, &best);
-        return st;
-    }
-    tsl_tensile_opts every = *o;
-    every.min_swap_bytes = 0;
     static const tsl__way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
     static const tsl__way WIDER[] = {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}};
     const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
+    /* the memo's bits (tsl_plan_request.missed): the first way's, then the
+     * others' in order */
+    const uint32_t first_bit = 1u << (n_ways + n_wider);
+    outcome best = {SIZE_MAX, 0.0, 0, 0};
+    tsl_status st = TSL_OK;
+    /* the first way missed a higher budget of this planning (and the other
+     * ways ran then): it plans the same now, and is planned last, only if
+     * no way meets the budget (it would be kept where its peaks are the
+     * lowest, the first on ties) */
+    int first_later = rq->missed && (*rq->missed & first_bit);
+    *iterations = 0;
+    if (!first_later) {
+        st = plan_once(rq, o, plans, iterations, &FIRST, &best);
+        if (st != TSL_OK || !o->fit || !o->recompute || !rq->budget || !best.fitted) {
+            if (st == TSL_OK) tell(rq, &best);
+            return st;
+        }
+        if (rq->missed && best.peaks > rq->budget) *rq->missed |= first_bit;
+    }
+    tsl_tensile_opts every = *o;
+    every.min_swap_bytes = 0;
     int n = rq->n_jobs;
     tsl_plan **alt = calloc((size_t)n, sizeof *alt);
     if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
-    for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
-        /* the wider ways only where every way before leaves the budget
-         * unmet, up to the first that meets it */
-        if (w >= n_ways && best.peaks <= rq->budget) break;
-        /* a way that missed a higher budget of this planning plans the same now */
-        if (rq->missed && (*rq->missed >> w & 1u)) continue;
-        const tsl__way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
+    for (size_t w = 0; w <= n_ways + n_wider && st == TSL_OK; w++) {
+        const tsl__way *wy;
+        if (w == n_ways + n_wider) { /* the first way, put off */
+            if (!first_later || best.peaks <= rq->budget) break;
+            wy = &FIRST;
+        } else {
+            /* the wider ways only where every way before leaves the budget
+             * unmet, up to the first that meets it */
+            if (w >= n_ways && best.peaks <= rq->budget) continue;
+            /* a way that missed a higher budget of this planning plans the same now */
+            if (rq->missed && (*rq->missed >> w & 1u)) continue;
+            wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
+        }
         int ok = 1;
         for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
         outcome r = {0, 0.0, 0, 0};
@@ -517,8 +539,11 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
         st = ok ? plan_once(rq, wy->every ? &every : o, alt, &it, wy, &r)
                 : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
         *iterations += it;
-        if (st == TSL_OK && rq->missed && r.peaks > rq->budget) *rq->missed |= 1u << w;
-        int take = st == TSL_OK && better(&r, &best, rq->budget);
+        if (st == TSL_OK && rq->missed && r.peaks > rq->budget && wy != &FIRST)
+            *rq->missed |= 1u << w;
+        /* the first way, planned last, is kept on equal peaks (it comes first) */
+        int take = st == TSL_OK && (better(&r, &best, rq->budget) ||
+                                    (wy == &FIRST && r.peaks <= best.peaks));
         for (int j = 0; j < n; j++) {
             if (take) {
                 tsl_plan *p = plans[j];
