@@ -426,15 +426,18 @@ Test(tensile_budget_runs, wider_ways_bitwise_identical, .timeout = 600) {
 }
 
 /* A late swap-in turned into a recomputation (the wider ways,
- * docs/SCHEDULING.md): resnet50 at batch 2 with Adam, 0.8 of the way from
- * the floor, which only the way that converts meets. The runtime runs the
- * recomputation where the swap-in was (the host copy unread) and ends on
- * vanilla's parameters bit for bit. */
+ * docs/SCHEDULING.md): resnet50 at batch 2 with Adam, 0.85 of the way from
+ * the floor, where the plan kept is the way that converts (a probe over
+ * batches 2-4 and 0.5-0.95 of the way finds such plans at most points; 0.8
+ * was one until the layout's placements went from 64 to 32, which changed
+ * the footprint rounds there). The runtime runs the recomputation where
+ * the swap-in was (the host copy unread) and ends on vanilla's parameters
+ * bit for bit. */
 Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
     if (th_quick())
         cr_skip_test("resnet50's plan runs in the release build only (TSL_TEST_QUICK: the "
                      "sanitizer builds run cnn's plan above)");
-    runs_bitwise("resnet50", TH_ADAM, 2, 0, 0.8, WANT_CONVERTED);
+    runs_bitwise("resnet50", TH_ADAM, 2, 0, 0.85, WANT_CONVERTED);
 }
 
 /* The wider ways (docs/SCHEDULING.md, "Planning to a budget"): vgg16 at
