@@ -270,10 +270,14 @@ int pc_converted(const tsl_plan *p) {
     int n = 0;
     for (int32_t k = 0; k < p->n_events; k++) {
         if (p->events[k].type != TSL_EV_RECOMPUTE) continue;
-        int out = 0;
-        for (int32_t m = 0; m < p->n_events && !out; m++)
-            out = p->events[m].type == TSL_EV_SWAP_OUT && p->events[m].tensor == p->events[k].tensor;
-        n += out;
+        int32_t t = p->events[k].tensor, outs = 0, ins = 0, first = 1;
+        for (int32_t m = 0; m < p->n_events; m++) {
+            if (p->events[m].tensor != t) continue;
+            outs += p->events[m].type == TSL_EV_SWAP_OUT;
+            ins += p->events[m].type == TSL_EV_SWAP_IN;
+            if (p->events[m].type == TSL_EV_RECOMPUTE && m < k) first = 0;
+        }
+        n += first && ins < outs; /* each tensor once */
     }
     return n;
 }

@@ -90,8 +90,9 @@ int pc_clean_drops(const tsl_workload *w, const tsl_plan *p);
  * tensor after its last access op (it is absent at time 0 and swapped in
  * before its first access). */
 int pc_across_swaps(const tsl_workload *w, const tsl_plan *p);
-/* Recomputations of p of a tensor p also swaps out: a swap-in turned into
- * a recomputation (its host copy goes unread). */
+/* Tensors p recomputes and swaps out more often than in: a swap-in turned
+ * into a recomputation (its host copy goes unread); a tensor swapped in one
+ * gap and recomputed in another does not count. */
 int pc_converted(const tsl_plan *p);
 /* Recomputations of p run before an op that does not read their tensor
  * and not released after it (not a chain's link): placed before an earlier

@@ -474,11 +474,11 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * clean drops, batch norm's outputs recomputed or not, every swap size)
  * and keeps the plan that meets the budget with the least time (none
  * meeting it: the lowest peaks; ties: the first). Where none of the four
- * meets it, three wider ways follow: two offer also the persistent
+ * meets it, four wider ways follow: two offer also the persistent
  * tensors whose wrap gap holds a peak (tsl__drafter.across: their swaps
  * cross the iteration's boundary; Algorithm 3's smallest swap, or every
  * size), the third lets a swap-in that lands by the peak become a
- * recomputation (tsl__drafter.convert). Offered everywhere, they made
+ * recomputation (tsl__drafter.convert), the fourth does both. Offered everywhere, they made
  * some plans that met the budget slower (the swaps across the boundary
  * take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
@@ -493,7 +493,8 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     const tsl_tensile_opts *o = rq->opts;
     static const tsl__way FIRST = {0, 0, 0, 0, 0};
     static const tsl__way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
-    static const tsl__way WIDER[] = {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}};
+    static const tsl__way WIDER[] = {
+        {0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 1}};
     const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
     /* the memo's bits (tsl_plan_request.missed): the first way's, then the
      * others' in order */
