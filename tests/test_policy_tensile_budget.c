@@ -59,14 +59,18 @@ static size_t footprint(const pc_result *r) {
     return s;
 }
 
-/* Fails unless a and b hold the same events (their padding is zero:
- * tsl_plan_add) and footprints. */
+/* Fails unless plans a and b hold the same events (their padding is zero:
+ * tsl_plan_add). */
+static void expect_same_events(const tsl_plan *a, const tsl_plan *b, const char *what) {
+    cr_assert_eq(a->n_events, b->n_events, "%s: %d and %d events", what, a->n_events,
+                 b->n_events);
+    cr_assert_eq(memcmp(a->events, b->events, (size_t)a->n_events * sizeof *a->events), 0,
+                 "%s: not the same events", what);
+}
+
+/* Fails unless a and b hold the same events and footprints. */
 static void expect_same_plan(const pc_result *a, const pc_result *b, const char *what) {
-    cr_assert_eq(a->p[0]->n_events, b->p[0]->n_events, "%s: %d and %d events", what,
-                 a->p[0]->n_events, b->p[0]->n_events);
-    cr_assert_eq(memcmp(a->p[0]->events, b->p[0]->events,
-                        (size_t)a->p[0]->n_events * sizeof *a->p[0]->events),
-                 0, "%s: not the same events", what);
+    expect_same_events(a->p[0], b->p[0], what);
     cr_assert_eq(footprint(a), footprint(b), "%s", what);
 }
 
@@ -344,6 +348,22 @@ static void run_bitwise(const rtf_case *c, const tsl_plan *p, const char *model)
     }
 }
 
+/* TENSILE's budget-mode plan of case c (every swap size) at `frac` of the
+ * way from the floor to the paper's footprint at the profile's memory
+ * (*budget), verified. */
+static tsl_plan *budget_mode_plan(const rtf_case *c, double frac, size_t *budget) {
+    tsl_tensile_opts to = tsl_tensile_opts_default();
+    to.min_swap_bytes = 0;
+    to.fit = 0;
+    tsl_plan *base = rtf_policy_plan(c, "tensile", &to, 0);
+    size_t lo = floor_of(c->w);
+    cr_assert_lt(lo, base->predicted_footprint, "%s: nothing to save", c->model);
+    *budget = lo + (size_t)((double)(base->predicted_footprint - lo) * frac);
+    tsl_plan_free(base);
+    to.fit = 1;
+    return rtf_policy_plan(c, "tensile", &to, *budget);
+}
+
 /* Invariant 5: a budget-mode plan (swaps with planned waits, chained
  * recomputations) run by the runtime in the virtual clock ends with
  * vanilla's parameters bit for bit, each iteration at the predicted peak,
@@ -355,16 +375,8 @@ static void runs_bitwise(const char *model, int flags, int batch, double bw, dou
     rtf_case c;
     rtf_zoo_case_at(&c, model, flags, batch, 32);
     if (bw > 0) c.dev.h2d_bw = c.dev.d2h_bw = bw;
-    tsl_tensile_opts to = tsl_tensile_opts_default();
-    to.min_swap_bytes = 0;
-    to.fit = 0;
-    tsl_plan *base = rtf_policy_plan(&c, "tensile", &to, 0);
-    size_t lo = floor_of(c.w);
-    cr_assert_lt(lo, base->predicted_footprint, "%s: nothing to save", model);
-    size_t budget = lo + (size_t)((double)(base->predicted_footprint - lo) * frac);
-    tsl_plan_free(base);
-    to.fit = 1;
-    tsl_plan *p = rtf_policy_plan(&c, "tensile", &to, budget);
+    size_t budget;
+    tsl_plan *p = budget_mode_plan(&c, frac, &budget);
     tsl_peak_info pi;
     cr_assert_eq(tsl_peak_analysis(c.w, p, &c.dev, &pi), TSL_OK, "%s", tsl_last_error());
     int rc = 0;
@@ -449,15 +461,8 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
                      "sanitizer builds run cnn's plan above)");
     rtf_case c;
     rtf_zoo_case_at(&c, "resnet50", TH_ADAM, 2, 32);
-    tsl_tensile_opts to = tsl_tensile_opts_default();
-    to.min_swap_bytes = 0;
-    to.fit = 0;
-    tsl_plan *base = rtf_policy_plan(&c, "tensile", &to, 0);
-    size_t lo = floor_of(c.w);
-    size_t budget = lo + (size_t)((double)(base->predicted_footprint - lo) * 0.85);
-    tsl_plan_free(base);
-    to.fit = 1;
-    tsl_plan *p = rtf_policy_plan(&c, "tensile", &to, budget);
+    size_t budget;
+    tsl_plan *p = budget_mode_plan(&c, 0.85, &budget);
     tsl_plan *q = NULL;
     int tried = 0;
     for (int32_t k = 0; k < p->n_events && !q; k++) {
@@ -596,10 +601,9 @@ Test(tensile_budget, ways_that_missed_a_higher_budget_are_skipped, .timeout = 60
            missed, p[1]->n_events, p[2]->n_events, p[3]->n_events, p[4]->n_events, it[1], it[2],
            it[3], it[4]);
     for (int k = 1; k < 5; k += 2) {
-        cr_assert_eq(p[k]->n_events, p[k + 1]->n_events, "at %zu bytes", budget[k]);
-        cr_assert_eq(memcmp(p[k]->events, p[k + 1]->events,
-                            (size_t)p[k]->n_events * sizeof *p[k]->events),
-                     0, "the skips changed the plan at %zu bytes", budget[k]);
+        char what[64];
+        snprintf(what, sizeof what, "the skips at %zu bytes", budget[k]);
+        expect_same_events(p[k], p[k + 1], what);
         cr_assert_lt(it[k], it[k + 1], "nothing skipped at %zu bytes", budget[k]);
     }
     tsl_peak_info pi;
@@ -607,10 +611,10 @@ Test(tensile_budget, ways_that_missed_a_higher_budget_are_skipped, .timeout = 60
     cr_assert_gt(pi.peak, budget[3], "0.2 met: the first way put off is not tested");
     tsl_peak_info_free(&pi);
     /* the first way put off and planned after another that misses with
-     * higher peaks (single-output recomputations with every swap size, way 2,
-     * at 0.3: 730 MB against its 676 MB) is kept,
-     * as when it comes first: every other way's bit set but that one's,
-     * with the first way's bit (bit 7) and without */
+     * higher peaks (single-output recomputations with every swap size, way
+     * 2, at 0.3: 730 MB against its 676 MB) is kept, as when it comes
+     * first: every other way's bit set but that one's, with the first way's
+     * bit (bit 7) and without */
     tsl_plan *q[2];
     for (int k = 0; k < 2; k++) {
         uint32_t preset = (k ? 0xffu : 0x7fu) & ~(1u << 2);
@@ -621,10 +625,7 @@ Test(tensile_budget, ways_that_missed_a_higher_budget_are_skipped, .timeout = 60
         cr_assert_eq(pol->plan(&rq, &q[k], &it[0]), TSL_OK, "%s", tsl_last_error());
         tsl_plan_sort(q[k]);
     }
-    cr_assert(q[0]->n_events == q[1]->n_events &&
-                  memcmp(q[0]->events, q[1]->events,
-                         (size_t)q[0]->n_events * sizeof *q[0]->events) == 0,
-              "the first way put off: %d events, first: %d", q[1]->n_events, q[0]->n_events);
+    expect_same_events(q[0], q[1], "the first way put off");
     for (int k = 0; k < 2; k++) tsl_plan_free(q[k]);
     for (int k = 0; k < 5; k++) tsl_plan_free(p[k]);
     tsl_workload_free(w);

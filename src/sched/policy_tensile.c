@@ -462,6 +462,37 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
     if (rq->spared && r->spared) *rq->spared = 1;
 }
 
+/* Plans the request the way wy says (o, or `every` where wy->every) into
+ * fresh plans, its outcome into *r, adding its iterations; they replace
+ * plans[] and *best where better (with keep_ties, also on peaks no higher
+ * than best's, for a way that comes before the others in their order). */
+static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
+                          const tsl_tensile_opts *every, const tsl__way *wy, int keep_ties,
+                          tsl_plan **plans, outcome *best, outcome *r, int *iterations) {
+    int n = rq->n_jobs;
+    tsl_plan **alt = calloc((size_t)n, sizeof *alt);
+    int ok = alt != NULL;
+    for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
+    *r = (outcome){0, 0.0, 0, 0};
+    int it = 0;
+    tsl_status st = ok ? plan_once(rq, wy->every ? every : o, alt, &it, wy, r)
+                       : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
+    *iterations += it;
+    int take = st == TSL_OK &&
+               (better(r, best, rq->budget) || (keep_ties && r->peaks <= best->peaks));
+    for (int j = 0; alt && j < n; j++) {
+        if (take) {
+            tsl_plan *p = plans[j];
+            plans[j] = alt[j];
+            alt[j] = p;
+        }
+        tsl_plan_free(alt[j]);
+    }
+    free(alt);
+    if (take) *best = *r;
+    return st;
+}
+
 /* The policy's plan function (tsl_policy_plan_fn). Where Algorithm 3
  * leaves the jobs above the budget, the budget mode's greedy choice
  * depends on where it starts and on what it may do - recomputing batch
@@ -478,8 +509,8 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
  * tensors whose wrap gap holds a peak (tsl__drafter.across: their swaps
  * cross the iteration's boundary; Algorithm 3's smallest swap, or every
  * size), the third lets a swap-in that lands by the peak become a
- * recomputation (tsl__drafter.convert), the fourth does both. Offered everywhere, they made
- * some plans that met the budget slower (the swaps across the boundary
+ * recomputation (tsl__drafter.convert), the fourth does both. Offered
+ * everywhere, they made some plans that met the budget slower (the swaps across the boundary
  * take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
  * it (up to the first wider way that meets it), no plan that met it
@@ -517,46 +548,20 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     }
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
-    int n = rq->n_jobs;
-    tsl_plan **alt = calloc((size_t)n, sizeof *alt);
-    if (!alt) return tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
-    for (size_t w = 0; w <= n_ways + n_wider && st == TSL_OK; w++) {
-        const tsl__way *wy;
-        if (w == n_ways + n_wider) { /* the first way, put off */
-            if (!first_later || best.peaks <= rq->budget) break;
-            wy = &FIRST;
-        } else {
-            /* the wider ways only where every way before leaves the budget
-             * unmet, up to the first that meets it */
-            if (w >= n_ways && best.peaks <= rq->budget) continue;
-            /* a way that missed a higher budget of this planning plans the same now */
-            if (rq->missed && (*rq->missed >> w & 1u)) continue;
-            wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
-        }
-        int ok = 1;
-        for (int j = 0; ok && j < n; j++) ok = (alt[j] = tsl_plan_new(rq->w[j]->job)) != NULL;
-        outcome r = {0, 0.0, 0, 0};
-        int it = 0;
-        st = ok ? plan_once(rq, wy->every ? &every : o, alt, &it, wy, &r)
-                : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
-        *iterations += it;
-        if (st == TSL_OK && rq->missed && r.peaks > rq->budget && wy != &FIRST)
-            *rq->missed |= 1u << w;
-        /* the first way, planned last, is kept on equal peaks (it comes first) */
-        int take = st == TSL_OK && (better(&r, &best, rq->budget) ||
-                                    (wy == &FIRST && r.peaks <= best.peaks));
-        for (int j = 0; j < n; j++) {
-            if (take) {
-                tsl_plan *p = plans[j];
-                plans[j] = alt[j];
-                alt[j] = p;
-            }
-            tsl_plan_free(alt[j]);
-            alt[j] = NULL;
-        }
-        if (take) best = r;
+    outcome r;
+    for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
+        /* the wider ways only where every way before leaves the budget
+         * unmet, up to the first that meets it */
+        if (w >= n_ways && best.peaks <= rq->budget) break;
+        /* a way that missed a higher budget of this planning plans the same now */
+        if (rq->missed && (*rq->missed >> w & 1u)) continue;
+        const tsl__way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
+        st = try_way(rq, o, &every, wy, 0, plans, &best, &r, iterations);
+        if (st == TSL_OK && rq->missed && r.peaks > rq->budget) *rq->missed |= 1u << w;
     }
-    free(alt);
+    /* the first way, put off: kept on equal peaks (it comes first) */
+    if (st == TSL_OK && first_later && best.peaks > rq->budget)
+        st = try_way(rq, o, &every, &FIRST, 1, plans, &best, &r, iterations);
     if (st == TSL_OK) tell(rq, &best);
     return st;
 }
