@@ -689,7 +689,7 @@ Test(verify, events_naming_out_of_range_tensors_and_ops) {
         SO(Y, -2, 0), /* trigger out of range */
         SI(X, F3, 10, 7), /* precede out of range */
         SI(X, F3, 10, -1), /* swap-in without precede */
-        {TSL_EV_RELEASE, Y, F3, 0.0, B3}, /* precede on a release */
+        {TSL_EV_RELEASE, Y, F3, 0.0, F2}, /* a release preceding an op before its trigger */
         SO(Y, F2, -1.0), /* negative delay */
         SO(Y, F2, INFINITY), /* infinite delay */
         {(tsl_event_type)9, X, F1, 0.0, -1}, /* unknown type */
@@ -705,7 +705,8 @@ Test(verify, events_naming_out_of_range_tensors_and_ops) {
         "event 5 swap_out 'y': trigger op index -2 out of range [-1, 7)",
         "event 6 swap_in 'x': precede op index 7 out of range [0, 7)",
         "event 7 swap_in 'x': precede op index -1 out of range [0, 7)",
-        "event 8 release 'y': precede must be -1 for a release, got 3",
+        "event 8 release 'y': precede op index 1 out of range (2, 7): a release precedes an op "
+        "after its trigger",
         "event 9 swap_out 'y' (trigger 'f2'): delay -1 us is negative or not finite",
         "event 10 swap_out 'y' (trigger 'f2'): delay inf us is negative or not finite",
         "event 11: unknown type 9",

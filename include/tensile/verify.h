@@ -54,7 +54,8 @@ typedef struct tsl_planned_wait {
     int job;               /* index among the jobs verified together */
     int32_t op;            /* the op that waits; for a recomputation, the op it precedes */
     int32_t recompute;     /* the recompute event that waits, or -1 (the op itself waits) */
-    int32_t event;         /* the swap-in waited for (the last of them to land) */
+    int32_t event;         /* the swap-in waited for (the last of them to land), or the
+                              release preceding the op, waiting for its swap-out */
     int32_t tensor;        /* its tensor */
     double stall_us;       /* how much later the op starts than it would have */
     char what[320];        /* names the op, the event, the tensor and the times */

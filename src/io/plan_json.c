@@ -29,6 +29,10 @@
  *   swap_out   type, tensor, trigger, delay_us
  *   swap_in    type, tensor, trigger, delay_us, precede
  *   release    type, tensor, trigger              (delay 0: it acts at the trigger's end)
+ *              type, tensor, trigger, delay_us, precede
+ *                                                 (a release that precedes an op, which
+ *                                                  waits for it: a planned wait for its
+ *                                                  swap-out; it is issued after the delay)
  *   recompute  type, tensor, precede              (it runs right before precede: its
  *                                                  trigger is unused, -1, and delay 0)
  * Names resolve against the job's workload; "start" is the iteration start
@@ -161,7 +165,8 @@ static int event_representable(const tsl_workload *w, const tsl_event *e, char *
         snprintf(msg, ml, "index %d out of range [0, %d)", (int)e->tensor, (int)w->n_tensors);
         return 0;
     }
-    int has_precede = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE;
+    int has_precede = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE ||
+                      (e->type == TSL_EV_RELEASE && e->precede != -1);
     if (has_precede && (e->precede < 0 || e->precede >= w->n_ops)) {
         snprintf(field, fl, "precede");
         snprintf(msg, ml, "op index %d out of range [0, %d) for a %s", (int)e->precede,
@@ -203,9 +208,10 @@ static int event_representable(const tsl_workload *w, const tsl_event *e, char *
                  TSL__PLAN_MAX_US);
         return 0;
     }
-    if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0) {
+    if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0 && e->precede < 0) {
         snprintf(field, fl, "delay_us");
-        snprintf(msg, ml, "%g: a release acts at its trigger's end (delay 0)", e->delay_us);
+        snprintf(msg, ml, "%g: a release acts at its trigger's end (delay 0) unless it precedes an op",
+                 e->delay_us);
         return 0;
     }
     return 1;
@@ -246,6 +252,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     static const char *const k_out[] = {"type", "tensor", "trigger", "delay_us"};
     static const char *const k_in[] = {"type", "tensor", "trigger", "delay_us", "precede"};
     static const char *const k_rel[] = {"type", "tensor", "trigger"};
+    static const char *const k_prel[] = {"type", "tensor", "trigger", "delay_us", "precede"};
     static const char *const k_rc[] = {"type", "tensor", "precede"};
     char path[96], vb[80], what[48];
     snprintf(path, sizeof path, "jobs[%d].events[%d]", jj, (int)k);
@@ -272,7 +279,11 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     switch (e->type) {
     case TSL_EV_SWAP_OUT: st = check_keys(p->file, path, o, what, k_out, 4); break;
     case TSL_EV_SWAP_IN: st = check_keys(p->file, path, o, what, k_in, 5); break;
-    case TSL_EV_RELEASE: st = check_keys(p->file, path, o, what, k_rel, 3); break;
+    case TSL_EV_RELEASE: /* with a precede, a delay too */
+        st = json_object_get(o, "precede") || json_object_get(o, "delay_us")
+                 ? check_keys(p->file, path, o, " (for a release that precedes an op)", k_prel, 5)
+                 : check_keys(p->file, path, o, what, k_rel, 3);
+        break;
     case TSL_EV_RECOMPUTE: st = check_keys(p->file, path, o, what, k_rc, 3); break;
     }
     if (st != TSL_OK) return st;
@@ -285,7 +296,8 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
         return tsl__json_bad(p->file, path, "unknown tensor %s in job '%s'", tsl__json_value_str(v, vb, sizeof vb),
                    p->w->job);
     e->precede = -1;
-    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
+    int preceding = e->type == TSL_EV_RELEASE && json_object_get(o, "precede");
+    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE || preceding) {
         snprintf(path, sizeof path, "jobs[%d].events[%d].precede", jj, (int)k);
         if ((st = get_op(p, path, json_object_get(o, "precede"), 0, &e->precede))) return st;
     }
@@ -295,7 +307,7 @@ static tsl_status parse_event(parser *p, int jj, int32_t k, json_t *o, tsl_event
     } else {
         snprintf(path, sizeof path, "jobs[%d].events[%d].trigger", jj, (int)k);
         if ((st = get_op(p, path, json_object_get(o, "trigger"), 1, &e->trigger))) return st;
-        if (e->type != TSL_EV_RELEASE) {
+        if (e->type != TSL_EV_RELEASE || preceding) {
             snprintf(path, sizeof path, "jobs[%d].events[%d].delay_us", jj, (int)k);
             if ((st = tsl__json_get_time(p->file, path,
                     json_object_get(o, "delay_us"), TSL__PLAN_MAX_US, &e->delay_us)))
@@ -793,11 +805,12 @@ static void put_event(FILE *f, const tsl_workload *w, const tsl_event *e) {
         fputs(", \"trigger\": ", f);
         tsl__json_put_str(f, e->trigger < 0 ? "start" : w->ops[e->trigger].name);
     }
-    if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN) {
+    int preceding = e->type == TSL_EV_RELEASE && e->precede >= 0;
+    if (e->type == TSL_EV_SWAP_OUT || e->type == TSL_EV_SWAP_IN || preceding) {
         fputs(", \"delay_us\": ", f);
         tsl__json_put_real(f, e->delay_us);
     }
-    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE) {
+    if (e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE || preceding) {
         fputs(", \"precede\": ", f);
         tsl__json_put_str(f, w->ops[e->precede].name);
     }

@@ -551,6 +551,46 @@ static void run_to_start(tsl__runtime *rt, double t, int zero) {
     tsl__vc_run_before(rt, t, zero ? TSL__PH_ZERO : TSL__PH_START, 0);
 }
 
+/* The op item k of the plan's sequence runs for (its own, or the op a
+ * recomputation precedes). */
+static int32_t group_op(const tsl__rt_plan *pl, int32_t k) {
+    const tsl__rt_item *it = &pl->items[k];
+    return it->tensor >= 0 ? pl->p->events[it->event].precede : it->op;
+}
+
+/* A planned wait for a swap-out: the first item of an op waits until the
+ * releases preceding the op have freed their tensors. Their triggers are
+ * retired first (the releases are then issued); in real time one due
+ * later is issued now, and its swap-out with it, since compute waits for
+ * them anyway. Returns TSL_OK, or the error met retiring a kernel. */
+static tsl_status wait_releases(step *S, int32_t k) {
+    tsl__runtime *rt = S->rt;
+    const tsl__rt_plan *pl = rt->cur;
+    if (!pl->pre_start) return TSL_OK;
+    int32_t op = group_op(pl, k);
+    if (k > 0 && group_op(pl, k - 1) == op) return TSL_OK;
+    for (int32_t q = pl->pre_start[op]; q < pl->pre_start[op + 1]; q++) {
+        int32_t x = pl->pre_list[q];
+        while (rt->ev_state[x] != TSL__EV_DONE) {
+            if (rt->async_err != TSL_OK) return tsl__rt_async_error(rt);
+            if (rt->inflight.n > 0) {
+                tsl_status rc = retire_oldest(S, 1);
+                if (rc != TSL_OK) return rc;
+                continue;
+            }
+            if (!rt->virtual_clock && rt->ev_state[x] == TSL__EV_SCHED) {
+                tsl__se_release(rt, x); /* due later: issue it now */
+                continue;
+            }
+            if (!rt->virtual_clock && rt->ev_state[x] == TSL__EV_WAIT &&
+                tsl__se_take_over_swap_out(rt, pl->p->events[x].tensor))
+                continue;
+            if (!wait_step(S)) break; /* nothing can change: it frees no more */
+        }
+    }
+    return TSL_OK;
+}
+
 /* Runs item k of the executed sequence (steps 1-4 of the head of the
  * file). In real time the kernel is launched and whatever has completed is
  * retired; on the virtual clock the kernel is waited for and retired at
@@ -575,6 +615,7 @@ static tsl_status run_item(step *S, int32_t k) {
     /* a recomputation follows the plan's releases: those of the kernels in
      * flight are applied first */
     while (is_rc && !dtr && rt->inflight.n > 0 && rc0 == TSL_OK) rc0 = retire_oldest(S, 1);
+    if (!dtr && rc0 == TSL_OK) rc0 = wait_releases(S, k);
     if (rc0 != TSL_OK) return rc0;
     pin(rt, op, it->tensor, 1);
     int skip = is_rc && rt->s->ptr[it->tensor] && rt->res[it->tensor].readable;

@@ -40,6 +40,8 @@ void tsl__rt_plan_free(tsl__rt_plan *pl) {
     free(pl->tev_start);
     free(pl->tev_list);
     free(pl->ev_plan);
+    free(pl->pre_start);
+    free(pl->pre_list);
     free(pl->recomputed);
     free(pl);
 }
@@ -140,6 +142,8 @@ tsl_status tsl__rt_plan_new(const tsl_plan *p, const tsl_workload *w,
     TSL_ASSERT(n_sorted_rc == n_rc);
     for (int32_t r = 0; r < n_rc; r++) pl->recomputed[sorted[r].ev.tensor] = 1;
     tsl_status st = fill_tables(pl, dev, sorted, n_rc, sorted + n_rc, ne - n_rc, pe, tf);
+    if (st == TSL_OK && !tsl__preceding_releases(pl->p, no, &pl->pre_start, &pl->pre_list))
+        st = tsl_fail(TSL_ERR_OOM, "runtime: out of host memory for plan '%s'", p->job);
     free(sorted);
     free(pe);
     free(tf);

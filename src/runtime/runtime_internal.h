@@ -74,7 +74,10 @@ typedef struct tsl__rt_plan {
     int32_t *trig_list;
     int32_t *tev_start;    /* timed events of each tensor (CSR, n_tensors + 1) */
     int32_t *tev_list;
-    double *ev_plan;       /* per event: planned issue (release: trigger end) */
+    double *ev_plan;       /* per event: planned issue (release: trigger end, + delay if it
+                              precedes an op) */
+    int32_t *pre_start;    /* CSR over ops, or NULL if none: the releases preceding op i */
+    int32_t *pre_list;     /*   (its first item waits for them: a planned wait) */
     int32_t n_timed;
     uint8_t *recomputed;   /* per tensor: the plan recomputes it somewhere */
     double lat_sum;        /* summed op latencies of w (the change rate's base) */

@@ -590,13 +590,13 @@ void tsl__se_trigger(tsl__runtime *rt, int32_t op, double end) {
             case TSL_EV_SWAP_IN:
                 vpush(rt, end + ev->delay_us, TSL__PH_SWAP_IN, TSL__VK_SWAP_IN, e);
                 break;
-            case TSL_EV_RELEASE: /* at the trigger's end (no delay) */
-                vpush(rt, end, TSL__PH_RELEASE, TSL__VK_RELEASE, e);
+            case TSL_EV_RELEASE: /* at the trigger's end (+ delay if it precedes an op) */
+                vpush(rt, end + ev->delay_us, TSL__PH_RELEASE, TSL__VK_RELEASE, e);
                 break;
             default:
                 TSL_ASSERT(0);
             }
-        } else if (ev->type == TSL_EV_RELEASE) {
+        } else if (ev->type == TSL_EV_RELEASE && ev->delay_us == 0.0) {
             tsl__se_release(rt, e);
         } else {
             tsl__qent q = {.t = end + ev->delay_us, .arg = e, .iter = rt->iter};

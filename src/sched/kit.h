@@ -52,6 +52,7 @@
 #include <stdint.h>
 #include "tensile/layout.h"
 #include "tensile/policy.h"
+#include "sched/waits.h"
 
 /* Slack the planner leaves where a planned time only has to come before
  * another (copies end this much before the period; a recomputation's
@@ -61,10 +62,6 @@
  * A swap-in may end exactly when its op starts: that is the doc's own
  * comparison (copy end <= s_p) on the doc's own expressions. */
 static inline double tsl__margin(double x) { return 1e-9 * fabs(x) + 1e-9; }
-
-/* A copy landing at most this long after the op reading it would start is
- * on time (docs/SCHEDULING.md, "Planned waits"): no wait. */
-#define TSL__WAIT_EPS_US 1e-6
 
 /* ---- plan.c ------------------------------------------------------------------ */
 /* Total order of events: (trigger, delay, type, tensor, precede). */
@@ -132,11 +129,13 @@ void tsl__layers_free(tsl__layers *L);
 /* ---- timeline.c: times of one job under its plan ------------------------------ */
 
 /* One planned wait (docs/SCHEDULING.md): the op, or a recomputation before
- * it, starts late for a swap-in still copying when it would start. */
+ * it, starts late for a swap-in still copying when it would start, or (the
+ * first position of an op) for a release preceding the op that waits for
+ * its swap-out. */
 typedef struct tsl__wait {
     int32_t op;        /* the op; for a recomputation, the op it precedes */
     int32_t rc;        /* the recomputation (timeline index), or -1 */
-    int32_t event;     /* the swap-in waited for: the last of them to land */
+    int32_t event;     /* the swap-in or release waited for: the last of them */
     double at;         /* when it would have started */
     double stall;      /* how much later it starts */
 } tsl__wait;
@@ -358,9 +357,12 @@ typedef struct tsl__canon_ctx {
     const tsl__timeline *tl;
     int32_t trigger;
     double delay;
+    int capped;          /* 1: the trigger is at most max_trigger (a later time is anchored */
+    int32_t max_trigger; /* on it with a longer delay) */
 } tsl__canon_ctx;
 /* canon callback (timeline.c): ctx is a tsl__canon_ctx; anchors x on its
- * timeline (tsl__anchor) and keeps the anchor. */
+ * timeline (tsl__anchor, or with `capped` on no op after max_trigger) and
+ * keeps the anchor. */
 double tsl__canon_tl(void *ctx, double x, int up);
 
 /* ---- pjob.c: a job being planned, and the kit over all jobs --------------------- */
@@ -475,6 +477,10 @@ int32_t tsl__find_swap_out(const tsl__pjob *J, int32_t t, double from, double to
  * swap-outs plus, if extra_issue >= 0, one more [extra_issue, extra_end). */
 double tsl__release_time_with(const tsl__pjob *J, int32_t t, int32_t r, double extra_issue,
                               double extra_end);
+/* The same for a release of t issued at te (a release preceding an op may
+ * be issued after its trigger's end: docs/SCHEDULING.md). */
+double tsl__release_time_issued(const tsl__pjob *J, int32_t t, double te, double extra_issue,
+                                double extra_end);
 
 /* ---- swap_place.c: placing and committing a swap ------------------------------------ */
 

@@ -81,7 +81,7 @@ tsl_status tsl__effects_build(const tsl_workload *w, const tsl__activity *a,
         const tsl_event *ev = &p->events[k];
         int32_t t = ev->tensor;
         if (ev->type == TSL_EV_RELEASE) {
-            double te = tsl__trig_end(tl, ev->trigger);
+            double te = tsl__issue(tl, ev->trigger, ev->delay_us);
             double at = tsl__release_at(te, so_is + off[t], so_en + off[t], off[t + 1] - off[t]);
             eff[n++] = tsl__effect_release(at, te, t);
             if (a->persistent[t] && ev->trigger >= tsl__last_access_op(a, t) && at > rel_late[t])

@@ -78,7 +78,8 @@ static void eff_remove(tsl__pjob *J, tsl__effect f) {
 static tsl__effect effect_of(const tsl__pjob *J, int32_t k) {
     const tsl_event *e = &J->plan->events[k];
     if (e->type == TSL_EV_SWAP_IN) return tsl__effect_swap_in(J->ev_time[k], e->tensor);
-    return tsl__effect_release(J->ev_time[k], tsl__trig_end(&J->tl, e->trigger), e->tensor);
+    return tsl__effect_release(J->ev_time[k], tsl__issue(&J->tl, e->trigger, e->delay_us),
+                               e->tensor);
 }
 
 /* Times of event k under the current timeline. */
@@ -91,8 +92,9 @@ static void event_times(tsl__pjob *J, const tsl_device_profile *dev, int32_t k) 
         J->ev_time[k] = tsl__issue(&J->tl, e->trigger, e->delay_us);
         J->ev_end[k] = J->ev_time[k] + tsl_copy_us(dev, bytes, e->type == TSL_EV_SWAP_IN);
         break;
-    case TSL_EV_RELEASE: /* max(e'_trigger, end of the latest swap-out issued by then) */
-        J->ev_time[k] = J->ev_end[k] = tsl__release_time_with(J, e->tensor, e->trigger, -1, 0);
+    case TSL_EV_RELEASE: /* max(issue, end of the latest swap-out issued by then) */
+        J->ev_time[k] = J->ev_end[k] = tsl__release_time_issued(
+            J, e->tensor, tsl__issue(&J->tl, e->trigger, e->delay_us), -1, 0);
         break;
     case TSL_EV_RECOMPUTE: /* its start once the timeline holds it, else the op's */
         J->ev_time[k] = J->ev_end[k] = J->tl.s[e->precede];
@@ -116,10 +118,16 @@ static int reads(const tsl_workload *w, int32_t q, int32_t t) {
 }
 
 /* 1 if swap-in k lands after the op it precedes, or a recomputation before
- * that op reading its tensor, would start: a planned wait the timeline
- * does not hold yet. */
+ * that op reading its tensor, would start - or release k, preceding an op,
+ * frees after the op's first position would start: a planned wait the
+ * timeline does not hold yet. */
 static int new_wait(const tsl__pjob *J, int32_t k) {
     const tsl_event *e = &J->plan->events[k];
+    if (e->type == TSL_EV_RELEASE && e->precede >= 0 && e->trigger < e->precede) {
+        int32_t p = e->precede, r0 = J->tl.rc_off[p];
+        return J->ev_time[k] - tsl__pjob_would_start(J, p, r0 < J->tl.rc_off[p + 1] ? r0 : -1) >
+               TSL__WAIT_EPS_US;
+    }
     if (e->type != TSL_EV_SWAP_IN || e->trigger >= e->precede) return 0;
     int32_t p = e->precede;
     if (J->ev_end[k] - tsl__pjob_would_start(J, p, -1) > TSL__WAIT_EPS_US) return 1;
@@ -323,12 +331,12 @@ int tsl__pjob_can_swap_out(const tsl__pjob *J, int32_t t, double x, double end) 
         const tsl_event *e = &J->plan->events[k];
         double at = J->ev_time[k];
         if (e->type == TSL_EV_RELEASE) {
-            double te = tsl__trig_end(tl, e->trigger);
-            /* one whose trigger ends at or after x will wait for this
-             * copy: it must not change when it takes effect (the kit
-             * keeps the effects it added) */
+            double te = tsl__issue(tl, e->trigger, e->delay_us);
+            /* one issued at or after x will wait for this copy: it must
+             * not change when it takes effect (the kit keeps the effects
+             * it added) */
             if (te >= x) {
-                if (tsl__release_time_with(J, t, e->trigger, x, end) != at) return 0;
+                if (tsl__release_time_issued(J, t, te, x, end) != at) return 0;
                 continue;
             }
             /* one that does not wait for it must not free t while it copies */
@@ -366,7 +374,12 @@ int32_t tsl__find_swap_out(const tsl__pjob *J, int32_t t, double from, double to
 
 double tsl__release_time_with(const tsl__pjob *J, int32_t t, int32_t r, double extra_issue,
                               double extra_end) {
-    double te = tsl__trig_end(&J->tl, r), best = -INFINITY, end = te;
+    return tsl__release_time_issued(J, t, tsl__trig_end(&J->tl, r), extra_issue, extra_end);
+}
+
+double tsl__release_time_issued(const tsl__pjob *J, int32_t t, double te, double extra_issue,
+                                double extra_end) {
+    double best = -INFINITY, end = te;
     for (int32_t k = J->ev_head[t]; k >= 0; k = J->ev_next[k])
         if (J->plan->events[k].type == TSL_EV_SWAP_OUT && J->ev_time[k] <= te &&
             J->ev_time[k] > best) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "core/assert.h"
 #include "sched/plan_order.h"
+#include "sched/waits.h"
 
 static int cmp_ev_ix(const void *x, const void *y) {
     const tsl__ev_ix *a = x, *b = y;
@@ -41,74 +42,38 @@ void tsl__exec_sequence(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_r
     TSL_ASSERT(r == n_rc);
 }
 
-/* A copy landing at most this long after its reader would start is on
- * time (docs/SCHEDULING.md, "Planned waits"). */
-#define WAIT_EPS_US 1e-6
+static int precedes_op(const tsl_event *e) { return e->type == TSL_EV_RELEASE && e->precede >= 0; }
 
-/* The swap-ins of a plan by tensor, and the planned ends of the ops so far
- * (their trigger times). */
-typedef struct waits {
-    int32_t *off, *ev;      /* swap-ins of tensor t: ev[off[t] .. off[t+1]) */
-    double *end;            /* per op: its planned end, once it ran */
-} waits;
-
-static tsl_status waits_init(const tsl_workload *w, const tsl_plan *p, waits *x) {
-    int32_t nt = w->n_tensors, n_si = 0;
-    for (int32_t k = 0; k < p->n_events; k++) n_si += p->events[k].type == TSL_EV_SWAP_IN;
-    if (n_si == 0) return TSL_OK;
-    x->off = calloc((size_t)nt + 2, sizeof *x->off);
-    x->ev = malloc((size_t)n_si * sizeof *x->ev);
-    x->end = malloc(((size_t)w->n_ops + 1) * sizeof *x->end);
-    if (!x->off || !x->ev || !x->end) {
-        free(x->off);
-        free(x->ev);
-        free(x->end);
-        x->off = x->ev = NULL;
-        x->end = NULL;
-        return tsl_fail(TSL_ERR_OOM, "plan '%s': out of host memory for its times", p->job);
+int tsl__preceding_releases(const tsl_plan *p, int32_t n_ops, int32_t **start, int32_t **list) {
+    int32_t n = 0, ne = p ? p->n_events : 0;
+    *start = *list = NULL;
+    for (int32_t e = 0; e < ne; e++) n += precedes_op(&p->events[e]);
+    if (n == 0) return 1;
+    int32_t *st = calloc((size_t)n_ops + 2, sizeof *st), *li = malloc((size_t)n * sizeof *li);
+    if (!st || !li) {
+        free(st);
+        free(li);
+        return 0;
     }
-    for (int32_t k = 0; k < p->n_events; k++)
-        if (p->events[k].type == TSL_EV_SWAP_IN) x->off[p->events[k].tensor + 2]++;
-    for (int32_t t = 0; t < nt; t++) x->off[t + 2] += x->off[t + 1];
-    for (int32_t k = 0; k < p->n_events; k++)
-        if (p->events[k].type == TSL_EV_SWAP_IN) x->ev[x->off[p->events[k].tensor + 1]++] = k;
-    return TSL_OK;
-}
-
-/* When an item running op g's reads before op i, that would start at
- * `at`, can start: for each tensor it reads, the latest swap-in of it
- * triggered before op i and issued at or before `at` may still be copying;
- * the item waits for the last of those to land (more than WAIT_EPS_US
- * after `at`). */
-static double ready(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
-                    const waits *x, int32_t g, int32_t i, double at) {
-    double r = at;
-    const tsl_wl_op *o = &w->ops[g];
-    for (int j = 0; j < o->n_in; j++) {
-        int32_t t = o->in[j];
-        double bi = -INFINITY, be = 0.0;
-        int found = 0;
-        for (int32_t q = x->off[t]; q < x->off[t + 1]; q++) {
-            const tsl_event *ev = &p->events[x->ev[q]];
-            if (ev->trigger >= i) continue;
-            double issue = (ev->trigger < 0 ? 0.0 : x->end[ev->trigger]) + ev->delay_us;
-            if (issue > at) continue;
-            double end = issue + tsl_copy_us(dev, w->tensors[t].bytes, 1);
-            if (!found || issue > bi || (issue == bi && end > be)) {
-                bi = issue;
-                be = end;
-                found = 1;
-            }
-        }
-        if (found && be - at > WAIT_EPS_US && be > r) r = be;
-    }
-    return r;
+    for (int32_t e = 0; e < ne; e++)
+        if (precedes_op(&p->events[e])) st[p->events[e].precede + 2]++;
+    for (int32_t i = 0; i < n_ops; i++) st[i + 2] += st[i + 1];
+    for (int32_t e = 0; e < ne; e++)
+        if (precedes_op(&p->events[e])) li[st[p->events[e].precede + 1]++] = e;
+    *start = st;
+    *list = li;
+    return 1;
 }
 
 tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
                            const double *lat, tsl__exec_item *items, int32_t n, double *ends) {
-    waits x = {0};
-    tsl_status st = p && dev ? waits_init(w, p, &x) : TSL_OK;
+    tsl__waits x = {0};
+    tsl_status st = p && dev ? tsl__waits_build(w, p, &x) : TSL_OK;
+    double *end = x.off ? malloc(((size_t)w->n_ops + 1) * sizeof *end) : NULL;
+    if (x.off && !end) {
+        tsl__waits_free(&x);
+        st = tsl_fail(TSL_ERR_OOM, "plan '%s': out of host memory for its times", p->job);
+    }
     double shift = 0.0; /* the recomputations' time so far */
     double at = 0.0;    /* with lat: the nominal start of the next op */
     double prev = 0.0;  /* the planned end of the previous item */
@@ -129,17 +94,20 @@ tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_d
             if (lat) at = ei;
         }
         double would = lag ? prev : ns;
-        double s = x.off ? ready(w, p, dev, &x, it->op, i, would) : would;
+        int first = k == 0 || (items[k - 1].tensor >= 0 ? p->events[items[k - 1].event].precede
+                                                        : items[k - 1].op) != i;
+        int32_t ev;
+        double s = x.off ? tsl__waits_ready(&x, w, p, dev, end, it->op, i, first, would, &ev)
+                         : would;
         lag |= s != ns;
         it->ns = s;
         it->ne = prev = s == ns ? ne : s + (ne - ns);
         if (it->tensor < 0) {
-            if (x.end) x.end[i] = it->ne;
+            if (end) end[i] = it->ne;
             if (ends) ends[i] = it->ne;
         }
     }
-    free(x.off);
-    free(x.ev);
-    free(x.end);
+    tsl__waits_free(&x);
+    free(end);
     return st;
 }

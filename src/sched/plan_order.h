@@ -42,19 +42,27 @@ void tsl__exec_sequence(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_r
  * a recomputation of producer g before op i over [s_i + shift, s_i +
  * shift + (e_g - s_g)) - while nothing has waited; an item reading a
  * tensor whose swap-in is still copying when it would start (dev gives the
- * copy times) starts when the copy lands, and every later item would then
+ * copy times) starts when the copy lands, the first item of an op that a
+ * release precedes when the release frees its tensor (sched/waits.h, the
+ * rule the planner's timeline uses), and every later item would then
  * start when the previous one ends, lasting its nominal duration:
  * ne = ns' == ns ? ne : ns' + (ne - ns). With ends, ends[i] = op i's
  * planned end (where the plan's event times are anchored when lat is
- * NULL). dev may be NULL for a plan without swap-ins. Returns TSL_OK, or
+ * NULL). dev may be NULL for a plan without swap-ins or preceding releases. Returns TSL_OK, or
  * TSL_ERR_OOM with the times left without planned waits. */
 tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
                            const double *lat, tsl__exec_item *items, int32_t n, double *ends);
+/* The releases of plan p (over n_ops ops) that precede an op, as a CSR:
+ * op i's are (*list)[(*start)[i] .. (*start)[i+1]), in event order (the
+ * first item of op i waits for them: docs/SCHEDULING.md, "Planned
+ * waits"). Both stay NULL if there is none. Returns 0 if out of host
+ * memory (both NULL). */
+int tsl__preceding_releases(const tsl_plan *p, int32_t n_ops, int32_t **start, int32_t **list);
 /* The planned time of timed event ev: its trigger's shifted end (ends from
- * tsl__exec_times on w's times; trigger -1: 0), plus its delay unless it is
- * a release (due at the trigger's end). */
+ * tsl__exec_times on w's times; trigger -1: 0) plus its delay (0 for a
+ * release, unless it precedes an op: docs/SCHEDULING.md, "Planned waits"). */
 static inline double tsl__event_plan_time(const tsl_event *ev, const double *ends) {
     double te = ev->trigger < 0 ? 0.0 : ends[ev->trigger];
-    return ev->type == TSL_EV_RELEASE ? te : te + ev->delay_us;
+    return te + ev->delay_us;
 }
 #endif

@@ -30,71 +30,13 @@ void tsl__timeline_free(tsl__timeline *tl) {
     memset(tl, 0, sizeof *tl);
 }
 
-/* Swap-in events grouped by tensor (CSR), for the waits. */
-typedef struct si_index {
-    int32_t *off;   /* n_tensors + 1 */
-    int32_t *ev;
-} si_index;
-
-static tsl_status si_index_build(const tsl_workload *w, const tsl_plan *p, si_index *x) {
-    int32_t nt = w->n_tensors, ne = p ? p->n_events : 0;
-    x->off = calloc((size_t)nt + 2, sizeof *x->off);
-    x->ev = malloc(((size_t)ne + 1) * sizeof *x->ev);
-    if (!x->off || !x->ev) {
-        free(x->off);
-        free(x->ev);
-        return tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
-    }
-    for (int32_t k = 0; k < ne; k++)
-        if (p->events[k].type == TSL_EV_SWAP_IN) x->off[p->events[k].tensor + 2]++;
-    for (int32_t t = 0; t < nt; t++) x->off[t + 2] += x->off[t + 1];
-    for (int32_t k = 0; k < ne; k++)
-        if (p->events[k].type == TSL_EV_SWAP_IN) x->ev[x->off[p->events[k].tensor + 1]++] = k;
-    /* now tensor t's swap-ins are ev[off[t] .. off[t+1]) */
-    return TSL_OK;
-}
-
-/* The wait of a position running op g's reads, positioned before op `op`,
- * that would start at `at`: the latest end of the swap-ins it waits for
- * (for each tensor it reads, the latest swap-in of it triggered before
- * `op` and issued at or before `at`, if still copying then), or `at`.
- * *event gets the swap-in landing last (-1 if none). */
-static double ready_time(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
-                         const si_index *x, const double *e, int32_t g, int32_t op, double at,
-                         int32_t *event) {
-    double ready = at;
-    *event = -1;
-    const tsl_wl_op *o = &w->ops[g];
-    for (int j = 0; j < o->n_in; j++) {
-        int32_t t = o->in[j], best = -1;
-        double best_issue = -INFINITY, best_end = 0.0;
-        for (int32_t q = x->off[t]; q < x->off[t + 1]; q++) {
-            const tsl_event *ev = &p->events[x->ev[q]];
-            if (ev->trigger >= op) continue;
-            double issue = (ev->trigger < 0 ? 0.0 : e[ev->trigger]) + ev->delay_us;
-            if (issue > at) continue;
-            double end = issue + tsl_copy_us(dev, w->tensors[t].bytes, 1);
-            if (best < 0 || issue > best_issue || (issue == best_issue && end > best_end)) {
-                best = x->ev[q];
-                best_issue = issue;
-                best_end = end;
-            }
-        }
-        if (best >= 0 && best_end - at > TSL__WAIT_EPS_US && best_end > ready) {
-            ready = best_end;
-            *event = best;
-        }
-    }
-    return ready;
-}
-
 /* Starts position (op, rc) at the later of `at` and its ready time; records
  * a wait. Returns the start. */
 static double start_at(tsl__timeline *tl, const tsl_workload *w, const tsl_plan *p,
-                       const tsl_device_profile *dev, const si_index *x, int32_t g, int32_t op,
-                       int32_t rc, double at) {
+                       const tsl_device_profile *dev, const tsl__waits *x, int32_t g, int32_t op,
+                       int32_t rc, int first, double at) {
     int32_t ev = -1;
-    double s = x->off ? ready_time(w, p, dev, x, tl->e, g, op, at, &ev) : at;
+    double s = x->off ? tsl__waits_ready(x, w, p, dev, tl->e, g, op, first, at, &ev) : at;
     if (s != at)
         tl->wait[tl->n_wait++] = (tsl__wait){op, rc, ev, at, s - at};
     return s;
@@ -108,11 +50,8 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
     memset(tl, 0, sizeof *tl);
     int32_t no = w->n_ops;
     tl->n_ops = no;
-    int32_t n_rc = 0, n_si = 0;
-    for (int32_t k = 0; p && k < p->n_events; k++) {
-        n_rc += p->events[k].type == TSL_EV_RECOMPUTE;
-        n_si += p->events[k].type == TSL_EV_SWAP_IN;
-    }
+    int32_t n_rc = 0;
+    for (int32_t k = 0; p && k < p->n_events; k++) n_rc += p->events[k].type == TSL_EV_RECOMPUTE;
     tl->s = malloc(((size_t)no + 1) * sizeof *tl->s);
     tl->e = malloc(((size_t)no + 1) * sizeof *tl->e);
     tl->rc_off = calloc((size_t)no + 2, sizeof *tl->rc_off);
@@ -120,17 +59,15 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
     tl->rc_start = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_start);
     tl->rc_end = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_end);
     tl->rc_tensor = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_tensor);
-    tl->wait = malloc(((size_t)(n_si ? no + n_rc : 0) + 1) * sizeof *tl->wait);
+    tl->wait = malloc(((size_t)no + n_rc + 1) * sizeof *tl->wait);
     int32_t *fill = malloc(((size_t)no + 1) * sizeof *fill);
-    si_index x = {0};
+    tsl__waits x = {0};
     tsl_status st = TSL_OK;
     if (!tl->s || !tl->e || !tl->rc_off || !tl->rc_ev || !tl->rc_start || !tl->rc_end ||
         !tl->rc_tensor || !tl->wait || !fill)
         st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
-    if (st == TSL_OK && n_si) {
-        TSL_ASSERT(dev);
-        st = si_index_build(w, p, &x);
-    }
+    if (st == TSL_OK) st = tsl__waits_build(w, p, &x);
+    if (st == TSL_OK) TSL_ASSERT(dev || !x.off);
     if (st != TSL_OK) {
         free(fill);
         tsl__timeline_free(tl);
@@ -168,22 +105,23 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
             double ns = w->ops[i].start_us + shift;
             shift += q->end_us - q->start_us;
             double ne = w->ops[i].start_us + shift;
-            double s = start_at(tl, w, p, dev, &x, g, i, r, lag ? prev_end : ns);
+            double s = start_at(tl, w, p, dev, &x, g, i, r, r == tl->rc_off[i],
+                                lag ? prev_end : ns);
             lag |= s != ns;
             tl->rc_tensor[r] = t;
             tl->rc_start[r] = s;
             tl->rc_end[r] = prev_end = s == ns ? ne : s + (ne - ns);
         }
         double ns = w->ops[i].start_us + shift, ne = w->ops[i].end_us + shift;
-        double s = start_at(tl, w, p, dev, &x, i, i, -1, lag ? prev_end : ns);
+        double s = start_at(tl, w, p, dev, &x, i, i, -1, tl->rc_off[i] == tl->rc_off[i + 1],
+                            lag ? prev_end : ns);
         lag |= s != ns;
         tl->s[i] = s;
         tl->e[i] = prev_end = s == ns ? ne : s + (ne - ns);
     }
     for (int32_t k = 0; k < tl->n_wait; k++) tl->stall += tl->wait[k].stall;
     tl->period = no ? tl->e[no - 1] : 0.0;
-    free(x.off);
-    free(x.ev);
+    tsl__waits_free(&x);
     return TSL_OK;
 }
 
@@ -209,10 +147,9 @@ int32_t tsl__op_ending_from(const tsl__timeline *tl, double x) {
     return lo;
 }
 
-/* See kit.h. Precondition: x >= 0 and finite. */
-double tsl__anchor(const tsl__timeline *tl, double x, int up, int32_t *trigger, double *delay) {
-    TSL_ASSERT(x >= 0 && isfinite(x));
-    int32_t j = tsl__op_ending_by(tl, x);
+/* x anchored on op j (-1: time 0), whose end is at or before x. */
+static double anchor_on(const tsl__timeline *tl, double x, int up, int32_t j, int32_t *trigger,
+                        double *delay) {
     double base = tsl__trig_end(tl, j);
     double d = x - base;
     if (d < 0) d = 0;
@@ -232,9 +169,18 @@ double tsl__anchor(const tsl__timeline *tl, double x, int up, int32_t *trigger, 
     return c;
 }
 
+/* See kit.h. Precondition: x >= 0 and finite. */
+double tsl__anchor(const tsl__timeline *tl, double x, int up, int32_t *trigger, double *delay) {
+    TSL_ASSERT(x >= 0 && isfinite(x));
+    return anchor_on(tl, x, up, tsl__op_ending_by(tl, x), trigger, delay);
+}
+
 double tsl__canon_tl(void *ctx, double x, int up) {
     tsl__canon_ctx *c = ctx;
-    return tsl__anchor(c->tl, x, up, &c->trigger, &c->delay);
+    TSL_ASSERT(x >= 0 && isfinite(x));
+    int32_t j = tsl__op_ending_by(c->tl, x);
+    if (c->capped && j > c->max_trigger) j = c->max_trigger;
+    return anchor_on(c->tl, x, up, j, &c->trigger, &c->delay);
 }
 
 /* See kit.h. */

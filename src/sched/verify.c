@@ -94,9 +94,12 @@ static int report_job(const tsl__vf_job *j, tsl_verify_report *r, int *cap) {
         char pb[200], lb[400], b1[48], b2[48];
         tsl__vf_times(j->fin[x->event], x->at, b1, b2, sizeof b1);
         snprintf(o->what, sizeof o->what,
-                 "%s%s waits %.1f us for %s: it would start at %s us, the copy lands at %s us",
-                 j->prefix, tsl__vf_pos_label(j, x->q, pb, sizeof pb), x->stall,
-                 tsl__vf_ev_label(j, x->event, lb, sizeof lb), b2, b1);
+                 "%s%s waits %.1f us for %s: it would start at %s us, %s at %s us", j->prefix,
+                 tsl__vf_pos_label(j, x->q, pb, sizeof pb), x->stall,
+                 tsl__vf_ev_label(j, x->event, lb, sizeof lb), b2,
+                 ev->type == TSL_EV_RELEASE ? "its swap-out ends and it frees the tensor"
+                                            : "the copy lands",
+                 b1);
     }
     return 1;
 }

@@ -228,7 +228,15 @@ static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
                     (int)k, ty, tn, (int)e->precede, (int)w->n_ops);
         return 0;
     }
-    if (!needs_precede && e->precede != -1) {
+    int may_precede = e->type == TSL_EV_RELEASE; /* a planned wait for its swap-out */
+    if (may_precede && e->precede != -1 && (e->precede <= e->trigger || e->precede >= w->n_ops)) {
+        tsl__vf_add(l, j->prefix,
+                    "event %d %s '%s': precede op index %d out of range (%d, %d): a release "
+                    "precedes an op after its trigger",
+                    (int)k, ty, tn, (int)e->precede, (int)e->trigger, (int)w->n_ops);
+        return 0;
+    }
+    if (!needs_precede && !may_precede && e->precede != -1) {
         tsl__vf_add(l, j->prefix, "event %d %s '%s': precede must be -1 for a %s, got %d", (int)k,
                     ty, tn, ty, (int)e->precede);
         return 0;
@@ -245,11 +253,11 @@ static int event_well_formed(tsl__vf_job *j, int32_t k, tsl__vf_list *l) {
             return 0;
         }
     }
-    if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0)
+    if (e->type == TSL_EV_RELEASE && e->delay_us != 0.0 && e->precede < 0)
         /* analysed further as if it were 0 (a release acts at its trigger's end) */
         tsl__vf_add(l, j->prefix,
                     "%s: delay %g us must be 0 (a release acts at the end of its "
-                    "trigger)",
+                    "trigger unless it precedes an op)",
                     tsl__vf_ev_label(j, k, lb, sizeof lb), e->delay_us);
     if (needs_precede && !op_reads(&w->ops[e->precede], e->tensor) &&
         !(e->type == TSL_EV_RECOMPUTE && feeds_later_recompute(j, k))) {
@@ -384,13 +392,47 @@ static double start_after_waits(const tsl__vf_job *j, int32_t g, int32_t i, doub
     return s;
 }
 
+/* The releases preceding op i (rel_off, rel_ev: a CSR by op), for the
+ * first position of op i, would start at `at`: the latest time one of them
+ * frees its tensor - at its issue (e_trigger + delay), or at the end of
+ * the latest swap-out of the tensor triggered before op i and issued by
+ * then - if more than TSL__VF_EPS_US after `at`; else `s`. *event gets it. */
+static double after_releases(const tsl__vf_job *j, const int32_t *rel_off, const int32_t *rel_ev,
+                             int32_t i, double at, double s, int32_t *event) {
+    const tsl_plan *p = j->p;
+    for (int32_t x = rel_off[i]; x < rel_off[i + 1]; x++) {
+        int32_t k = rel_ev[x];
+        const tsl_event *r = &p->events[k];
+        double ri = (r->trigger < 0 ? 0.0 : j->pe[j->op_pos[r->trigger]]) + r->delay_us;
+        double f = ri, best = -INFINITY;
+        for (int32_t y = j->ev_off[r->tensor]; y < j->ev_off[r->tensor + 1]; y++) {
+            int32_t o = j->ev_idx[y];
+            const tsl_event *so = &p->events[o];
+            if (!j->ok[o] || so->type != TSL_EV_SWAP_OUT || so->trigger >= i) continue;
+            double is = (so->trigger < 0 ? 0.0 : j->pe[j->op_pos[so->trigger]]) + so->delay_us;
+            if (is <= ri && is >= best) {
+                best = is;
+                double fin = is + tsl__vf_copy_us(j, r->tensor, 0);
+                f = fin > ri ? fin : ri;
+            }
+        }
+        if (f - at > TSL__VF_EPS_US && f > s) {
+            s = f;
+            *event = k;
+        }
+    }
+    return s;
+}
+
 /* Places position q (nominal [ns, ne]) after the previous one: its start
- * after its waits (recorded), its end. */
+ * after its waits (recorded; the first position of op i also waits for
+ * the releases preceding i, rel_off/rel_ev), its end. */
 static void place(tsl__vf_job *j, int32_t q, int32_t g, int32_t i, double ns, double ne,
-                  int *lag) {
+                  const int32_t *rel_off, const int32_t *rel_ev, int first, int *lag) {
     double at = *lag ? j->pe[q - 1] : ns;
     int32_t ev;
     double s = start_after_waits(j, g, i, at, &ev);
+    if (first) s = after_releases(j, rel_off, rel_ev, i, at, s, &ev);
     if (ev >= 0) {
         j->waits[j->n_waits++] = (tsl__vf_wait){q, ev, at, s - at};
         j->stall += s - at;
@@ -415,8 +457,9 @@ static tsl_status build_positions(tsl__vf_job *j) {
     for (int32_t k = 0; k < p->n_events; k++)
         if (j->ok[k] && p->events[k].type == TSL_EV_RECOMPUTE) n_rc++;
     /* recomputations grouped by the op they precede, event order kept */
-    int32_t *keys = malloc(sizeof *keys * (size_t)(n_rc ? n_rc : 1));
-    int32_t *vals = malloc(sizeof *vals * (size_t)(n_rc ? n_rc : 1));
+    int32_t n_keys = n_rc > p->n_events ? n_rc : p->n_events;
+    int32_t *keys = malloc(sizeof *keys * (size_t)(n_keys ? n_keys : 1));
+    int32_t *vals = malloc(sizeof *vals * (size_t)(n_keys ? n_keys : 1));
     int32_t *rc_off = NULL, *rc_ev = NULL;
     if (!keys || !vals) {
         free(keys);
@@ -430,9 +473,21 @@ static tsl_status build_positions(tsl__vf_job *j) {
             vals[m++] = k;
         }
     tsl_status st = csr_build(w->n_ops, keys, vals, m, &rc_off, &rc_ev);
+    /* the releases preceding each op (well formed: a trigger before it) */
+    int32_t n_rel = 0, *rel_off = NULL, *rel_ev = NULL;
+    for (int32_t k = 0; st == TSL_OK && k < p->n_events; k++)
+        if (j->ok[k] && p->events[k].type == TSL_EV_RELEASE && p->events[k].precede >= 0) {
+            keys[n_rel] = p->events[k].precede;
+            vals[n_rel++] = k;
+        }
+    if (st == TSL_OK) st = csr_build(w->n_ops, keys, vals, n_rel, &rel_off, &rel_ev);
     free(keys);
     free(vals);
-    if (st != TSL_OK) return st;
+    if (st != TSL_OK) {
+        free(rc_off);
+        free(rc_ev);
+        return st;
+    }
 
     j->n_pos = 1 + w->n_ops + n_rc;
     size_t np = (size_t)j->n_pos;
@@ -445,6 +500,8 @@ static tsl_status build_positions(tsl__vf_job *j) {
     if (!j->ps || !j->pe || !j->pop || !j->pev || !j->op_pos || !j->waits) {
         free(rc_off);
         free(rc_ev);
+        free(rel_off);
+        free(rel_ev);
         return tsl_fail(TSL_ERR_OOM, "verify: out of host memory");
     }
     j->ps[0] = j->pe[0] = 0.0;
@@ -460,7 +517,7 @@ static tsl_status build_positions(tsl__vf_job *j) {
             int32_t g = j->producer[p->events[k].tensor];
             double ns = s + shift;
             shift += w->ops[g].end_us - w->ops[g].start_us;
-            place(j, q, g, i, ns, s + shift, &lag);
+            place(j, q, g, i, ns, s + shift, rel_off, rel_ev, r == rc_off[i], &lag);
             j->pop[q] = g;
             j->pev[q] = k;
             j->ev_pos[k] = q;
@@ -469,7 +526,8 @@ static tsl_status build_positions(tsl__vf_job *j) {
             q++;
         }
         j->op_pos[i] = q;
-        place(j, q, i, i, s + shift, w->ops[i].end_us + shift, &lag);
+        place(j, q, i, i, s + shift, w->ops[i].end_us + shift, rel_off, rel_ev,
+              rc_off[i] == rc_off[i + 1], &lag);
         j->pop[q] = i;
         j->pev[q] = -1;
         q++;
@@ -477,6 +535,8 @@ static tsl_status build_positions(tsl__vf_job *j) {
     j->period = w->n_ops ? j->pe[j->n_pos - 1] : 0.0;
     free(rc_off);
     free(rc_ev);
+    free(rel_off);
+    free(rel_ev);
     return TSL_OK;
 }
 
@@ -487,7 +547,7 @@ static void event_times(tsl__vf_job *j) {
         const tsl_event *e = &p->events[k];
         if (!j->ok[k] || e->type == TSL_EV_RECOMPUTE) continue;
         double et = e->trigger < 0 ? 0.0 : j->pe[j->op_pos[e->trigger]];
-        j->issue[k] = e->type == TSL_EV_RELEASE ? et : et + e->delay_us;
+        j->issue[k] = e->type == TSL_EV_RELEASE && e->precede < 0 ? et : et + e->delay_us;
         if (e->type == TSL_EV_SWAP_OUT) j->fin[k] = j->issue[k] + tsl__vf_copy_us(j, e->tensor, 0);
         if (e->type == TSL_EV_SWAP_IN) j->fin[k] = j->issue[k] + tsl__vf_copy_us(j, e->tensor, 1);
     }

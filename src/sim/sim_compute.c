@@ -18,12 +18,30 @@ int32_t tsl__sim_missing_input(const tsl__sim_job *j, const tsl__sim_item *it) {
     return -1;
 }
 
-/* If job j's next item has its predecessor done and its data resident, it
- * becomes ready now; the wait for data counts as a stall. */
+/* The op item `pos` of job j runs for (its own, or the op a recomputation
+ * precedes). */
+static int32_t group_op(const tsl__sim_job *j, int32_t pos) {
+    const tsl__sim_item *it = &j->items[pos];
+    return it->tensor >= 0 ? j->p->events[it->event].precede : it->op;
+}
+
+int32_t tsl__sim_pending_release(const tsl__sim_job *j, int32_t pos) {
+    if (!j->pre_start) return -1;
+    int32_t op = group_op(j, pos);
+    if (pos > 0 && group_op(j, pos - 1) == op) return -1; /* not the op's first item */
+    for (int32_t k = j->pre_start[op]; k < j->pre_start[op + 1]; k++)
+        if (j->ev_state[j->pre_list[k]] != TSL__EV_DONE) return j->pre_list[k];
+    return -1;
+}
+
+/* If job j's next item has its predecessor done, its data resident and (the
+ * first item of an op) the releases preceding the op done, it becomes
+ * ready now; the wait counts as a stall. */
 void tsl__sim_try_ready(sim *s, tsl__sim_job *j) {
     prog *p = &s->pr[j->index];
     if (!p->in_iter || !p->order_ok || p->ready || p->running || p->pos >= j->n_items) return;
     if (tsl__sim_missing_input(j, &j->items[p->pos]) >= 0) return;
+    if (tsl__sim_pending_release(j, p->pos) >= 0) return;
     double now = tsl__sim_rel_now(s, j->index);
     p->ready = 1;
     p->ready_at = now - p->order_ready <= TSL__SIM_EPS_US ? p->order_ready : now;

@@ -30,8 +30,8 @@ void tsl__sim_trigger(sim *s, tsl__sim_job *j, int32_t op) {
         case TSL_EV_SWAP_IN:
             tsl__sim_push_job(s, j->index, te + ev->delay_us, PH_SWAP_IN, EV_SI_ISSUE, e);
             break;
-        case TSL_EV_RELEASE: /* frees at the trigger's end (no delay, docs) */
-            tsl__sim_push_job(s, j->index, te, PH_RELEASE, EV_RELEASE, e);
+        case TSL_EV_RELEASE: /* at the trigger's end (a delay only if it precedes an op) */
+            tsl__sim_push_job(s, j->index, te + ev->delay_us, PH_RELEASE, EV_RELEASE, e);
             break;
         default:
             TSL_ASSERT(0);
@@ -47,6 +47,9 @@ static void done(sim *s, tsl__sim_job *j, int32_t e) {
     prog *p = &s->pr[j->index];
     p->outstanding--;
     TSL_ASSERT(p->outstanding >= 0);
+    /* the op it precedes may start now */
+    if (j->p->events[e].type == TSL_EV_RELEASE && j->p->events[e].precede >= 0)
+        tsl__sim_try_ready(s, j);
 }
 
 static void plan_error(sim *s, tsl__sim_job *j, int32_t e, const char *what) {

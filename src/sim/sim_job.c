@@ -159,6 +159,8 @@ tsl_status tsl__sim_job_init(tsl__sim_job *j, int index, const tsl_workload *w,
     free(last_read);
     free(sorted);
     if (st != TSL_OK) return st;
+    if (!tsl__preceding_releases(p, no, &j->pre_start, &j->pre_list))
+        return tsl_fail(TSL_ERR_OOM, "simulate: out of host memory for job '%s'", w->job);
 
     for (int32_t x = 0; x < ne; x++) {
         const tsl_event *ev = &p->events[x];
@@ -196,5 +198,7 @@ void tsl__sim_job_free(tsl__sim_job *j) {
     free(j->ev_plan);
     free(j->tev_start);
     free(j->tev_list);
+    free(j->pre_start);
+    free(j->pre_list);
     memset(j, 0, sizeof *j);
 }

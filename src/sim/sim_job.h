@@ -60,8 +60,11 @@ typedef struct tsl__sim_job {
     int32_t n_data;
     int32_t n_timed;        /* swap-out, swap-in and release events: completed per iteration */
     double *ev_copy;        /* per event: tsl_copy_us of a swap on the device (0 otherwise) */
-    double *ev_plan;        /* per event: its planned time (issue of a swap, trigger end of
-                               a release) on the workload's timeline with recomputations */
+    double *ev_plan;        /* per event: its planned time (issue of a swap, trigger end (+
+                               delay) of a release) on the workload's timeline with
+                               recomputations */
+    int32_t *pre_start;     /* CSR over ops, or NULL if none: the releases preceding op i */
+    int32_t *pre_list;      /*   (its first item waits for them: a planned wait) */
     int32_t *tev_start;     /* CSR over tensors: the timed events of each tensor, */
     int32_t *tev_list;      /*   in the planner's event order */
     size_t persistent;      /* bytes of PARAM, BUFFER, OPT_STATE */

@@ -173,6 +173,10 @@ void tsl__sim_freed(sim *s, tsl__sim_job *j, int32_t t);
 /* ---- sim_compute.c: the compute resource -------------------------------------- */
 int32_t tsl__sim_missing_input(const tsl__sim_job *j, const tsl__sim_item *it);
 void tsl__sim_try_ready(sim *s, tsl__sim_job *j);
+/* A release preceding the op of job j's item `pos`, if that item is the
+ * op's first, not done yet in this iteration (it waits for its swap-out):
+ * its event index, or -1. */
+int32_t tsl__sim_pending_release(const tsl__sim_job *j, int32_t pos);
 void tsl__sim_dispatch(sim *s, int zero_only);
 void tsl__sim_op_end(sim *s, tsl__sim_job *j);
 
