@@ -105,13 +105,53 @@ int32_t tsl__drafts_candidates(tsl__drafter *D) {
 
 /* ---- swaps ---------------------------------------------------------------------------- */
 
-/* The earliest time a swap-in may be issued after J's peak: once the
- * position running there has ended (a swap-in allocates as it starts: one
- * issued while it runs adds to its load). */
-static double after_peak(const tsl__pjob *J) {
+/* The earliest time a swap-in may be issued after the position (op, rc)
+ * of J's timeline: once it has ended (a swap-in allocates as it starts:
+ * one issued while it runs adds to its load), after its start. */
+static double after_position(const tsl__pjob *J, int32_t op, int32_t rc) {
     const tsl__timeline *tl = &J->tl;
-    double t_end = J->pk.rc >= 0 ? tl->rc_end[J->pk.rc] : tl->e[J->pk.op];
-    return fmax(t_end, nextafter(J->pk.time, INFINITY));
+    double t_end = rc >= 0 ? tl->rc_end[rc] : tl->e[op];
+    return fmax(t_end, nextafter(rc >= 0 ? tl->rc_start[rc] : tl->s[op], INFINITY));
+}
+
+/* The same after J's peak. */
+static double after_peak(const tsl__pjob *J) {
+    return fmax(after_position(J, J->pk.op, J->pk.rc), nextafter(J->pk.time, INFINITY));
+}
+
+/* The first position of op `op` in J's timeline: its first recomputation,
+ * or -1 (the op itself). */
+static int32_t first_rc(const tsl__pjob *J, int32_t op) {
+    return J->tl.rc_off[op] < J->tl.rc_off[op + 1] ? J->tl.rc_off[op] : -1;
+}
+
+/* Drafts into d the leaving half of c's swap with a planned wait for its
+ * swap-out: the swap-out as early as the device-to-host channel allows
+ * after the evicted access, anchored before the op at J's peak (a later
+ * time on that op's predecessor with a longer delay), ending before the
+ * back access; the release anchored with it, preceding the peak op, which
+ * starts once the copy has ended. Returns the release time (the copy's
+ * end) and sets *stall (how much later the peak op's first position
+ * starts), or -1 if none fits. */
+static double draft_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c,
+                             tsl__swap_draft *d, double *stall) {
+    const tsl__timeline *tl = &J->tl;
+    int32_t P = J->pk.op, t = c->tensor;
+    if (c->evict_op >= P) return -1;
+    double dur = tsl_copy_us(J->dev, c->bytes, 0);
+    tsl__canon_ctx cx = {.tl = tl, .capped = 1, .max_trigger = P - 1};
+    double x = tsl__chan_earliest(tsl__chan_of(K, J, 0), tl->e[c->evict_op], dur,
+                                  tl->s[c->back_op], tsl__canon_tl, &cx);
+    if (x < 0 || cx.trigger < c->evict_op || !tsl__pjob_can_swap_out(J, t, x, x + dur)) return -1;
+    d->has_out = 1;
+    d->so_trig = d->rel_trig = cx.trigger;
+    d->so_delay = d->rel_delay = cx.delay;
+    d->so_issue = x;
+    d->so_end = x + dur;
+    d->rel_waits = 1;
+    d->rel_before = P;
+    *stall = fmax(0.0, d->so_end - tsl__pjob_would_start(J, P, first_rc(J, P)));
+    return d->so_end;
 }
 
 /* Drafts d's swap-in of c's tensor before c's back access b, issued at
@@ -199,10 +239,16 @@ void tsl__draft_swap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
         rel = tl->e[c->evict_op]; /* a clean drop: nothing of it planned, it goes at once */
         clean = 1;
     }
-    if (rel < 0 || rel > t_peak) return;
+    double out_stall = 0.0;
+    if ((rel < 0 || rel > t_peak) && c->late_in < 0 && !clean && !hidden && D->out_waits) {
+        d = (tsl__swap_draft){.tensor = c->tensor, .gap = c->gap};
+        rel = draft_out_wait(K, J, c, &d, &out_stall);
+    }
+    if (rel < 0 || (rel > t_peak && !d.rel_waits)) return;
     double lo = fmax(rel, after_peak(J));
     double left = d.has_out ? d.so_end : rel;
     if (!draft_swap_in(K, J, c, &d, lo, hidden)) return;
+    c->stall += out_stall; /* (the back access's wait estimated on the timeline without it) */
     if (clean && !tsl__drafts_disjoint(K, J, &c->across, &d)) return;
     c->ft = d.si_issue - left;
     c->sw = d;
@@ -402,10 +448,60 @@ static int commit_late_in(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) {
     return ok && K->status == TSL_OK;
 }
 
+/* Commits c's swap with a planned wait for its swap-out (c->sw.rel_waits):
+ * the swap-out and the release preceding the peak op, J re-timed with the
+ * wait and its copies re-booked; then the swap-in drafted again on that
+ * timeline (hidden if it can be, else as early as the channel allows) and
+ * committed, re-booking again if it waits too; undone unless J's peak did
+ * not rise and its recomputations find their inputs. */
+static int commit_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) {
+    tsl__swap_draft d = c->sw;
+    tsl__draft_cand cc = *c;
+    int32_t P = d.rel_before;
+    double *old = tsl__kit_copy_buf(K, J, 1), *mid = tsl__kit_copy_buf(K, J, 2);
+    int ok = old && mid;
+    int32_t n0 = J->plan->n_events, m = ok ? tsl__pjob_copy_times(J, old) : 0;
+    size_t before = J->pk.peak;
+    if (ok) ok = tsl__commit_swap_out(K, J, &d);
+    if (ok) {
+        old[2 * m] = d.so_issue; /* anchored before P: the wait does not move it */
+        old[2 * m + 1] = d.so_end;
+        if (!tsl__kit_rebook(K, J, old)) { /* booked at old again */
+            tsl__kit_undo(K, J, n0, old, old);
+            ok = 0;
+        }
+    }
+    if (ok) { /* the swap-in after op P (its last position) as it now runs */
+        double lo = fmax(d.so_end, after_position(J, P, -1));
+        ok = draft_swap_in(K, J, &cc, &d, lo, 1) || draft_swap_in(K, J, &cc, &d, lo, 0);
+        if (!ok) tsl__kit_undo(K, J, n0, NULL, old);
+    }
+    int32_t n_wait = J->tl.n_wait;
+    double stall = J->tl.stall;
+    int32_t m2 = ok ? tsl__pjob_copy_times(J, mid) : 0;
+    if (ok && !tsl__commit_swap_in(K, J, &d)) {
+        tsl__kit_undo(K, J, n0, NULL, old);
+        ok = 0;
+    }
+    if (ok && (J->tl.n_wait != n_wait || J->tl.stall != stall)) {
+        mid[2 * m2] = d.si_issue;
+        mid[2 * m2 + 1] = d.si_end;
+        if (!tsl__kit_rebook(K, J, mid)) { /* booked at mid again */
+            tsl__kit_undo(K, J, n0, mid, old);
+            ok = 0;
+        }
+    }
+    if (ok) ok = kept(K, J, n0, old, before);
+    free(old);
+    free(mid);
+    return ok && K->status == TSL_OK;
+}
+
 int tsl__draft_commit_swap(tsl__drafter *D, const tsl__draft_cand *c) {
     tsl__kit *K = D->K;
     tsl__pjob *J = &K->jobs[c->job];
     if (c->late_in >= 0) return commit_late_in(K, J, c);
+    if (c->sw.rel_waits) return commit_out_wait(K, J, c);
     const tsl__swap_draft *d = &c->sw;
     double *old = tsl__kit_copy_buf(K, J, 4);
     if (!old) return 0;

@@ -82,6 +82,9 @@ typedef struct tsl__drafter {
     int across;           /* a persistent tensor whose wrap gap (its last access to the end,
                              time 0 to its first access) holds the peak is a candidate: its
                              swap across the boundary (tensile_across.c's option A) */
+    int out_waits;        /* a swap whose swap-out does not end by the peak may make the op
+                             at the peak wait for it (a release preceding that op: a planned
+                             wait for a swap-out), its stall in the cost */
     int convert;          /* with late_ins: a late swap-in's candidate may also become a
                              recomputation, that swap-in turned into it (its swap-out and
                              release stay; the host copy goes unread) */

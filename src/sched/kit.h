@@ -492,6 +492,9 @@ typedef struct tsl__swap_draft {
     int32_t so_trig;
     double so_delay, so_issue, so_end;
     int32_t rel_trig;
+    int rel_waits;       /* 1: the release precedes op rel_before, issued rel_delay after its */
+    int32_t rel_before;  /* trigger's end - the op waits for the swap-out (a planned wait); */
+    double rel_delay;    /* 0: it acts at its trigger's end and nothing waits for it */
     int32_t si_trig, si_precede;
     double si_delay, si_issue, si_end;
     int32_t gap;         /* index in act.acc of the gap it fills (the policy's bookkeeping) */

@@ -505,11 +505,15 @@ static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
  * clean drops, batch norm's outputs recomputed or not, every swap size)
  * and keeps the plan that meets the budget with the least time (none
  * meeting it: the lowest peaks; ties: the first). Where none of the four
- * meets it, four wider ways follow: two offer also the persistent
+ * meets it, five wider ways follow: two offer also the persistent
  * tensors whose wrap gap holds a peak (tsl__drafter.across: their swaps
  * cross the iteration's boundary; Algorithm 3's smallest swap, or every
  * size), the third lets a swap-in that lands by the peak become a
- * recomputation (tsl__drafter.convert), the fourth does both. Offered
+ * recomputation (tsl__drafter.convert), the fourth does both, and the
+ * fifth, the last resort, lets the op at a peak also wait for a swap-out
+ * that does not end by it (tsl__drafter.out_waits: a planned wait,
+ * costly - at full copy time per byte - but where nothing else is left it
+ * meets a budget the others miss). Offered
  * everywhere, they made some plans that met the budget slower (the swaps across the boundary
  * take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
@@ -522,10 +526,10 @@ static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
  * deterministic, each way too. */
 static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int *iterations) {
     const tsl_tensile_opts *o = rq->opts;
-    static const tsl__way FIRST = {0, 0, 0, 0, 0};
-    static const tsl__way WAYS[] = {{0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 1, 0, 0, 0}};
-    static const tsl__way WIDER[] = {
-        {0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 1}};
+    static const tsl__way FIRST = {0, 0, 0, 0, 0, 0};
+    static const tsl__way WAYS[] = {{0, 0, 1, 0, 0, 0}, {0, 1, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0}};
+    static const tsl__way WIDER[] = {{0, 0, 0, 1, 0, 0}, {0, 1, 0, 1, 0, 0}, {0, 0, 0, 0, 1, 0},
+                                     {0, 0, 0, 1, 1, 0}, {0, 0, 0, 1, 1, 1}};
     const size_t n_ways = sizeof WAYS / sizeof *WAYS, n_wider = sizeof WIDER / sizeof *WIDER;
     /* the memo's bits (tsl_plan_request.missed): the first way's, then the
      * others' in order */

@@ -27,7 +27,10 @@ int tsl__commit_swap_out(tsl__kit *K, tsl__pjob *J, const tsl__swap_draft *d) {
             J, J->dev, (tsl_event){TSL_EV_SWAP_OUT, d->tensor, d->so_trig, d->so_delay, -1});
     if (st == TSL_OK)
         st = tsl__pjob_add_event(J, J->dev,
-                                 (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig, 0.0, -1});
+                                 d->rel_waits ? (tsl_event){TSL_EV_RELEASE, d->tensor, d->rel_trig,
+                                                            d->rel_delay, d->rel_before}
+                                              : (tsl_event){TSL_EV_RELEASE, d->tensor,
+                                                            d->rel_trig, 0.0, -1});
     if (st != TSL_OK) {
         tsl__pjob_pop_events(J, J->plan->n_events - n0);
         if (booked) tsl__chan_unbook(out, d->so_issue, d->so_end);

@@ -34,9 +34,11 @@ typedef struct tsl__tjob {
  * (`clean`: tsl__try_clean_drop, tsl__drafter.clean_drops), persistent
  * tensors whose wrap gap holds the peak offered (`across`:
  * tsl__drafter.across), swap-ins landing by the peak turned into
- * recomputations (`convert`: tsl__drafter.convert). */
+ * recomputations (`convert`: tsl__drafter.convert), the op at the peak
+ * waiting for a swap-out that does not end by it (`out_waits`:
+ * tsl__drafter.out_waits). */
 typedef struct tsl__way {
-    int single, every, clean, across, convert;
+    int single, every, clean, across, convert, out_waits;
 } tsl__way;
 
 typedef struct tsl__tensile {
