@@ -839,3 +839,53 @@ Test(verify, zero_duration_ops_follow_the_executor_order) {
     tsl_plan_free(p);
     tsl_workload_free(w);
 }
+
+Test(verify, release_preceding_an_op_makes_it_wait_for_the_swap_out) {
+    /* swap_out x issued at 190 (copy until 210); the release after f2
+     * precedes f3, which would start at 200: f3 waits 10 us for the copy,
+     * starts at 210 with x freed (a completion of that time point, before
+     * f3's allocations), and every later op moves 10 us: period 710. The
+     * swap-in of x (f3's end 310 + 50 = 360, until 380) lands before b2
+     * (410). Without the precede, f3 starts with x resident (10110). */
+    tsl_workload *w = chain("A", 0);
+    tsl_device_profile d = profile(1);
+    tsl_plan *p = PLAN("A", 9110, 710, SO(X, F1, 90), ((tsl_event){TSL_EV_RELEASE, X, F2, 0.0, F3}),
+                       SI(X, F3, 50, B2));
+    EXPECT_VALID(w, p, &d);
+    tsl_verify_report r;
+    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
+                                &d, &r),
+                 TSL_OK, "%s", tsl_last_error());
+    cr_assert_eq(r.n_waits, 1);
+    const tsl_planned_wait *x = &r.waits[0];
+    cr_assert(x->op == F3 && x->recompute == -1 && x->tensor == X &&
+                  p->events[x->event].type == TSL_EV_RELEASE,
+              "op %d recompute %d event %d tensor %d", x->op, x->recompute, x->event, x->tensor);
+    cr_assert_eq(x->stall_us, 10.0);
+    cr_assert(strstr(x->what, "op 'f3' waits 10.0 us for event 1 release 'x' (trigger 'f2'): it "
+                              "would start at 200.0 us, its swap-out ends and it frees the tensor "
+                              "at 210.0 us"),
+              "%s", x->what);
+    cr_assert(r.peak[0] == 9110 && r.period_us[0] == 710.0, "peak %zu period %g", r.peak[0],
+              r.period_us[0]);
+    tsl_verify_report_free(&r);
+    /* issued later (a delay: f2's end + 15 = 215), the release frees at
+     * 215, after the copy: f3 waits 15 us */
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RELEASE) p->events[k].delay_us = 15.0;
+    p->predicted_period_us = 715;
+    EXPECT_VALID(w, p, &d);
+    /* a delay without a precede, and a precede not after the trigger, are
+     * malformed */
+    for (int32_t k = 0; k < p->n_events; k++)
+        if (p->events[k].type == TSL_EV_RELEASE) p->events[k].precede = -1;
+    EXPECT(w, p, &d,
+           "~delay 15 us must be 0 (a release acts at the end of its trigger unless it "
+           "precedes an op)",
+           "predicted_peak_bytes 9110 differs from the peak the events imply, 10110 bytes (at "
+           "200.0 us, as op 'f3' starts)",
+           "predicted_period_us 715.0 differs from the period the events imply, 700.0 us (0 "
+           "recomputations adding 0.0 us)");
+    tsl_plan_free(p);
+    tsl_workload_free(w);
+}
