@@ -65,6 +65,7 @@ static tsl_plan *plan_a(void) {
         {TSL_EV_SWAP_IN, 2, -1, 1.0 / 3.0, 1}, {TSL_EV_RECOMPUTE, 3, -1, 0.0, 2},
         {TSL_EV_SWAP_OUT, 1, -1, 5e-324, -1},  {TSL_EV_SWAP_IN, 1, 1, 1e11 + 0.5, 2},
         {TSL_EV_RELEASE, 1, -1, 0.0, -1},      {TSL_EV_SWAP_OUT, 0, -1, 123456.78901234567, -1},
+        {TSL_EV_RELEASE, 3, 1, 2.5, 2}, /* preceding upd: a planned wait for a swap-out */
     };
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
         cr_assert_eq(tsl_plan_add(p, ev[i]), TSL_OK);
@@ -441,7 +442,10 @@ Test(plan_json, writer_refuses_what_the_reader_would_reject) {
         {{TSL_EV_SWAP_IN, 2, 0, 0.0, -1},
          "events[0].precede: op index -1 out of range [0, 3) for a swap_in"},
         {{TSL_EV_RELEASE, 2, 0, 1.0, -1},
-         "events[0].delay_us: 1: a release acts at its trigger's end (delay 0)"},
+         "events[0].delay_us: 1: a release acts at its trigger's end (delay 0) unless it "
+         "precedes an op"},
+        {{TSL_EV_RELEASE, 2, 0, 0.0, 3},
+         "events[0].precede: op index 3 out of range [0, 3) for a release"},
         {{TSL_EV_RECOMPUTE, 3, 1, 0.0, 2},
          "events[0].trigger: a recompute runs right before its precede op"},
         {{TSL_EV_SWAP_OUT, 2, -1, 0.0, -1},
