@@ -348,6 +348,21 @@ static void run_bitwise(const rtf_case *c, const tsl_plan *p, const char *model)
     }
 }
 
+/* Plan p of case c with event k replaced by e, sorted and laid out again,
+ * if the verifier accepts it (its predicted figures filled), else NULL. */
+static tsl_plan *variant(const rtf_case *c, const tsl_plan *p, int32_t k, tsl_event e) {
+    tsl_plan *x = tsl_plan_new(p->job);
+    cr_assert_not_null(x);
+    for (int32_t m = 0; m < p->n_events; m++)
+        cr_assert_eq(tsl_plan_add(x, m == k ? e : p->events[m]), TSL_OK);
+    tsl_plan_sort(x);
+    if (tsl_plan_layout(c->w, x, &c->dev, 0) == TSL_OK &&
+        pg_finish_and_verify(c->w, x, &c->dev, NULL, 0))
+        return x;
+    tsl_plan_free(x);
+    return NULL;
+}
+
 /* TENSILE's budget-mode plan of case c (every swap size) at `frac` of the
  * way from the floor to the paper's footprint at the profile's memory
  * (*budget), verified. */
@@ -468,20 +483,8 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
     for (int32_t k = 0; k < p->n_events && !q; k++) {
         tsl_event e = p->events[k];
         if (e.type != TSL_EV_SWAP_IN || c.w->tensors[e.tensor].producer < 0) continue;
-        tsl_plan *x = tsl_plan_new(p->job);
-        cr_assert_not_null(x);
-        for (int32_t m = 0; m < p->n_events; m++)
-            cr_assert_eq(tsl_plan_add(x, m == k ? (tsl_event){TSL_EV_RECOMPUTE, e.tensor, -1, 0.0,
-                                                              e.precede}
-                                                 : p->events[m]),
-                         TSL_OK);
-        tsl_plan_sort(x);
         tried++;
-        if (tsl_plan_layout(c.w, x, &c.dev, 0) == TSL_OK &&
-            pg_finish_and_verify(c.w, x, &c.dev, NULL, 0))
-            q = x;
-        else
-            tsl_plan_free(x);
+        q = variant(&c, p, k, (tsl_event){TSL_EV_RECOMPUTE, e.tensor, -1, 0.0, e.precede});
     }
     cr_assert_not_null(q, "no swap-in of the %d tried turns into a valid recomputation", tried);
     cr_assert_eq(pc_converted(q), 1, "the constructed plan converts %d swap-ins", pc_converted(q));
@@ -513,21 +516,13 @@ Test(tensile_budget_runs, swap_out_wait_bitwise_identical, .timeout = 600) {
     for (int32_t k = 0; k < p->n_events && !q; k++) {
         tsl_event e = p->events[k];
         if (e.type != TSL_EV_RELEASE || e.trigger < 0 || e.trigger + 1 >= c.w->n_ops) continue;
-        tsl_plan *x = tsl_plan_new(p->job);
-        cr_assert_not_null(x);
-        for (int32_t m = 0; m < p->n_events; m++) {
-            tsl_event y = p->events[m];
-            if (m == k) y.precede = e.trigger + 1;
-            cr_assert_eq(tsl_plan_add(x, y), TSL_OK);
-        }
-        tsl_plan_sort(x);
         tried++;
-        if (tsl_plan_layout(c.w, x, &c.dev, 0) == TSL_OK &&
-            pg_finish_and_verify(c.w, x, &c.dev, NULL, 0) &&
-            x->predicted_period_us > p->predicted_period_us)
-            q = x;
-        else
-            tsl_plan_free(x);
+        e.precede = e.trigger + 1;
+        q = variant(&c, p, k, e);
+        if (q && !(q->predicted_period_us > p->predicted_period_us)) { /* it did not wait */
+            tsl_plan_free(q);
+            q = NULL;
+        }
     }
     cr_assert_not_null(q, "no release of the %d tried makes its next op wait", tried);
     run_bitwise(&c, q, "resnet50");
