@@ -551,11 +551,8 @@ static void run_to_start(tsl__runtime *rt, double t, int zero) {
     tsl__vc_run_before(rt, t, zero ? TSL__PH_ZERO : TSL__PH_START, 0);
 }
 
-/* The op item k of the plan's sequence runs for (its own, or the op a
- * recomputation precedes). */
 static int32_t group_op(const tsl__rt_plan *pl, int32_t k) {
-    const tsl__rt_item *it = &pl->items[k];
-    return it->tensor >= 0 ? pl->p->events[it->event].precede : it->op;
+    return tsl__exec_item_group(pl->p, &pl->items[k]);
 }
 
 /* A planned wait for a swap-out: the first item of an op waits until the

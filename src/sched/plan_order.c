@@ -94,8 +94,7 @@ tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_d
             if (lat) at = ei;
         }
         double would = lag ? prev : ns;
-        int first = k == 0 || (items[k - 1].tensor >= 0 ? p->events[items[k - 1].event].precede
-                                                        : items[k - 1].op) != i;
+        int first = k == 0 || tsl__exec_item_group(p, &items[k - 1]) != i;
         int32_t ev;
         double s = x.off ? tsl__waits_ready(&x, w, p, dev, end, it->op, i, first, would, &ev)
                          : would;

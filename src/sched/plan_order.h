@@ -52,6 +52,11 @@ void tsl__exec_sequence(const tsl_workload *w, const tsl__ev_ix *rc, int32_t n_r
  * TSL_ERR_OOM with the times left without planned waits. */
 tsl_status tsl__exec_times(const tsl_workload *w, const tsl_plan *p, const tsl_device_profile *dev,
                            const double *lat, tsl__exec_item *items, int32_t n, double *ends);
+/* The op item `it` of plan p's executed sequence runs for: its own, or the
+ * op a recomputation precedes. */
+static inline int32_t tsl__exec_item_group(const tsl_plan *p, const tsl__exec_item *it) {
+    return it->tensor >= 0 ? p->events[it->event].precede : it->op;
+}
 /* The releases of plan p (over n_ops ops) that precede an op, as a CSR:
  * op i's are (*list)[(*start)[i] .. (*start)[i+1]), in event order (the
  * first item of op i waits for them: docs/SCHEDULING.md, "Planned

@@ -18,11 +18,8 @@ int32_t tsl__sim_missing_input(const tsl__sim_job *j, const tsl__sim_item *it) {
     return -1;
 }
 
-/* The op item `pos` of job j runs for (its own, or the op a recomputation
- * precedes). */
 static int32_t group_op(const tsl__sim_job *j, int32_t pos) {
-    const tsl__sim_item *it = &j->items[pos];
-    return it->tensor >= 0 ? j->p->events[it->event].precede : it->op;
+    return tsl__exec_item_group(j->p, &j->items[pos]);
 }
 
 int32_t tsl__sim_pending_release(const tsl__sim_job *j, int32_t pos) {
