@@ -709,7 +709,8 @@ static int preceding_releases(const tsl_plan *p) {
  * is missed by every way but the fifth wider one, which lets the op at a
  * peak wait for a swap-out that does not end by it: met (EOR 1.656), with
  * releases preceding ops in the plan, verified. The same shape at 0.4 is
- * met before the wider ways: no release precedes an op there. */
+ * met before the wider ways: no release precedes an op there. Where the
+ * last resort misses too, its plan is not kept. */
 Test(tensile_budget, swap_out_waits_meet_resnet50_v100_at_0_33, .timeout = 600) {
     static const double FRACS[] = {0.4, 0.33};
     for (int i = 0; i < 2; i++) {
@@ -728,4 +729,19 @@ Test(tensile_budget, swap_out_waits_meet_resnet50_v100_at_0_33, .timeout = 600) 
         pc_result_free(&r);
         tsl_workload_free(w);
     }
+    /* missed, the last resort's plan is not kept: vgg11 at batch 8, 32 px,
+     * 0.6 (its plan had a lower load, 0.4 MB more footprint, EOR 1.368
+     * against the kept 1.072) */
+    tsl_device_profile dev;
+    cr_assert_eq(tsl_profile_load("a6000", &dev), TSL_OK, "%s", tsl_last_error());
+    tsl_model_cfg cfg = tsl_model_cfg_default("vgg11");
+    cfg.batch = 8;
+    cfg.image_size = 32;
+    tsl_workload *w = pc_zoo_workload_cfg("vgg11", &dev, 1, &cfg);
+    pc_result r;
+    plan_at_fraction(&w, &dev, 0.6, "vgg11 b8 32px a6000", &r);
+    cr_assert(!r.rep.budget_met, "vgg11 at 0.6 met: nothing tested");
+    cr_assert_eq(preceding_releases(r.p[0]), 0, "vgg11 at 0.6: the missed last resort was kept");
+    pc_result_free(&r);
+    tsl_workload_free(w);
 }

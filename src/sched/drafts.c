@@ -128,9 +128,10 @@ static int32_t first_rc(const tsl__pjob *J, int32_t op) {
 /* Drafts into d the leaving half of c's swap with a planned wait for its
  * swap-out: the swap-out as early as the device-to-host channel allows
  * after the evicted access, anchored before the op at J's peak (a later
- * time on that op's predecessor with a longer delay), ending before the
- * back access; the release anchored with it, preceding the peak op, which
- * starts once the copy has ended. Returns the release time (the copy's
+ * time on that op's predecessor with a longer delay), ending within the
+ * period (the ops from the peak op on move later by the wait); the release
+ * anchored with it, preceding the peak op, which starts once the copy has
+ * ended. Returns the release time (the copy's
  * end) and sets *stall (how much later the peak op's first position
  * starts), or -1 if none fits. */
 static double draft_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c,
@@ -141,7 +142,7 @@ static double draft_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c
     double dur = tsl_copy_us(J->dev, c->bytes, 0);
     tsl__canon_ctx cx = {.tl = tl, .capped = 1, .max_trigger = P - 1};
     double x = tsl__chan_earliest(tsl__chan_of(K, J, 0), tl->e[c->evict_op], dur,
-                                  tl->s[c->back_op], tsl__canon_tl, &cx);
+                                  tl->period - tsl__margin(tl->period), tsl__canon_tl, &cx);
     if (x < 0 || cx.trigger < c->evict_op || !tsl__pjob_can_swap_out(J, t, x, x + dur)) return -1;
     d->has_out = 1;
     d->so_trig = d->rel_trig = cx.trigger;
@@ -196,8 +197,16 @@ static void draft_wrap(tsl__drafter *D, tsl__draft_cand *c, int hidden) {
     double by = head ? tl->period - tsl__margin(tl->period) : J->pk.time;
     tsl__swap_draft d = {.tensor = t, .gap = c->gap};
     double rel = tsl__place_swap_out(K, J, t, tl->e[a->acc[wr].op], c->evict_op, by, &d);
-    if (rel < 0 || rel > by || !d.has_out) return;
+    double out_stall = 0.0;
+    if ((rel < 0 || rel > by || !d.has_out) && !head && !hidden && D->out_waits) {
+        /* the peak op waits for it (its swap-in, before the first access,
+         * comes before the peak: the wait does not move it) */
+        d = (tsl__swap_draft){.tensor = t, .gap = c->gap};
+        rel = draft_out_wait(K, J, c, &d, &out_stall);
+    }
+    if (rel < 0 || (rel > by && !d.rel_waits) || !d.has_out) return;
     if (!draft_swap_in(K, J, c, &d, head ? after_peak(J) : 0.0, hidden)) return;
+    c->stall += out_stall;
     /* on a channel both directions share, its copies must not overlap (a
      * late swap-in can run on past the swap-out of a tensor written first
      * by its first access) */
@@ -450,10 +459,12 @@ static int commit_late_in(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) {
 
 /* Commits c's swap with a planned wait for its swap-out (c->sw.rel_waits):
  * the swap-out and the release preceding the peak op, J re-timed with the
- * wait and its copies re-booked; then the swap-in drafted again on that
- * timeline (hidden if it can be, else as early as the channel allows) and
- * committed, re-booking again if it waits too; undone unless J's peak did
- * not rise and its recomputations find their inputs. */
+ * wait and its copies re-booked; then the swap-in - drafted again on that
+ * timeline (hidden if it can be, else as early as the channel allows), or
+ * for a swap across the boundary the draft's own, before the first access
+ * and so before the peak - committed, re-booking again if it waits too;
+ * undone unless J's peak did not rise and its recomputations find their
+ * inputs. */
 static int commit_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) {
     tsl__swap_draft d = c->sw;
     tsl__draft_cand cc = *c;
@@ -471,7 +482,7 @@ static int commit_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c) 
             ok = 0;
         }
     }
-    if (ok) { /* the swap-in after op P (its last position) as it now runs */
+    if (ok && !c->wrap) { /* the swap-in after op P (its last position) as it now runs */
         double lo = fmax(d.so_end, after_position(J, P, -1));
         ok = draft_swap_in(K, J, &cc, &d, lo, 1) || draft_swap_in(K, J, &cc, &d, lo, 0);
         if (!ok) tsl__kit_undo(K, J, n0, NULL, old);

@@ -465,7 +465,8 @@ static void tell(const tsl_plan_request *rq, const outcome *r) {
 /* Plans the request the way wy says (o, or `every` where wy->every) into
  * fresh plans, its outcome into *r, adding its iterations; they replace
  * plans[] and *best where better (with keep_ties, also on peaks no higher
- * than best's, for a way that comes before the others in their order). */
+ * than best's, for a way that comes before the others in their order; a
+ * way with waits for swap-outs only where it meets the budget). */
 static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
                           const tsl_tensile_opts *every, const tsl__way *wy, int keep_ties,
                           tsl_plan **plans, outcome *best, outcome *r, int *iterations) {
@@ -478,7 +479,9 @@ static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
     tsl_status st = ok ? plan_once(rq, wy->every ? every : o, alt, &it, wy, r)
                        : tsl_fail(TSL_ERR_OOM, "tensile: out of host memory for %d jobs", n);
     *iterations += it;
-    int take = st == TSL_OK &&
+    /* the last resort (waits for swap-outs) is kept only where it meets the
+     * budget: missed, its lower load costs far more time */
+    int take = st == TSL_OK && (!wy->out_waits || r->peaks <= rq->budget) &&
                (better(r, best, rq->budget) || (keep_ties && r->peaks <= best->peaks));
     for (int j = 0; alt && j < n; j++) {
         if (take) {
@@ -513,7 +516,7 @@ static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
  * fifth, the last resort, lets the op at a peak also wait for a swap-out
  * that does not end by it (tsl__drafter.out_waits: a planned wait,
  * costly - at full copy time per byte - but where nothing else is left it
- * meets a budget the others miss). Offered
+ * meets a budget the others miss; kept only where it meets it). Offered
  * everywhere, they made some plans that met the budget slower (the swaps across the boundary
  * take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
