@@ -174,6 +174,9 @@ typedef struct tsl_plan_request {
                                        the same: the policy may skip it. tsl_plan_jobs keeps
                                        it across the rounds of one planning that lower the
                                        budget (the footprint rounds), zeroed first */
+    size_t footprint_budget;        /* the budget the footprint rounds aim at (the caller's,
+                                       or the profile's memory): `budget` is this round's,
+                                       lowered by the layouts' overhead; 0: `budget` */
 } tsl_plan_request;
 
 /* A policy's planning: adds events to plans[j] (empty plans named after

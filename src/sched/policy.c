@@ -195,6 +195,7 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
         if (!(plans[j] = tsl_plan_new(w[j]->job)))
             st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     tsl_plan_request rq = *base; /* rq.missed: the footprint rounds' */
+    rq.footprint_budget = base->budget;
     rq.budget = b;
     memset(&r->solver, 0, sizeof r->solver);
     rq.solver = &r->solver;
@@ -430,7 +431,7 @@ tsl_status tsl_plan_jobs(tsl_workload *const *w, int n_jobs, const tsl_device_pr
     for (int j = 0; j < n_jobs && st == TSL_OK; j++)
         st = vanilla_figures(w[j], jd[j], align, &r, j);
     tsl_plan_request rq = {w, n_jobs, dev, jd, !opts->channel_share, r.budget, opts->budget != 0,
-                           pol->opts_size ? values : NULL, NULL, NULL, NULL, NULL};
+                           pol->opts_size ? values : NULL, NULL, NULL, NULL, NULL, r.budget};
     if (st == TSL_OK) st = plan_to_footprint(pol, &rq, align, plans, &r);
     free(devs);
     free(jd);

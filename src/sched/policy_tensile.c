@@ -558,8 +558,14 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     outcome r;
     for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
         /* the wider ways only where every way before leaves the budget
-         * unmet, up to the first that meets it */
+         * unmet, up to the first that meets it; the last resort only where
+         * no plan so far has a load within the footprint budget the rounds
+         * aim at (one that has may fit it once laid out: the rounds decide,
+         * and the last resort's plan, met at this round's lower budget,
+         * would displace it at far more time) */
         if (w >= n_ways && best.peaks <= rq->budget) break;
+        size_t target = rq->footprint_budget ? rq->footprint_budget : rq->budget;
+        if (w >= n_ways && WIDER[w - n_ways].out_waits && best.peaks <= target) break;
         /* a way that missed a higher budget of this planning plans the same now */
         if (rq->missed && (*rq->missed >> w & 1u)) continue;
         const tsl__way *wy = w < n_ways ? &WAYS[w] : &WIDER[w - n_ways];
