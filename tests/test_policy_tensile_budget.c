@@ -535,6 +535,16 @@ Test(tensile_budget_runs, swap_out_wait_bitwise_identical, .timeout = 600) {
     }
     cr_assert_not_null(q, "no release of the %d tried makes its next op wait", tried);
     run_bitwise(&c, q, "resnet50");
+    /* in real time (channels throttled to 2 GB/s, so that the copy is
+     * slow): the executor issues the release, and its swap-out, early and
+     * waits for it; the parameters are vanilla's, the footprint the plan's */
+    rtf_run o;
+    rtf_run_plan(&c, q, 0, 2.0, "swap-out wait, real time", &o);
+    cr_assert_eq(o.checksum, c.ref, "real time: parameters %016llx differ from vanilla's %016llx",
+                 (unsigned long long)o.checksum, (unsigned long long)c.ref);
+    for (int k = 0; k < RTF_ITERS; k++)
+        cr_assert_leq(o.fp[k], q->predicted_footprint, "real time: iteration %d footprint %zu",
+                      k + 1, o.fp[k]);
     printf("resnet50 b2 adam at %zu: a release made to precede the next op (%d tried): period "
            "%.1f -> %.1f us, footprint %zu -> %zu, identical to vanilla %016llx\n",
            budget, tried, p->predicted_period_us, q->predicted_period_us, p->predicted_footprint,
