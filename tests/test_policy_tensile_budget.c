@@ -466,6 +466,16 @@ Test(tensile_budget_runs, wider_ways_bitwise_identical, .timeout = 600) {
     runs_bitwise("vgg11", 0, 4, 0, 0.7, WANT_MET_ACROSS);
 }
 
+/* The runtime fixture's resnet50 (batch 2, Adam, 32 px) into *c and
+ * TENSILE's budget-mode plan of it at 0.85 of the way (*budget) - the
+ * plan the constructed forms below start from; the release build only
+ * (TSL_TEST_QUICK: the sanitizer builds run cnn's plan above). */
+static tsl_plan *resnet50_b2_plan(rtf_case *c, size_t *budget) {
+    if (th_quick()) cr_skip_test("resnet50's plan runs in the release build only");
+    rtf_zoo_case_at(c, "resnet50", TH_ADAM, 2, 32);
+    return budget_mode_plan(c, 0.85, budget);
+}
+
 /* A swap-in turned into a recomputation (the wider ways,
  * docs/SCHEDULING.md): the swap-out and the release stay, the host copy
  * goes unread, and the recomputation runs where the swap-in was. The
@@ -480,14 +490,9 @@ Test(tensile_budget_runs, wider_ways_bitwise_identical, .timeout = 600) {
  * vanilla's parameters bit for bit, at the predicted peak, footprint and
  * period. */
 Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
-    if (th_quick())
-        cr_skip_test("resnet50's plan runs in the release build only (TSL_TEST_QUICK: the "
-                     "sanitizer builds run cnn's plan above)");
     rtf_case c;
-    rtf_zoo_case_at(&c, "resnet50", TH_ADAM, 2, 32);
     size_t budget;
-    tsl_plan *p = budget_mode_plan(&c, 0.85, &budget);
-    tsl_plan *q = NULL;
+    tsl_plan *p = resnet50_b2_plan(&c, &budget), *q = NULL;
     int tried = 0;
     for (int32_t k = 0; k < p->n_events && !q; k++) {
         tsl_event e = p->events[k];
@@ -514,13 +519,9 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
  * and the runtime (virtual clock) runs it bit for bit at the predicted
  * peak, footprint and period. */
 Test(tensile_budget_runs, swap_out_wait_bitwise_identical, .timeout = 600) {
-    if (th_quick())
-        cr_skip_test("resnet50's plan runs in the release build only (TSL_TEST_QUICK)");
     rtf_case c;
-    rtf_zoo_case_at(&c, "resnet50", TH_ADAM, 2, 32);
     size_t budget;
-    tsl_plan *p = budget_mode_plan(&c, 0.85, &budget);
-    tsl_plan *q = NULL;
+    tsl_plan *p = resnet50_b2_plan(&c, &budget), *q = NULL;
     int tried = 0;
     for (int32_t k = 0; k < p->n_events && !q; k++) {
         tsl_event e = p->events[k];

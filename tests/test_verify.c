@@ -208,6 +208,14 @@ static void expect1(const tsl_workload *w, const tsl_plan *p, const tsl_device_p
             (const char *[]){__VA_ARGS__})
 #define EXPECT_VALID(w, p, d) expect1(w, p, d, 0, NULL)
 
+/* The verifier's report of plan p of w alone (valid: TSL_OK asserted). */
+static tsl_verify_report report1(const tsl_workload *w, const tsl_plan *p,
+                                 const tsl_device_profile *d) {
+    tsl_verify_report r;
+    cr_assert_eq(tsl_plan_check(&w, &p, 1, d, &r), TSL_OK, "%s", tsl_last_error());
+    return r;
+}
+
 /* ---- valid plans ----------------------------------------------------------------------- */
 
 Test(verify, empty_plan_of_the_chain_is_valid_with_the_vanilla_peak) {
@@ -348,10 +356,7 @@ Test(verify, swap_in_ending_after_its_op_starts) {
     tsl_device_profile d = profile(1);
     tsl_plan *p = PLAN("A", 9110, 715, SO(X, F1, 0), REL(X, F2), SI(X, F3, 95, B2));
     EXPECT_VALID(w, p, &d);
-    tsl_verify_report r;
-    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
-                                &d, &r),
-                 TSL_OK, "%s", tsl_last_error());
+    tsl_verify_report r = report1(w, p, &d);
     cr_assert_eq(r.n_violations, 0);
     cr_assert_eq(r.n_waits, 1);
     const tsl_planned_wait *x = &r.waits[0];
@@ -422,10 +427,7 @@ Test(verify, recomputation_waits_for_its_input) {
     tsl_plan *p = PLAN("W", 3090, 605, SO(W_A, W_F, 0), REL(W_A, W_G), SI(W_A, W_H, 95, W_M),
                        REL(W_B, W_H), RC(W_B, W_M));
     EXPECT_VALID(w, p, &d);
-    tsl_verify_report r;
-    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
-                                &d, &r),
-                 TSL_OK, "%s", tsl_last_error());
+    tsl_verify_report r = report1(w, p, &d);
     cr_assert_eq(r.n_waits, 1);
     const tsl_planned_wait *x = &r.waits[0];
     cr_assert(x->op == W_M && x->recompute == 4 && x->event == 2 && x->tensor == W_A,
@@ -852,10 +854,7 @@ Test(verify, release_preceding_an_op_makes_it_wait_for_the_swap_out) {
     tsl_plan *p = PLAN("A", 9110, 710, SO(X, F1, 90), ((tsl_event){TSL_EV_RELEASE, X, F2, 0.0, F3}),
                        SI(X, F3, 50, B2));
     EXPECT_VALID(w, p, &d);
-    tsl_verify_report r;
-    cr_assert_eq(tsl_plan_check((const tsl_workload *const *)&w, (const tsl_plan *const *)&p, 1,
-                                &d, &r),
-                 TSL_OK, "%s", tsl_last_error());
+    tsl_verify_report r = report1(w, p, &d);
     cr_assert_eq(r.n_waits, 1);
     const tsl_planned_wait *x = &r.waits[0];
     cr_assert(x->op == F3 && x->recompute == -1 && x->tensor == X &&
