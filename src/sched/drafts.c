@@ -131,9 +131,8 @@ static int32_t first_rc(const tsl__pjob *J, int32_t op) {
  * time on that op's predecessor with a longer delay), ending within the
  * period (the ops from the peak op on move later by the wait); the release
  * anchored with it, preceding the peak op, which starts once the copy has
- * ended. Returns the release time (the copy's
- * end) and sets *stall (how much later the peak op's first position
- * starts), or -1 if none fits. */
+ * ended. Returns the release time (the copy's end) and sets *stall (how
+ * much later the peak op's first position starts), or -1 if none fits. */
 static double draft_out_wait(tsl__kit *K, tsl__pjob *J, const tsl__draft_cand *c,
                              tsl__swap_draft *d, double *stall) {
     const tsl__timeline *tl = &J->tl;
