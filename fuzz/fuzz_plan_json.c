@@ -136,9 +136,11 @@ static void check_plan(const tsl_workload *w, const tsl_plan *p) {
         CHECK(e->trigger >= -1 && e->trigger < w->n_ops);
         CHECK(isfinite(e->delay_us) && e->delay_us >= 0 && !signbit(e->delay_us));
         int prec = e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_RECOMPUTE;
-        CHECK(prec ? e->precede >= 0 && e->precede < w->n_ops : e->precede == -1);
+        if (e->type == TSL_EV_RELEASE) /* a precede (a wait for its swap-out) and a delay, or neither */
+            CHECK(e->precede == -1 ? e->delay_us == 0 : e->precede >= 0 && e->precede < w->n_ops);
+        else
+            CHECK(prec ? e->precede >= 0 && e->precede < w->n_ops : e->precede == -1);
         if (e->type == TSL_EV_RECOMPUTE) CHECK(e->trigger == -1 && e->delay_us == 0);
-        if (e->type == TSL_EV_RELEASE) CHECK(e->delay_us == 0);
     }
     CHECK(p->n_algos >= 0 && (p->n_algos == 0) == (p->algos == NULL));
     for (int32_t x = 0; x < p->n_algos; x++) { /* sorted, distinct, algorithms the op has */
@@ -174,7 +176,11 @@ static void check_report(const tsl_workload *const *w, const tsl_plan *const *p,
         const tsl_planned_wait *x = &r.waits[i];
         CHECK(x->job >= 0 && x->job < n && x->stall_us > 1e-6 && x->what[0]);
         CHECK(x->op >= 0 && x->op < w[x->job]->n_ops && x->event >= 0 &&
-              x->event < p[x->job]->n_events && p[x->job]->events[x->event].type == TSL_EV_SWAP_IN);
+              x->event < p[x->job]->n_events);
+        /* a swap-in, or a release preceding the op (its first position) */
+        const tsl_event *e = &p[x->job]->events[x->event];
+        CHECK(e->type == TSL_EV_SWAP_IN ||
+              (e->type == TSL_EV_RELEASE && e->precede == x->op && e->trigger < x->op));
     }
     tsl_verify_report_free(&r);
 }
