@@ -517,8 +517,8 @@ static tsl_status try_way(const tsl_plan_request *rq, const tsl_tensile_opts *o,
  * that does not end by it (tsl__drafter.out_waits: a planned wait,
  * costly - at full copy time per byte - but where nothing else is left it
  * meets a budget the others miss; kept only where it meets it). Offered
- * everywhere, they made some plans that met the budget slower (the swaps across the boundary
- * take the device-to-host channel of the backward pass that other swaps
+ * everywhere, they made some plans that met the budget slower (the swaps
+ * across the boundary take the device-to-host channel of the backward pass that other swaps
  * want; the greedy's path changes); offered only where nothing else meets
  * it (up to the first wider way that meets it), no plan that met it
  * changes. A way that missed a higher budget of the same planning (the
@@ -556,6 +556,7 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
     tsl_tensile_opts every = *o;
     every.min_swap_bytes = 0;
     outcome r;
+    size_t target = rq->footprint_budget ? rq->footprint_budget : rq->budget;
     for (size_t w = 0; w < n_ways + n_wider && st == TSL_OK; w++) {
         /* the wider ways only where every way before leaves the budget
          * unmet, up to the first that meets it; the last resort only where
@@ -564,7 +565,6 @@ static tsl_status plan_tensile(const tsl_plan_request *rq, tsl_plan **plans, int
          * and the last resort's plan, met at this round's lower budget,
          * would displace it at far more time) */
         if (w >= n_ways && best.peaks <= rq->budget) break;
-        size_t target = rq->footprint_budget ? rq->footprint_budget : rq->budget;
         if (w >= n_ways && WIDER[w - n_ways].out_waits && best.peaks <= target) break;
         /* a way that missed a higher budget of this planning plans the same now */
         if (rq->missed && (*rq->missed >> w & 1u)) continue;

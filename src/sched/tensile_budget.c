@@ -114,7 +114,8 @@ int tsl__tensile_fit(tsl__tensile *T, size_t budget) {
         tsl__drafter D = {.K = K, .swap = 1, .recompute = T->opts->recompute != 0, .done = done,
                           .min_bytes = min_bytes, .min_wrap = min_wrap,
                           .single_output = T->way.single, .clean_drops = T->way.clean,
-                          .late_ins = 1, .out_waits = T->way.out_waits, .across = T->way.across, .convert = T->way.convert,
+                          .late_ins = 1, .out_waits = T->way.out_waits,
+                          .across = T->way.across, .convert = T->way.convert,
                           .late_done = late_done};
         K->rebook_rounded = 1; /* copies back to back move together */
         rounds = tsl__drafts_run(&D, budget, pick_cheapest, NULL);

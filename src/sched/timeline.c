@@ -59,15 +59,21 @@ tsl_status tsl__timeline_build(const tsl_workload *w, const tsl_plan *p,
     tl->rc_start = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_start);
     tl->rc_end = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_end);
     tl->rc_tensor = malloc(((size_t)n_rc + 1) * sizeof *tl->rc_tensor);
-    tl->wait = malloc(((size_t)no + n_rc + 1) * sizeof *tl->wait);
     int32_t *fill = malloc(((size_t)no + 1) * sizeof *fill);
     tsl__waits x = {0};
     tsl_status st = TSL_OK;
     if (!tl->s || !tl->e || !tl->rc_off || !tl->rc_ev || !tl->rc_start || !tl->rc_end ||
-        !tl->rc_tensor || !tl->wait || !fill)
+        !tl->rc_tensor || !fill)
         st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
     if (st == TSL_OK) st = tsl__waits_build(w, p, &x);
-    if (st == TSL_OK) TSL_ASSERT(dev || !x.off);
+    if (st == TSL_OK) { /* at most one wait per position, where anything can wait */
+        TSL_ASSERT(dev || !x.off);
+        tl->wait = malloc(((size_t)(x.off ? no + n_rc : 0) + 1) * sizeof *tl->wait);
+        if (!tl->wait) {
+            tsl__waits_free(&x);
+            st = tsl_fail(TSL_ERR_OOM, "planner: out of host memory for a timeline");
+        }
+    }
     if (st != TSL_OK) {
         free(fill);
         tsl__timeline_free(tl);

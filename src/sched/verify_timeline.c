@@ -17,9 +17,12 @@
  * a position would start at its nominal start ns while no earlier one
  * waited, else when the previous one ends (W); for each tensor it reads,
  * the latest swap-in of it triggered before its op and issued at or before
- * W, if its copy lands more than TSL__VF_EPS_US after W, holds it back; it
- * starts at the last such landing S (or W) and ends at ne if S == ns, else
- * at S + (ne - ns).
+ * W, if its copy lands more than TSL__VF_EPS_US after W, holds it back; so
+ * does, for the first position of op i, each release preceding i that
+ * frees its tensor more than TSL__VF_EPS_US after W (at its issue, or at
+ * the end of the tensor's latest swap-out triggered before i and issued by
+ * then); it starts at the last such time S (or W) and ends at ne if S ==
+ * ns, else at S + (ne - ns).
  */
 #include <math.h>
 #include <stdio.h>
@@ -457,9 +460,9 @@ static tsl_status build_positions(tsl__vf_job *j) {
     for (int32_t k = 0; k < p->n_events; k++)
         if (j->ok[k] && p->events[k].type == TSL_EV_RECOMPUTE) n_rc++;
     /* recomputations grouped by the op they precede, event order kept */
-    int32_t n_keys = n_rc > p->n_events ? n_rc : p->n_events;
-    int32_t *keys = malloc(sizeof *keys * (size_t)(n_keys ? n_keys : 1));
-    int32_t *vals = malloc(sizeof *vals * (size_t)(n_keys ? n_keys : 1));
+    /* (keys and vals serve the releases preceding an op below too) */
+    int32_t *keys = malloc(sizeof *keys * (size_t)(p->n_events ? p->n_events : 1));
+    int32_t *vals = malloc(sizeof *vals * (size_t)(p->n_events ? p->n_events : 1));
     int32_t *rc_off = NULL, *rc_ev = NULL;
     if (!keys || !vals) {
         free(keys);

@@ -15,10 +15,6 @@ static int is_copy(const tsl_event *e) {
     return e->type == TSL_EV_SWAP_IN || e->type == TSL_EV_SWAP_OUT;
 }
 
-static int is_preceding_release(const tsl_event *e) {
-    return e->type == TSL_EV_RELEASE && e->precede >= 0;
-}
-
 /* Counting sort of the copies by tensor into (off[0..n_keys], ev), event
  * order kept within a tensor. Returns 0 if out of host memory. */
 static int copies_by_tensor(const tsl_plan *p, int32_t n_keys, int32_t **off_out,
@@ -47,18 +43,15 @@ static int copies_by_tensor(const tsl_plan *p, int32_t n_keys, int32_t **off_out
 
 tsl_status tsl__waits_build(const tsl_workload *w, const tsl_plan *p, tsl__waits *x) {
     memset(x, 0, sizeof *x);
-    int32_t n_si = 0, n_pre = 0;
-    for (int32_t k = 0; p && k < p->n_events; k++) {
-        n_si += p->events[k].type == TSL_EV_SWAP_IN;
-        n_pre += is_preceding_release(&p->events[k]);
-    }
-    if (!n_si && !n_pre) return TSL_OK;
-    if (!copies_by_tensor(p, w->n_tensors, &x->off, &x->ev) ||
-        !tsl__preceding_releases(p, w->n_ops, &x->pre_off, &x->pre_ev)) {
-        tsl__waits_free(x);
-        return tsl_fail(TSL_ERR_OOM, "plan '%s': out of host memory for its waits", p->job);
-    }
+    int32_t n_si = 0;
+    for (int32_t k = 0; p && k < p->n_events; k++) n_si += p->events[k].type == TSL_EV_SWAP_IN;
+    if (!tsl__preceding_releases(p, w->n_ops, &x->pre_off, &x->pre_ev)) goto oom;
+    if (!n_si && !x->pre_off) return TSL_OK; /* nothing can wait */
+    if (!copies_by_tensor(p, w->n_tensors, &x->off, &x->ev)) goto oom;
     return TSL_OK;
+oom:
+    tsl__waits_free(x);
+    return tsl_fail(TSL_ERR_OOM, "plan '%s': out of host memory for its waits", p->job);
 }
 
 void tsl__waits_free(tsl__waits *x) {
@@ -69,22 +62,17 @@ void tsl__waits_free(tsl__waits *x) {
     memset(x, 0, sizeof *x);
 }
 
-/* Issue time of timed event e from the ends of the ops before it. */
-static double issue_of(const tsl_event *e, const double *end) {
-    return (e->trigger < 0 ? 0.0 : end[e->trigger]) + e->delay_us;
-}
-
 /* When release k, preceding op `op`, frees its tensor (see waits.h). */
 static double release_frees_at(const tsl__waits *x, const tsl_workload *w, const tsl_plan *p,
                                const tsl_device_profile *dev, const double *end, int32_t k,
                                int32_t op) {
     const tsl_event *r = &p->events[k];
     int32_t t = r->tensor;
-    double te = issue_of(r, end), best = -INFINITY, at = te;
+    double te = tsl__event_plan_time(r, end), best = -INFINITY, at = te;
     for (int32_t q = x->off[t]; q < x->off[t + 1]; q++) {
         const tsl_event *o = &p->events[x->ev[q]];
         if (o->type != TSL_EV_SWAP_OUT || o->trigger >= op) continue;
-        double issue = issue_of(o, end);
+        double issue = tsl__event_plan_time(o, end);
         if (issue <= te && issue > best) {
             best = issue;
             at = issue + tsl_copy_us(dev, w->tensors[t].bytes, 0);
@@ -105,7 +93,7 @@ double tsl__waits_ready(const tsl__waits *x, const tsl_workload *w, const tsl_pl
         for (int32_t q = x->off[t]; q < x->off[t + 1]; q++) {
             const tsl_event *ev = &p->events[x->ev[q]];
             if (ev->type != TSL_EV_SWAP_IN || ev->trigger >= op) continue;
-            double issue = issue_of(ev, end);
+            double issue = tsl__event_plan_time(ev, end);
             if (issue > at) continue;
             double fin = issue + tsl_copy_us(dev, w->tensors[t].bytes, 1);
             if (best < 0 || issue > best_issue || (issue == best_issue && fin > best_end)) {
