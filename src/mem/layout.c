@@ -117,9 +117,10 @@ static size_t place_all(const tsl__lay_block *pb, const tsl__lay_conflicts *cf, 
         int32_t i = ord[k];
         const tsl__lay_block *x = &pb[i];
         size_t pos = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+        const tsl__lay_row row = tsl__lay_conflicts_row(cf, i);
         for (int32_t q = 0; q < n_placed; q++) {
             int32_t j = by_off[q];
-            if (!tsl__lay_conflicts_test(cf, i, j)) continue;
+            if (!tsl__lay_row_test(&row, j)) continue;
             if (off[j] > pos) {
                 size_t gap = off[j] - pos;
                 if (gap >= x->size && gap < best_gap) {

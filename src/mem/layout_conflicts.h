@@ -16,7 +16,7 @@
 /* The conflicts of n blocks: row i holds bit j set when blocks i and j
  * conflict (i != j; the diagonal is clear). bits is NULL when the matrix
  * would pass TSL__LAY_CONFLICTS_MAX_BYTES or host memory ran out: then
- * tsl__lay_conflicts_test compares the pieces (the same answers). */
+ * tsl__lay_row_test compares the pieces (the same answers). */
 typedef struct tsl__lay_conflicts {
     const tsl__lay_block *b;
     size_t words; /* 64-bit words per row */
@@ -34,11 +34,23 @@ void tsl__lay_conflicts_init(tsl__lay_conflicts *c, const tsl__lay_block *b, int
 /* Frees what init allocated (c may be zeroed, or freed already). */
 void tsl__lay_conflicts_free(tsl__lay_conflicts *c);
 
-/* 1 if blocks i and j (i != j, of those given to init) conflict: what
+/* Block i's row of the matrix, for asking many questions of one block
+ * (the placements' inner loops): bits NULL when there is no matrix. */
+typedef struct tsl__lay_row {
+    const tsl__lay_conflicts *c;
+    const uint64_t *bits;
+    int32_t i;
+} tsl__lay_row;
+
+static inline tsl__lay_row tsl__lay_conflicts_row(const tsl__lay_conflicts *c, int32_t i) {
+    return (tsl__lay_row){c, c->bits ? c->bits + (size_t)i * c->words : NULL, i};
+}
+
+/* 1 if the row's block and block j (j != the row's) conflict: what
  * tsl__lay_conflict says of the two. */
-static inline int tsl__lay_conflicts_test(const tsl__lay_conflicts *c, int32_t i, int32_t j) {
-    if (!c->bits) return tsl__lay_conflict(&c->b[i], &c->b[j]);
-    return (int)((c->bits[(size_t)i * c->words + ((size_t)j >> 6)] >> ((unsigned)j & 63)) & 1u);
+static inline int tsl__lay_row_test(const tsl__lay_row *r, int32_t j) {
+    if (!r->bits) return tsl__lay_conflict(&r->c->b[r->i], &r->c->b[j]);
+    return (int)((r->bits[(size_t)j >> 6] >> ((unsigned)j & 63)) & 1u);
 }
 
 #endif

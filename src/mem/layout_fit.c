@@ -51,6 +51,20 @@
 #include "mem/layout_conflicts.h"
 #include "mem/layout_fit.h"
 
+/* A piece [s, e) of a lifetime as words of steps: w0..w1 (w0 > w1: an
+ * empty piece), m0 the piece's steps in word w0, m1 those in w1 (both
+ * when w0 == w1: m0 & m1). */
+typedef struct word_span {
+    int64_t w0, w1;
+    uint64_t m0, m1;
+} word_span;
+
+static word_span word_span_of(int64_t s, int64_t e) {
+    if (s >= e) return (word_span){1, 0, 0, 0};
+    return (word_span){s >> 6, (e - 1) >> 6, ~(uint64_t)0 << (s & 63),
+                       ~(uint64_t)0 >> (63 - ((e - 1) & 63))};
+}
+
 /* One raised floor, to undo: block j's floor was y. */
 typedef struct floor_change {
     int32_t j;
@@ -76,8 +90,10 @@ typedef struct fit {
     int32_t *scratch;                /* m */
     floor_change *back;              /* m: floors put back by unplace, to sort */
     size_t *rem;                     /* per step: unplaced bytes alive */
+    size_t *rem_max;                 /* per 64 steps (a word of painted): rem's largest */
     int64_t busy;                    /* steps with unplaced bytes alive */
     uint64_t *painted;               /* per step, a bit: floors_fit's steps checked */
+    word_span *spans;                /* 2 per block: its pieces' words */
     floor_change *log;               /* floors raised on the current path */
     int64_t n_log, cap_log;
     int64_t nodes, node_limit, work, budget;
@@ -100,6 +116,23 @@ static void rem_update(size_t *rem, int64_t *busy, const tsl__lay_block *x, int 
                 *busy -= rem[t] == 0;
             }
         }
+}
+
+/* Recomputes rem_max over the words of steps [s, e). */
+static void rem_max_update(fit *f, int64_t s, int64_t e) {
+    for (int64_t w = s >> 6; s < e && w <= (e - 1) >> 6; w++) {
+        int64_t hi = w * 64 + 64 < f->P ? w * 64 + 64 : f->P;
+        size_t m = 0;
+        for (int64_t t = w * 64; t < hi; t++) m = f->rem[t] > m ? f->rem[t] : m;
+        f->rem_max[w] = m;
+    }
+}
+
+/* rem_update for block x, then rem_max over its lifetime. */
+static void rem_change(fit *f, const tsl__lay_block *x, int sign) {
+    rem_update(f->rem, &f->busy, x, sign);
+    rem_max_update(f, x->s0, x->e0);
+    rem_max_update(f, x->s1, x->e1);
 }
 
 /* ---- setting up: the blocks searched, identical ones, the static orders ---------- */
@@ -151,7 +184,9 @@ static void fit_free(fit *f) {
     free(f->scratch);
     free(f->back);
     free(f->rem);
+    free(f->rem_max);
     free(f->painted);
+    free(f->spans);
     free(f->log);
 }
 
@@ -173,11 +208,13 @@ static int fit_init(fit *f, const tsl__lay_block *lb, int32_t n, int64_t P) {
     f->scratch = malloc(m * sizeof *f->scratch);
     f->back = malloc(m * sizeof *f->back);
     f->rem = calloc((size_t)P, sizeof *f->rem);
+    f->rem_max = calloc(((size_t)P + 63) / 64, sizeof *f->rem_max);
     f->painted = malloc(((size_t)P + 63) / 64 * sizeof *f->painted);
+    f->spans = malloc(2 * m * sizeof *f->spans);
     fit_key *key = malloc(m * sizeof *key);
     same_key *same = malloc(m * sizeof *same);
     int ok = f->b && f->orig && f->prev_same && f->floor_ && f->off && f->placed && f->moved &&
-             f->unplaced && f->scratch && f->back && f->rem && f->painted && key && same;
+             f->unplaced && f->scratch && f->back && f->rem && f->rem_max && f->painted && f->spans && key && same;
     for (int o = 0; o < TSL__FIT_ORDERS; o++) ok = ok && f->ranks[o];
     if (!ok) {
         free(key);
@@ -194,6 +231,10 @@ static int fit_init(fit *f, const tsl__lay_block *lb, int32_t n, int64_t P) {
         f->b[f->m++] = lb[i];
     }
     tsl__lay_conflicts_init(&f->cf, f->b, f->m);
+    for (int32_t j = 0; j < f->m; j++) {
+        f->spans[2 * j] = word_span_of(f->b[j].s0, f->b[j].e0);
+        f->spans[2 * j + 1] = word_span_of(f->b[j].s1, f->b[j].e1);
+    }
     /* identical blocks: sorted together, each linked to the one before */
     for (int32_t j = 0; j < f->m; j++) {
         const tsl__lay_block *x = &f->b[j];
@@ -252,6 +293,7 @@ static int fit_reset(fit *f) {
     f->n_log = 0;
     f->nodes = 0;
     f->work += f->P;
+    rem_max_update(f, 0, f->P);
     for (int64_t t = 0; t < f->P; t++)
         if (f->rem[t] > f->cap) return -1;
     return 0;
@@ -267,10 +309,11 @@ static void place(fit *f, int32_t c) {
     f->placed[c] = 1;
     f->off[c] = f->floor_[c];
     int32_t kept = 0, raised = 0;
+    const tsl__lay_row row = tsl__lay_conflicts_row(&f->cf, c);
     for (int32_t k = 0; k < f->n_unplaced; k++) {
         int32_t j = f->unplaced[k];
         if (j == c) continue;
-        if (f->floor_[j] >= top || !tsl__lay_conflicts_test(&f->cf, c, j)) {
+        if (f->floor_[j] >= top || !tsl__lay_row_test(&row, j)) {
             f->unplaced[kept++] = j;
         } else if (tsl__grow((void **)&f->log, f->n_log, &f->cap_log, sizeof *f->log)) {
             f->oom = 1; /* the attempt stops before this state is used */
@@ -290,7 +333,7 @@ static void place(fit *f, int32_t c) {
     memmove(f->unplaced + lo + raised, f->unplaced + lo, (size_t)(kept - lo) * sizeof(int32_t));
     memcpy(f->unplaced + lo, f->scratch, (size_t)raised * sizeof(int32_t));
     f->n_unplaced = kept + raised;
-    rem_update(f->rem, &f->busy, &f->b[c], -1);
+    rem_change(f, &f->b[c], -1);
     f->work += 2 * (int64_t)f->n_unplaced + life_of(&f->b[c]);
 }
 
@@ -326,43 +369,61 @@ static void unplace(fit *f, int32_t c, int64_t mark) {
     memcpy(f->unplaced, f->scratch, (size_t)out * sizeof(int32_t));
     f->n_unplaced = out;
     for (int32_t k = 0; k < nb; k++) f->moved[f->back[k].j] = 0;
-    rem_update(f->rem, &f->busy, &f->b[c], 1);
+    rem_change(f, &f->b[c], 1);
     f->placed[c] = 0;
     f->work += 2 * (int64_t)f->n_unplaced + life_of(&f->b[c]) + 4 * (int64_t)nb;
+}
+
+/* Paints word w's steps `in` for floors_fit: those not painted yet must
+ * hold at most `room` (the capacity less the lowest offset), each counted
+ * (done, work) in order until one does not. 1 if all do, else 0. A word
+ * whose largest rem fits takes them all at once. */
+static inline int paint_word(fit *f, int64_t w, uint64_t in, int fits, size_t room, int64_t *done) {
+    uint64_t todo = in & ~f->painted[w];
+    f->painted[w] |= in;
+    if (!todo) return 1;
+    if (fits && f->rem_max[w] <= room) {
+        int64_t n_new = __builtin_popcountll(todo);
+        *done += n_new;
+        f->work += n_new;
+        return 1;
+    }
+    for (; todo; todo &= todo - 1) {
+        int64_t t = w * 64 + __builtin_ctzll(todo);
+        if (!fits || f->rem[t] > room) return 0;
+        (*done)++;
+        f->work++;
+    }
+    return 1;
 }
 
 /* The inference check after a block placed at offset `last`: at every step
  * with unplaced blocks alive, they fit between max(last, their smallest
  * floor) and the capacity. The unplaced blocks, lowest floor first, paint
- * the steps of their lifetimes not painted yet (a bit per step, found a
- * word at a time): each step is checked once, with the smallest floor
- * alive there. */
+ * the steps of their lifetimes not painted yet (a bit per step, a word at
+ * a time over each piece's words, word_span): each step is checked once,
+ * with the smallest floor alive there. */
 static int floors_fit(fit *f, size_t last) {
-    uint64_t *painted = f->painted;
-    memset(painted, 0, ((size_t)f->P + 63) / 64 * sizeof *painted);
+    memset(f->painted, 0, ((size_t)f->P + 63) / 64 * sizeof *f->painted);
     f->work += f->P;
     int64_t done = 0;
     for (int32_t k = 0; k < f->n_unplaced && done < f->busy; k++) {
         f->work++;
-        const tsl__lay_block *x = &f->b[f->unplaced[k]];
-        size_t lowest = f->floor_[f->unplaced[k]] > last ? f->floor_[f->unplaced[k]] : last;
-        const int64_t piece[2][2] = {{x->s0, x->e0}, {x->s1, x->e1}};
+        int32_t j = f->unplaced[k];
+        size_t lowest = f->floor_[j] > last ? f->floor_[j] : last;
+        int fits = lowest <= f->cap;
+        size_t room = fits ? f->cap - lowest : 0;
         for (int q = 0; q < 2; q++) {
-            int64_t s = piece[q][0], e = piece[q][1];
-            for (int64_t w = s >> 6; s < e && w <= (e - 1) >> 6; w++) {
-                /* the piece's steps in word w that are not painted yet, in order */
-                uint64_t in = ~(uint64_t)0;
-                if (w == s >> 6) in &= ~(uint64_t)0 << (s & 63);
-                if (w == (e - 1) >> 6) in &= ~(uint64_t)0 >> (63 - ((e - 1) & 63));
-                uint64_t todo = in & ~painted[w];
-                for (; todo; todo &= todo - 1) {
-                    int64_t t = w * 64 + __builtin_ctzll(todo);
-                    if (lowest > f->cap || f->rem[t] > f->cap - lowest) return 0;
-                    done++;
-                    f->work++;
-                }
-                painted[w] |= in;
+            const word_span *sp = &f->spans[2 * j + q];
+            if (sp->w0 > sp->w1) continue;
+            if (sp->w0 == sp->w1) {
+                if (!paint_word(f, sp->w0, sp->m0 & sp->m1, fits, room, &done)) return 0;
+                continue;
             }
+            if (!paint_word(f, sp->w0, sp->m0, fits, room, &done)) return 0;
+            for (int64_t w = sp->w0 + 1; w < sp->w1; w++)
+                if (!paint_word(f, w, ~(uint64_t)0, fits, room, &done)) return 0;
+            if (!paint_word(f, sp->w1, sp->m1, fits, room, &done)) return 0;
         }
     }
     return 1;
