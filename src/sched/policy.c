@@ -230,6 +230,26 @@ static tsl_status plan_round(const tsl_policy *pol, const tsl_plan_request *base
 /* Rounds of planning allowed to bring the footprints under the budget. */
 #define FOOTPRINT_ROUNDS 4
 
+/* Budgets bisected between a round that met the budget and the faster one
+ * before it that missed it (footprint_rounds), and how much faster that
+ * one must be for them to be tried. */
+#define BISECT_ROUNDS 3
+#define BISECT_GAIN 0.05
+
+/* The plans' predicted periods, summed. */
+static double sum_periods(tsl_plan *const *plans, int n) {
+    double s = 0.0;
+    for (int j = 0; j < n; j++) s += plans[j]->predicted_period_us;
+    return s;
+}
+
+/* The plans' loads (predicted peaks), summed. */
+static size_t sum_loads(tsl_plan *const *plans, int n) {
+    size_t s = 0;
+    for (int j = 0; j < n; j++) s += plans[j]->predicted_peak;
+    return s;
+}
+
 /* Allocates *to for n jobs with from's vanilla figures, floors and
  * budget (the rest zero). TSL_ERR_OOM. */
 static tsl_status report_like(tsl_plan_report *to, const tsl_plan_report *from, int n) {
@@ -259,7 +279,10 @@ static void swap_rounds(tsl_plan **pa, tsl_plan_report *ra, tsl_plan **pb, tsl_p
 /* Plans for r->budget so that the footprints fit it where the policy can
  * (see tsl_plan_jobs): while they do not, plans again for the budget
  * lowered by the layouts' overhead (see tsl_plan_jobs), keeping the
- * round with the smallest footprint. plans[] hold the kept round's plans;
+ * round with the smallest footprint; then, where that round fits and the
+ * round it replaced missed the budget but took more than BISECT_GAIN less
+ * time, bisects the budgets between them (BISECT_ROUNDS), keeping a plan
+ * that fits in less time. plans[] hold the kept round's plans;
  * *spared is set if the policy spared savings in any round. */
 static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request *rq,
                                    size_t align, tsl_plan **plans, tsl_plan_report *r,
@@ -280,10 +303,13 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
     tsl_plan_report ar = {0};
     size_t floors = 0;
     for (int j = 0; j < n_jobs; j++) floors += r->floor[j];
+    /* the last round kept that missed the budget: its load and period, and
+     * the budget of the round kept after it */
+    size_t miss_load = 0, kept_b = b;
+    double miss_period = 0.0;
     for (int round = 1; st == TSL_OK && round < FOOTPRINT_ROUNDS; round++) {
-        size_t fp = sum_footprints(plans, n_jobs), load = 0;
+        size_t fp = sum_footprints(plans, n_jobs), load = sum_loads(plans, n_jobs);
         if (fp <= r->budget) break;
-        for (int j = 0; j < n_jobs; j++) load += plans[j]->predicted_peak;
         /* what the layouts add to the load; where the refinement took the
          * load itself above the budget (the policy met it before), at
          * least what the footprints exceed the budget by */
@@ -307,13 +333,49 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
         st = plan_round(pol, rq, align, b, alt, &ar, decided, &same);
         *spared |= ar.spared;
         int better = st == TSL_OK && !same && sum_footprints(alt, n_jobs) < fp;
-        if (better) swap_rounds(plans, r, alt, &ar, n_jobs); /* keep the new round */
+        if (better) { /* keep the new round */
+            miss_load = load;
+            miss_period = sum_periods(plans, n_jobs);
+            kept_b = b;
+            swap_rounds(plans, r, alt, &ar, n_jobs);
+        }
         for (int j = 0; j < n_jobs; j++) {
             tsl_plan_free(alt[j]);
             alt[j] = NULL;
         }
         tsl_plan_report_free(&ar);
         if (st != TSL_OK || !better) break;
+    }
+    /* the kept round meets the budget, a round before it missed it with
+     * its load above this round's budget and took much less time (its
+     * layout's overhead put it over; the lower budget cost far more): the
+     * budgets in between, by bisection - one that meets the budget with
+     * less time is kept; below a budget whose plan meets it, the budgets
+     * only cost more, above one whose plan misses it they miss too */
+    size_t lo = kept_b, hi = miss_load;
+    int last_fit = 1; /* the last round laid out (decided[]) met the budget: the kept one */
+    for (int k = 0; st == TSL_OK && alt && k < BISECT_ROUNDS && hi > lo + 1 &&
+                    sum_footprints(plans, n_jobs) <= r->budget &&
+                    sum_periods(plans, n_jobs) > miss_period * (1.0 + BISECT_GAIN);
+         k++) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((st = report_like(&ar, r, n_jobs)) != TSL_OK) break;
+        st = plan_round(pol, rq, align, mid, alt, &ar, decided, &same);
+        *spared |= ar.spared;
+        /* the same decisions as the last round laid out: its outcome */
+        int fits = same ? last_fit : st == TSL_OK && sum_footprints(alt, n_jobs) <= r->budget;
+        if (st == TSL_OK && !same) {
+            last_fit = fits;
+            if (fits && sum_periods(alt, n_jobs) < sum_periods(plans, n_jobs))
+                swap_rounds(plans, r, alt, &ar, n_jobs); /* keep it */
+        }
+        if (fits) lo = mid;
+        else hi = mid;
+        for (int j = 0; j < n_jobs; j++) {
+            tsl_plan_free(alt[j]);
+            alt[j] = NULL;
+        }
+        tsl_plan_report_free(&ar);
     }
     for (int j = 0; j < n_jobs; j++) tsl_plan_free(decided[j]);
     free(decided);
