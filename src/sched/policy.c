@@ -263,6 +263,15 @@ static tsl_status report_like(tsl_plan_report *to, const tsl_plan_report *from, 
     return TSL_OK;
 }
 
+/* Frees a round's plans (n jobs, the array kept) and report. */
+static void free_round(tsl_plan **plans, tsl_plan_report *r, int n) {
+    for (int j = 0; j < n; j++) {
+        tsl_plan_free(plans[j]);
+        plans[j] = NULL;
+    }
+    tsl_plan_report_free(r);
+}
+
 /* Swaps the plans (n jobs) and reports of a and b. */
 static void swap_rounds(tsl_plan **pa, tsl_plan_report *ra, tsl_plan **pb, tsl_plan_report *rb,
                         int n) {
@@ -339,11 +348,7 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
             kept_b = b;
             swap_rounds(plans, r, alt, &ar, n_jobs);
         }
-        for (int j = 0; j < n_jobs; j++) {
-            tsl_plan_free(alt[j]);
-            alt[j] = NULL;
-        }
-        tsl_plan_report_free(&ar);
+        free_round(alt, &ar, n_jobs);
         if (st != TSL_OK || !better) break;
     }
     /* the kept round meets the budget, a round before it missed it with
@@ -371,11 +376,7 @@ static tsl_status footprint_rounds(const tsl_policy *pol, const tsl_plan_request
         }
         if (fits) lo = mid;
         else hi = mid;
-        for (int j = 0; j < n_jobs; j++) {
-            tsl_plan_free(alt[j]);
-            alt[j] = NULL;
-        }
-        tsl_plan_report_free(&ar);
+        free_round(alt, &ar, n_jobs);
     }
     for (int j = 0; j < n_jobs; j++) tsl_plan_free(decided[j]);
     free(decided);
@@ -403,9 +404,9 @@ static tsl_status plan_to_footprint(const tsl_policy *pol, const tsl_plan_reques
     st = alt ? report_like(&ar, r, n) : tsl_fail(TSL_ERR_OOM, "planner: out of host memory");
     if (st == TSL_OK) st = footprint_rounds(pol, &all, align, alt, &ar, &ignored);
     if (st == TSL_OK && sum_footprints(alt, n) < fp) swap_rounds(plans, r, alt, &ar, n);
-    for (int j = 0; alt && j < n; j++) tsl_plan_free(alt[j]);
+    if (alt) free_round(alt, &ar, n);
+    else tsl_plan_report_free(&ar);
     free(alt);
-    tsl_plan_report_free(&ar);
     return st;
 }
 
