@@ -214,7 +214,8 @@ static int fit_init(fit *f, const tsl__lay_block *lb, int32_t n, int64_t P) {
     fit_key *key = malloc(m * sizeof *key);
     same_key *same = malloc(m * sizeof *same);
     int ok = f->b && f->orig && f->prev_same && f->floor_ && f->off && f->placed && f->moved &&
-             f->unplaced && f->scratch && f->back && f->rem && f->rem_max && f->painted && f->spans && key && same;
+             f->unplaced && f->scratch && f->back && f->rem && f->rem_max && f->painted &&
+             f->spans && key && same;
     for (int o = 0; o < TSL__FIT_ORDERS; o++) ok = ok && f->ranks[o];
     if (!ok) {
         free(key);
