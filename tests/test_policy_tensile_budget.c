@@ -372,6 +372,27 @@ static tsl_plan *variant(const rtf_case *c, const tsl_plan *p, int32_t k, tsl_ev
     return NULL;
 }
 
+/* Proposes a replacement for event *e of case c's plan: 1 with *e set, or
+ * 0 if the event is not a candidate. */
+typedef int (*propose_fn)(const rtf_case *c, tsl_event *e);
+
+/* The first variant of p, in event order, that `propose` makes and the
+ * verifier accepts (with must_wait, only one whose period is longer than
+ * p's), or NULL; *tried counts the proposals. */
+static tsl_plan *first_variant(const rtf_case *c, const tsl_plan *p, propose_fn propose,
+                               int must_wait, int *tried) {
+    *tried = 0;
+    for (int32_t k = 0; k < p->n_events; k++) {
+        tsl_event e = p->events[k];
+        if (!propose(c, &e)) continue;
+        ++*tried;
+        tsl_plan *q = variant(c, p, k, e);
+        if (q && (!must_wait || q->predicted_period_us > p->predicted_period_us)) return q;
+        tsl_plan_free(q);
+    }
+    return NULL;
+}
+
 /* TENSILE's budget-mode plan of case c (every swap size) at `frac` of the
  * way from the floor to the paper's footprint at the profile's memory
  * (*budget), verified. */
@@ -476,6 +497,13 @@ static tsl_plan *resnet50_b2_plan(rtf_case *c, size_t *budget) {
     return budget_mode_plan(c, 0.85, budget);
 }
 
+/* A swap-in of an activation becomes its recomputation before the same op. */
+static int swap_in_to_recompute(const rtf_case *c, tsl_event *e) {
+    if (e->type != TSL_EV_SWAP_IN || c->w->tensors[e->tensor].producer < 0) return 0;
+    *e = (tsl_event){TSL_EV_RECOMPUTE, e->tensor, -1, 0.0, e->precede};
+    return 1;
+}
+
 /* A swap-in turned into a recomputation (the wider ways,
  * docs/SCHEDULING.md): the swap-out and the release stay, the host copy
  * goes unread, and the recomputation runs where the swap-in was. The
@@ -492,14 +520,9 @@ static tsl_plan *resnet50_b2_plan(rtf_case *c, size_t *budget) {
 Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
     rtf_case c;
     size_t budget;
-    tsl_plan *p = resnet50_b2_plan(&c, &budget), *q = NULL;
-    int tried = 0;
-    for (int32_t k = 0; k < p->n_events && !q; k++) {
-        tsl_event e = p->events[k];
-        if (e.type != TSL_EV_SWAP_IN || c.w->tensors[e.tensor].producer < 0) continue;
-        tried++;
-        q = variant(&c, p, k, (tsl_event){TSL_EV_RECOMPUTE, e.tensor, -1, 0.0, e.precede});
-    }
+    int tried;
+    tsl_plan *p = resnet50_b2_plan(&c, &budget);
+    tsl_plan *q = first_variant(&c, p, swap_in_to_recompute, 0, &tried);
     cr_assert_not_null(q, "no swap-in of the %d tried turns into a valid recomputation", tried);
     cr_assert_eq(pc_converted(q), 1, "the constructed plan converts %d swap-ins", pc_converted(q));
     cr_assert_eq(pc_converted(p), 0, "the planned one converts already: no need to construct");
@@ -512,6 +535,13 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
     rtf_free(&c);
 }
 
+/* A release is made to precede the op after its trigger. */
+static int release_precedes_next(const rtf_case *c, tsl_event *e) {
+    if (e->type != TSL_EV_RELEASE || e->trigger < 0 || e->trigger + 1 >= c->w->n_ops) return 0;
+    e->precede = e->trigger + 1;
+    return 1;
+}
+
 /* A planned wait for a swap-out (docs/SCHEDULING.md, "Planned waits"): in
  * resnet50's plan (batch 2, Adam, 0.85 of the way) a release that waits
  * for its swap-out is made to precede the op after its trigger, which then
@@ -521,19 +551,10 @@ Test(tensile_budget_runs, converted_swap_in_bitwise_identical, .timeout = 600) {
 Test(tensile_budget_runs, swap_out_wait_bitwise_identical, .timeout = 600) {
     rtf_case c;
     size_t budget;
-    tsl_plan *p = resnet50_b2_plan(&c, &budget), *q = NULL;
-    int tried = 0;
-    for (int32_t k = 0; k < p->n_events && !q; k++) {
-        tsl_event e = p->events[k];
-        if (e.type != TSL_EV_RELEASE || e.trigger < 0 || e.trigger + 1 >= c.w->n_ops) continue;
-        tried++;
-        e.precede = e.trigger + 1;
-        q = variant(&c, p, k, e);
-        if (q && !(q->predicted_period_us > p->predicted_period_us)) { /* it did not wait */
-            tsl_plan_free(q);
-            q = NULL;
-        }
-    }
+    int tried;
+    tsl_plan *p = resnet50_b2_plan(&c, &budget);
+    /* the first such release that makes the op wait (a longer period) */
+    tsl_plan *q = first_variant(&c, p, release_precedes_next, 1, &tried);
     cr_assert_not_null(q, "no release of the %d tried makes its next op wait", tried);
     run_bitwise(&c, q, "resnet50");
     /* in real time (channels throttled to 2 GB/s, so that the copy is
